@@ -1,0 +1,1 @@
+// The profiling logger: being written.

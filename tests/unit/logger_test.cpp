@@ -1,0 +1,1 @@
+// Tests of the profiling logger: being written.

@@ -1,0 +1,142 @@
+// Several threads launching while observations come and go: every launch reaches exactly one
+// observer, and none reaches an observation that has ended. Run under the TSan preset too.
+
+#include <launchwatch/launch_path.hpp>
+#include <launchwatch/observe.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "support/observers.hpp"
+
+namespace launchwatch {
+namespace {
+
+using namespace std::chrono_literals;
+
+/// Counts launches per kernel name and notes any that arrive after its observation ended.
+class tally : public launch_observer {
+ public:
+  void launched(std::string_view kernel) override {
+    if (ended_.load(std::memory_order_relaxed)) late_.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard lock{mutex_};
+    names_.emplace_back(kernel);
+  }
+  void end() { ended_.store(true, std::memory_order_relaxed); }
+  int late() const { return late_.load(); }
+  std::vector<std::string> names() const {
+    std::lock_guard lock{mutex_};
+    return names_;
+  }
+
+ private:
+  std::atomic<bool> ended_{false};
+  std::atomic<int> late_{0};
+  mutable std::mutex mutex_;
+  std::vector<std::string> names_;
+};
+
+// Kernel names must outlive the launches: one static table of them.
+const std::vector<std::string>& kernel_names(int threads, int per_thread) {
+  static const auto names = [&] {
+    std::vector<std::string> all;
+    for (int t = 0; t < threads; ++t)
+      for (int i = 0; i < per_thread; ++i) all.push_back(std::to_string(t) + ":" + std::to_string(i));
+    return all;
+  }();
+  return names;
+}
+
+TEST(LaunchObservationStress, EveryLaunchReachesExactlyOneObserverAndNoneAnEndedOne) {
+  constexpr int launcher_count = 4;
+  constexpr int launches_per_thread = 20000;
+  const auto& names = kernel_names(launcher_count, launches_per_thread);
+
+  auto base = std::make_shared<tally>();
+  launch_observation base_watch{base};  // so every launch has an observer to reach
+
+  std::atomic<int> launchers_done{0};
+  std::vector<std::shared_ptr<tally>> swapped;
+  std::thread swapper{[&] {
+    // Nested and out-of-order installs and drops while the launchers run.
+    while (launchers_done.load() < launcher_count) {
+      auto a = std::make_shared<tally>();
+      auto b = std::make_shared<tally>();
+      auto watch_a = std::make_unique<launch_observation>(a);
+      auto watch_b = std::make_unique<launch_observation>(b);
+      std::this_thread::yield();
+      if (swapped.size() % 2 == 0) {
+        watch_b.reset();
+        b->end();
+        watch_a.reset();
+        a->end();
+      } else {
+        watch_a.reset();
+        a->end();
+        watch_b.reset();
+        b->end();
+      }
+      swapped.push_back(a);
+      swapped.push_back(b);
+    }
+  }};
+
+  std::vector<std::thread> launchers;
+  for (int t = 0; t < launcher_count; ++t) {
+    launchers.emplace_back([&, t] {
+      for (int i = 0; i < launches_per_thread; ++i) {
+        launch_path::notify_launch(names[static_cast<std::size_t>(t * launches_per_thread + i)]);
+      }
+      ++launchers_done;
+    });
+  }
+  for (auto& launcher : launchers) launcher.join();
+  swapper.join();
+
+  std::vector<int> seen(names.size(), 0);
+  auto count = [&](const tally& observer) {
+    for (const auto& name : observer.names()) {
+      const auto colon = name.find(':');
+      const auto index = std::stoi(name.substr(0, colon)) * launches_per_thread +
+                         std::stoi(name.substr(colon + 1));
+      ++seen[static_cast<std::size_t>(index)];
+    }
+  };
+  count(*base);
+  for (const auto& observer : swapped) {
+    count(*observer);
+    EXPECT_EQ(observer->late(), 0) << "an observer was called after its observation ended";
+  }
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    ASSERT_EQ(seen[i], 1) << "launch " << names[i] << " reached " << seen[i] << " observers";
+  }
+  EXPECT_GT(swapped.size(), 0u);
+}
+
+TEST(LaunchObservationStress, ResolvedTimingsFromManyThreadsReachTheInstalledObserver) {
+  constexpr int launcher_count = 4;
+  constexpr int launches_per_thread = 2000;
+  auto observer = std::make_shared<testing::timer>();
+  launch_observation watching{observer};
+  std::vector<std::thread> launchers;
+  for (int t = 0; t < launcher_count; ++t) {
+    launchers.emplace_back([] {
+      for (int i = 0; i < launches_per_thread; ++i) {
+        launch_path::notify_launch("k");
+        if (launch_path::timing_wanted()) launch_path::notify_profiled("k", testing::measured(1us));
+      }
+    });
+  }
+  for (auto& launcher : launchers) launcher.join();
+  EXPECT_EQ(observer->calls().size(), std::size_t{launcher_count * launches_per_thread});
+}
+
+}  // namespace
+}  // namespace launchwatch

@@ -1,0 +1,86 @@
+// 13. Observer methods run under the slot's lock: one that launches, or installs or drops an
+// observation, fails loudly instead of deadlocking.
+
+#include <launchwatch/config.hpp>
+#include <launchwatch/launch_path.hpp>
+#include <launchwatch/observe.hpp>
+
+#include <memory>
+#include <optional>
+
+#include <gtest/gtest.h>
+
+#include "support/observers.hpp"
+
+namespace launchwatch {
+namespace {
+
+#if LAUNCHWATCH_CHECK_REENTRY
+
+class ReentryDeathTest : public ::testing::Test {
+ protected:
+  void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
+};
+
+TEST_F(ReentryDeathTest, AnObserverThatLaunchesFromACallbackAbortsWithAMessage) {
+  struct launches_inside : launch_observer {
+    void launched(std::string_view) override { launch_path::notify_launch("nested"); }
+  };
+  EXPECT_DEATH(
+      {
+        launch_observation watching{std::make_shared<launches_inside>()};
+        launch_path::notify_launch("outer");
+      },
+      "tried to launch a kernel from inside");
+}
+
+TEST_F(ReentryDeathTest, AnObserverThatInstallsFromACallbackAbortsWithAMessage) {
+  struct installs_inside : launch_observer {
+    void launched(std::string_view) override {
+      launch_observation nested{std::make_shared<testing::recorder>()};
+    }
+  };
+  EXPECT_DEATH(
+      {
+        launch_observation watching{std::make_shared<installs_inside>()};
+        launch_path::notify_launch("outer");
+      },
+      "tried to install a launch_observation from inside");
+}
+
+TEST_F(ReentryDeathTest, AnObserverThatDropsAnObservationFromACallbackAbortsWithAMessage) {
+  struct drops_inside : launch_observer {
+    std::optional<launch_observation>* to_drop = nullptr;
+    void launched(std::string_view) override { to_drop->reset(); }
+  };
+  EXPECT_DEATH(
+      {
+        auto observer = std::make_shared<drops_inside>();
+        std::optional<launch_observation> watching;
+        observer->to_drop = &watching;
+        watching.emplace(observer);
+        launch_path::notify_launch("outer");
+      },
+      "tried to drop a launch_observation from inside");
+}
+
+TEST_F(ReentryDeathTest, AnObserverThatAsksForTimingFromACallbackAbortsWithAMessage) {
+  struct asks_inside : launch_observer {
+    void launched(std::string_view) override { (void)launch_path::timing_wanted(); }
+  };
+  EXPECT_DEATH(
+      {
+        launch_observation watching{std::make_shared<asks_inside>()};
+        launch_path::notify_launch("outer");
+      },
+      "tried to ask whether launches are timed from inside");
+}
+
+#else
+
+TEST(Reentry, IsNotCheckedInThisBuild) { GTEST_SKIP() << "built with LAUNCHWATCH_CHECK_REENTRY=OFF"; }
+
+#endif
+
+}  // namespace
+}  // namespace launchwatch

@@ -1,0 +1,279 @@
+// What the observer core costs a launch, measured side by side in one run.
+//
+// Every hook runs inside a loop of the same shape as its baseline (the kernel name kept opaque to
+// the compiler, then the hook), so a ratio between two rows is the hook's cost and not the
+// harness's. The summary printed after the table gives the ratios, computed from the CPU time per
+// call (the median when --benchmark_repetitions is given): CPU time, because this runs on machines
+// shared with other work, where wall time also counts the time a thread waited for a core.
+//
+//   launchwatch_observer_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+
+#include <benchmark/benchmark.h>
+
+#include <launchwatch/launch_path.hpp>
+#include <launchwatch/observe.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using launchwatch::launch_info;
+using launchwatch::launch_observation;
+using launchwatch::launch_observer;
+namespace launch_path = launchwatch::launch_path;
+
+// Long enough for a benchmark's median to settle, short enough that the whole run (ten benchmarks,
+// five repetitions) stays around half a minute on a two-core machine.
+constexpr double min_time_s = 0.2;
+
+constexpr std::string_view kernel_name = "launchwatch_bench::saxpy<float>";
+
+/// The cheapest observer that still does something with each launch (one relaxed increment), so
+/// the names-only rows measure the observer core and not the observer.
+class counting_observer final : public launch_observer {
+ public:
+  void launched(std::string_view) override { count_.fetch_add(1, std::memory_order_relaxed); }
+  [[nodiscard]] std::uint64_t count() const noexcept {
+    return count_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<std::uint64_t> count_{0};
+};
+
+const auto counter = std::make_shared<counting_observer>();
+std::optional<launch_observation> installed;
+// Set when a names-only run saw fewer launches than it issued: its time would then be a lie.
+bool observer_missed_launches = false;
+
+// Installed once per run (not per thread) through the benchmark's Setup and Teardown, so every
+// thread of a threaded run reports to the same observer through the same slot.
+void install_counter(const benchmark::State&) { installed.emplace(counter); }
+void drop_counter(const benchmark::State&) { installed.reset(); }
+
+/// Makes the name unknown to the compiler, as a launch path's name is, while leaving it in registers.
+/// benchmark::DoNotOptimize would force a string_view through memory, adding two stack loads to
+/// every row but the empty loop's.
+inline void opaque(std::string_view& kernel) {
+  const char* data = kernel.data();
+  std::size_t size = kernel.size();
+  asm volatile("" : "+r"(data), "+r"(size));
+  kernel = std::string_view{data, size};
+}
+
+/// The loop every row shares: the name made opaque, then the hook under test.
+template <class Hook>
+void run_loop(benchmark::State& state, Hook hook) {
+  // An idle row that found an observer installed (or a names-only row that found none) would
+  // time the other path under this row's name.
+  if (launch_path::is_observing() != installed.has_value()) {
+    state.SkipWithError("the observer slot is not in the state this row measures");
+  }
+  std::string_view kernel = kernel_name;
+  for (auto _ : state) {
+    opaque(kernel);
+    hook(kernel);
+  }
+}
+
+/// What a call that cannot be inlined costs: the baseline a hook that lived behind a function call
+/// would pay before doing anything.
+[[gnu::noinline]] void empty_out_of_line(std::string_view kernel) {
+  opaque(kernel);
+}
+
+/// A launch_info built the way a runtime builds it: only after is_observing() said yes, from values
+/// the compiler cannot fold (the opaque name's length stands in for the stream and grid).
+void notify_with_info(std::string_view kernel) {
+  if (launch_path::is_observing()) {
+    launch_info info;
+    info.kernel = kernel;
+    info.stream = kernel.size();
+    info.cube_count = {static_cast<std::uint32_t>(kernel.size()), 1, 1};
+    info.cube_dim = {256, 1, 1};
+    launch_path::notify_launch(info);
+  }
+}
+
+void bm_empty_loop(benchmark::State& state) {
+  run_loop(state, [](std::string_view) {});
+}
+
+void bm_empty_out_of_line_call(benchmark::State& state) {
+  run_loop(state, [](std::string_view kernel) { empty_out_of_line(kernel); });
+}
+
+void bm_notify_launch_idle(benchmark::State& state) {
+  run_loop(state, [](std::string_view kernel) { launch_path::notify_launch(kernel); });
+}
+
+void bm_notify_launch_names_only(benchmark::State& state) {
+  const auto before = counter->count();
+  run_loop(state, [](std::string_view kernel) { launch_path::notify_launch(kernel); });
+  // Threads share the counter, so only a single-threaded run can check its own launches.
+  if (state.threads() == 1 &&
+      counter->count() - before != static_cast<std::uint64_t>(state.iterations())) {
+    observer_missed_launches = true;
+  }
+}
+
+void bm_timing_wanted(benchmark::State& state) {
+  // Summed rather than passed to DoNotOptimize each time, so the loop keeps its shape; the atomic
+  // load cannot be hoisted out of it.
+  std::uint64_t wanted = 0;
+  run_loop(state, [&wanted](std::string_view) { wanted += launch_path::timing_wanted() ? 1 : 0; });
+  benchmark::DoNotOptimize(wanted);
+}
+
+void bm_notify_launch_info(benchmark::State& state) {
+  run_loop(state, [](std::string_view kernel) { notify_with_info(kernel); });
+}
+
+BENCHMARK(bm_empty_loop)->MinTime(min_time_s);
+BENCHMARK(bm_empty_out_of_line_call)->MinTime(min_time_s);
+BENCHMARK(bm_notify_launch_idle)->MinTime(min_time_s);
+BENCHMARK(bm_notify_launch_names_only)
+    ->Setup(install_counter)
+    ->Teardown(drop_counter)
+    ->MinTime(min_time_s)
+    ->Threads(1)
+    ->Threads(2)
+    ->Threads(4);
+BENCHMARK(bm_timing_wanted)->Name("bm_timing_wanted_idle")->MinTime(min_time_s);
+BENCHMARK(bm_timing_wanted)
+    ->Name("bm_timing_wanted_names_only")
+    ->Setup(install_counter)
+    ->Teardown(drop_counter)
+    ->MinTime(min_time_s);
+BENCHMARK(bm_notify_launch_info)->Name("bm_notify_launch_info_idle")->MinTime(min_time_s);
+BENCHMARK(bm_notify_launch_info)
+    ->Name("bm_notify_launch_info_names_only")
+    ->Setup(install_counter)
+    ->Teardown(drop_counter)
+    ->MinTime(min_time_s);
+
+/// The console table, then a summary of the ratios between rows, computed from the same run.
+class ratio_reporter final : public benchmark::ConsoleReporter {
+ public:
+  ratio_reporter() : ConsoleReporter{OO_Tabular} {}
+
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const auto& run : runs) {
+      const auto key = std::make_pair(run.run_name.function_name, run.threads);
+      const double ns =
+          run.GetAdjustedCPUTime() * 1e9 / benchmark::GetTimeUnitMultiplier(run.time_unit);
+      if (run.run_type == Run::RT_Aggregate) {
+        if (run.aggregate_name == "median") medians_[key] = ns;
+      } else {
+        samples_[key].push_back(ns);
+      }
+    }
+  }
+
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    auto& out = GetOutputStream();
+    out << "\nSummary: CPU time per call (median of the repetitions), and ratios between rows\n";
+    for (const auto& [name, threads, label] : rows) {
+      if (const auto ns = time_of(name, threads)) {
+        print(out, "  %-46s %8.3f ns\n", label, *ns);
+      }
+    }
+    out << '\n';
+    ratio(out, "idle notify_launch / empty loop", "bm_notify_launch_idle", 1, "bm_empty_loop", 1);
+    ratio(out, "idle notify_launch / empty out-of-line call", "bm_notify_launch_idle", 1,
+          "bm_empty_out_of_line_call", 1);
+    ratio(out, "names-only notify_launch / idle", "bm_notify_launch_names_only", 1,
+          "bm_notify_launch_idle", 1);
+    ratio(out, "idle timing_wanted / empty loop", "bm_timing_wanted_idle", 1, "bm_empty_loop", 1);
+    ratio(out, "names-only timing_wanted / idle", "bm_timing_wanted_names_only", 1,
+          "bm_timing_wanted_idle", 1);
+    ratio(out, "idle notify_launch(launch_info) / empty loop", "bm_notify_launch_info_idle", 1,
+          "bm_empty_loop", 1);
+    ratio(out, "names-only, 2 threads / 1 thread (per call)", "bm_notify_launch_names_only", 2,
+          "bm_notify_launch_names_only", 1);
+    ratio(out, "names-only, 4 threads / 1 thread (per call)", "bm_notify_launch_names_only", 4,
+          "bm_notify_launch_names_only", 1);
+    if (observer_missed_launches) {
+      out << "\nFAILED: the names-only observer counted fewer launches than were issued, so its "
+             "rows do not measure what they claim.\n";
+    }
+    out.flush();
+  }
+
+ private:
+  using key = std::pair<std::string, std::int64_t>;
+
+  struct row {
+    const char* name;
+    std::int64_t threads;
+    const char* label;
+  };
+  static constexpr row rows[] = {
+      {"bm_empty_loop", 1, "empty loop"},
+      {"bm_empty_out_of_line_call", 1, "empty out-of-line call"},
+      {"bm_notify_launch_idle", 1, "notify_launch, idle"},
+      {"bm_notify_launch_names_only", 1, "notify_launch, names-only observer"},
+      {"bm_notify_launch_names_only", 2, "notify_launch, names-only, 2 threads"},
+      {"bm_notify_launch_names_only", 4, "notify_launch, names-only, 4 threads"},
+      {"bm_timing_wanted_idle", 1, "timing_wanted, idle"},
+      {"bm_timing_wanted_names_only", 1, "timing_wanted, names-only observer"},
+      {"bm_notify_launch_info_idle", 1, "notify_launch(launch_info), idle"},
+      {"bm_notify_launch_info_names_only", 1, "notify_launch(launch_info), names-only"},
+  };
+
+  template <class... Args>
+  static void print(std::ostream& out, const char* format, Args... args) {
+    char line[160];
+    std::snprintf(line, sizeof line, format, args...);
+    out << line;
+  }
+
+  // The median the library computed, or (without repetitions) the median of the runs seen.
+  std::optional<double> time_of(const std::string& name, std::int64_t threads) const {
+    const key k{name, threads};
+    if (const auto found = medians_.find(k); found != medians_.end()) return found->second;
+    const auto found = samples_.find(k);
+    if (found == samples_.end() || found->second.empty()) return std::nullopt;
+    auto sorted = found->second;
+    std::sort(sorted.begin(), sorted.end());
+    const auto n = sorted.size();
+    return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  }
+
+  // Skipped when either row was filtered out, or timed as zero.
+  void ratio(std::ostream& out, const char* label, const std::string& over,
+             std::int64_t over_threads, const std::string& under, std::int64_t under_threads) {
+    const auto a = time_of(over, over_threads);
+    const auto b = time_of(under, under_threads);
+    if (!a || !b || *b <= 0) return;
+    print(out, "  %-46s %8.2fx  (%+.3f ns)\n", label, *a / *b, *a - *b);
+  }
+
+  std::map<key, double> medians_;
+  std::map<key, std::vector<double>> samples_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  ratio_reporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return observer_missed_launches ? 1 : 0;
+}

@@ -8,11 +8,12 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
-#include <shared_mutex>
+#include <shared_mutex>  // std::shared_lock
 #include <stdexcept>
 #include <utility>
 
 #include "diagnostics.hpp"
+#include "reader_lock.hpp"
 
 namespace launchwatch {
 namespace detail {
@@ -20,7 +21,7 @@ namespace detail {
 /// The slot: the stack of live observations and, for launches, a copy of the top one's observer.
 /// Reporting a launch takes the shared lock; installing or dropping takes the exclusive one.
 struct observation_stack {
-  std::shared_mutex mutex;
+  distributed_shared_mutex mutex;
   launch_observation* top = nullptr;
   std::shared_ptr<launch_observer> installed;
 

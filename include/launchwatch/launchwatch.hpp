@@ -1,6 +1,11 @@
 // Everything launchwatch offers a program, in one include.
 #pragma once
 
+#include <launchwatch/attribute/attribution.hpp>
+#include <launchwatch/attribute/count.hpp>
+#include <launchwatch/attribute/render.hpp>
+#include <launchwatch/attribute/scope.hpp>
+#include <launchwatch/attribute/summary.hpp>
 #include <launchwatch/config.hpp>
 #include <launchwatch/dry_run.hpp>
 #include <launchwatch/kernel_name.hpp>

@@ -1,0 +1,120 @@
+// The attribution observer: pairs every launch with what the issuing thread was doing, counts it,
+// keeps its measurement, and hands the whole pass over as plain data.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string_view>
+#include <utility>
+
+#include <launchwatch/attribute/pass_record.hpp>
+#include <launchwatch/attribute/scope.hpp>
+#include <launchwatch/observe.hpp>
+#include <launchwatch/profile.hpp>
+
+namespace launchwatch {
+
+namespace detail {
+struct recorder;
+}
+
+/// A clock an attribution stamps host instants with (launches, scope starts and ends).
+///
+/// A plain function pointer, not a std::function, because it is called on every launch and scope
+/// while attributing. Tests inject one to get exact, repeatable numbers.
+using attribution_clock = instant (*)() noexcept;
+
+/// How an attribution collects.
+struct attribution_options {
+  /// What it asks the launch path to do with each launch's measurement.
+  ///
+  /// `deferred` (the default) keeps measurements unread until `collect`, so kernels run back to back
+  /// and each one has its start and end on the device's clock: the pass as it really runs, with the
+  /// device's idle time visible. `resolved` reads each one on the issuing thread, so kernels run one
+  /// at a time and only their lengths are known (no device tracks in the trace). `none` counts and
+  /// attributes launches without timing them, at the least cost.
+  timing_request timing = timing_request::deferred;
+
+  /// The clock for host instants; null means std::chrono::steady_clock. Must be the clock device
+  /// timestamps are mapped onto, or host and device events will not line up.
+  attribution_clock clock = nullptr;
+
+  /// Launches to make room for up front, so the pass allocates nothing while it runs (storage is
+  /// otherwise added in chunks as it fills, and reused after each `collect`).
+  std::size_t reserve_launches = 0;
+
+  /// Scope intervals to make room for up front, likewise.
+  std::size_t reserve_scopes = 0;
+};
+
+/// A launch observer that attributes every launch to the issuing thread's scope path.
+///
+/// At each `launched` it records the kernel, the thread's innermost scope, the stream and the host
+/// instant; the measurement that follows on the same thread (unread under `deferred`, a length under
+/// `resolved` or while the profiling logger reads every measurement) is paired with that launch.
+/// While an attribution lives, every `scope` in the process records its path and interval (the
+/// newest live attribution receives the intervals). Nothing is read or formatted during the pass;
+/// `collect` reads the kept measurements afterwards and produces a `pass_record`.
+///
+/// Install it with a launch_observation; create it just before the pass and destroy it afterwards,
+/// since scopes cost more while it lives. `attribute_pass` does all of that for one callable.
+///
+/// Thread safety: observer methods may run on many threads at once, and `collect` may run while
+/// they do (launches it misses go to the next pass). Cost per launch while installed: a
+/// thread-local lookup, a clock read and an uncontended lock; no heap allocation once its storage
+/// has grown to the pass's size (see `attribution_options::reserve_launches`).
+class attribution final : public launch_observer {
+ public:
+  /// Starts recording: scopes entered from now on are part of launches' paths.
+  explicit attribution(attribution_options options = {});
+  /// Stops recording. Measurements never collected are dropped unread.
+  ~attribution() override;
+
+  attribution(const attribution&) = delete;
+  attribution& operator=(const attribution&) = delete;
+  attribution(attribution&&) = delete;
+  attribution& operator=(attribution&&) = delete;
+
+  /// Records a launch reported by name only (no stream or grid known).
+  void launched(std::string_view kernel) override;
+  /// Records a launch with its stream, grid and dry-run flag.
+  void launched_with(const launch_info& info) override;
+  /// The timing asked for in the options; constant while installed, as the contract requires.
+  timing_request timing() const override;
+  /// Keeps `profile` unread, paired with the launch of `kernel` this thread reported last.
+  void profiled(std::string_view kernel, profile_duration profile) override;
+  /// Pairs a length with the launch of `kernel` this thread reported last.
+  void timed(std::string_view kernel, std::chrono::nanoseconds length,
+             timing_method method) override;
+
+  /// Everything recorded since construction or the previous `collect`, with every kept
+  /// measurement read, and starts the next pass.
+  ///
+  /// Reading blocks until the device has passed each measured kernel, so call it once the pass's
+  /// work is issued (after the observation ends, typically). A measurement whose read throws (a
+  /// kernel that faulted) or carries nothing is counted in `pass_record::lost` and its launch kept
+  /// without timing, with one warning per collect. Scopes still open are not included.
+  /// Thread safety: safe while launches are reported; calls to `collect` are serialised.
+  pass_record collect();
+
+ private:
+  std::unique_ptr<detail::recorder> recorder_;
+};
+
+/// Runs `fn` under a new attribution, installed for exactly that call, and returns its pass.
+///
+/// The usual way to attribute one piece of work: `auto pass = attribute_pass([&] { model(x); });`.
+/// While `fn` runs the attribution is the process's only observer (it replaces any installed one
+/// and puts it back after). Exceptions from `fn` propagate; what was recorded is then dropped.
+template <class F>
+pass_record attribute_pass(F&& fn, attribution_options options = {}) {
+  auto observer = std::make_shared<attribution>(options);
+  {
+    launch_observation watching{observer};
+    std::forward<F>(fn)();
+  }
+  return observer->collect();
+}
+
+}  // namespace launchwatch

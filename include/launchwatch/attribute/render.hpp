@@ -1,0 +1,77 @@
+// Reports drawn from what an attribution collected: a tree table for people, a Chrome trace for
+// Perfetto, folded stacks for flame graphs. Each reads plain data (a pass_summary or a
+// pass_record) and writes text; none of them observes anything.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include <launchwatch/attribute/pass_record.hpp>
+#include <launchwatch/attribute/summary.hpp>
+#include <launchwatch/kernel_name.hpp>
+
+namespace launchwatch {
+
+/// How the tree table is drawn.
+struct tree_options {
+  /// How much of each kernel's name is shown (`balanced` keeps template arguments apart).
+  name_format kernel_names = name_format::balanced;
+};
+
+/// Writes the tree table: one row per scope, with its kernels and child scopes indented under it
+/// (launches, self time, total time, share of the pass), then a row for launches outside any
+/// scope, a row for device idle time, a row subtracting overlap when kernels on one stream
+/// overlapped, and a total row. The rows' totals add up to the pass's device window, so the table
+/// accounts for 100% of it; the header says how the time was measured and what was lost, and when
+/// measurement methods were mixed each row says which it holds.
+///
+/// Times use one unit for the whole table, chosen from the window's size. Thread safety: reads only
+/// its arguments.
+void write_tree(std::ostream& out, const pass_summary& summary, const tree_options& options = {});
+
+/// The same table as a string.
+std::string render_tree(const pass_summary& summary, const tree_options& options = {});
+
+/// How folded stacks are written.
+struct folded_options {
+  /// How much of each kernel's name is the leaf frame.
+  name_format kernel_names = name_format::balanced;
+  /// Whether device idle time is written as a `[device idle]` frame, so the graph's width is the
+  /// whole device window like the tree's total.
+  bool include_idle = true;
+};
+
+/// Writes folded stacks, one line per scope path and kernel: `scope;scope;kernel <ns>`, device
+/// nanoseconds as the count, lines sorted. flamegraph.pl and speedscope read it. Kernels launched
+/// outside any scope are a single frame; untimed rows are left out (a zero-width frame draws
+/// nothing). `;` in a name is written `:`, and a line break as a space, since both end a frame or a
+/// line in this format.
+void write_folded(std::ostream& out, const pass_summary& summary,
+                  const folded_options& options = {});
+
+/// How a Chrome trace is written.
+struct trace_options {
+  /// How much of each kernel's name a device slice is labelled with (its full name is in the
+  /// slice's arguments).
+  name_format kernel_names = name_format::balanced;
+};
+
+/// Writes `pass` as Chrome trace JSON that Perfetto and chrome://tracing open.
+///
+/// The object form `{"traceEvents": [...]}` with times in microseconds from the pass's origin:
+/// - process "host" with one track per host thread: its scopes as nested complete slices, and each
+///   launch as a slice from when it was reported to when its measurement was handed over;
+/// - one process per device ("cpu device 0") with one track per stream: each timed kernel as a
+///   slice at its device timestamps, labelled with the kernel and carrying its scope path;
+/// - a flow arrow from each launch to its kernel (`s` and `f` events with `"bp": "e"`, each placed
+///   halfway through its slice so it binds to that slice; a launch or kernel slice of zero length
+///   has no inside to bind to, so it gets no arrow);
+/// - metadata naming and ordering every process and track.
+/// Every track's events are written in time order and its slices nest; a kernel that overlaps an
+/// earlier one on its stream goes on an extra "overlap" track of that stream instead of breaking
+/// the nesting. Kernels known only by length (resolved timing) have no place on the timeline and get
+/// no device slice.
+void write_chrome_trace(std::ostream& out, const pass_record& pass,
+                        const trace_options& options = {});
+
+}  // namespace launchwatch

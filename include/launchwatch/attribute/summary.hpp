@@ -1,0 +1,172 @@
+// Where a pass's device time went, by scope and kernel: the aggregate the tree report and flame
+// graphs are drawn from, and the JSON summary programs and regression tests read.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <launchwatch/attribute/pass_record.hpp>
+#include <launchwatch/observe.hpp>
+#include <launchwatch/profile.hpp>
+
+namespace launchwatch {
+
+/// Which timing methods a set of measurements used. Kept per row because `device` and `system`
+/// lengths mean different things, and a report must say when it added one to the other.
+struct timing_methods {
+  /// Some measurement was host wall time.
+  bool system = false;
+  /// Some measurement was device timestamps.
+  bool device = false;
+
+  /// Whether both methods are present.
+  bool mixed() const noexcept { return system && device; }
+  /// Whether any measurement is present.
+  bool any() const noexcept { return system || device; }
+  /// Adds the methods of `other`.
+  timing_methods& operator|=(timing_methods other) noexcept {
+    system = system || other.system;
+    device = device || other.device;
+    return *this;
+  }
+  friend bool operator==(const timing_methods&, const timing_methods&) = default;
+};
+
+/// One row of the tree: a scope with everything launched under it, or a kernel within a scope.
+struct summary_node {
+  /// What a row stands for.
+  enum class node_kind {
+    scope,   ///< A scope: its children are its kernels and the scopes entered inside it.
+    kernel,  ///< One kernel launched directly in the enclosing scope: no children.
+  };
+
+  node_kind kind = node_kind::scope;
+  /// The scope's name, or the kernel's full name (shortened only when rendered).
+  std::string name;
+  /// Launches under this node, descendants included.
+  std::size_t launches = 0;
+  /// Of those, the ones with a measurement that counts as device time (not dry runs).
+  std::size_t timed_launches = 0;
+  /// Time of kernels launched directly in this scope; a kernel's own time for a kernel row.
+  std::chrono::nanoseconds self{0};
+  /// Time of everything under this node.
+  std::chrono::nanoseconds total{0};
+  /// How the time under this node was measured.
+  timing_methods methods;
+  /// Child scopes and kernels, largest total first (then most launches, then by name).
+  std::vector<summary_node> children;
+
+  friend bool operator==(const summary_node&, const summary_node&) = default;
+};
+
+/// The device time of one stream, accounted the same way as the whole pass.
+struct stream_summary {
+  /// Which stream.
+  stream_info stream;
+  /// Launches issued to it.
+  std::size_t launches = 0;
+  /// Of those, the ones whose time counts (measured, not dry runs).
+  std::size_t timed_launches = 0;
+  /// First kernel start to last kernel end on this stream, plus the lengths of kernels known only by
+  /// length (they have no place on the timeline).
+  std::chrono::nanoseconds window{0};
+  /// The sum of its kernels' lengths.
+  std::chrono::nanoseconds kernel_time{0};
+  /// Window time no kernel covered.
+  std::chrono::nanoseconds idle{0};
+  /// Time covered by more than one kernel at once, counted once per kernel in `kernel_time`.
+  std::chrono::nanoseconds overlap{0};
+  /// Kernel time known only by length (resolved timing): in the window, but with no place on the
+  /// timeline, so idle time around it is unknown.
+  std::chrono::nanoseconds unplaced{0};
+
+  friend bool operator==(const stream_summary&, const stream_summary&) = default;
+};
+
+/// A pass aggregated by scope path and kernel, accounting for all of its device window.
+///
+/// The accounting identity, exact in nanoseconds: the totals of the top-level scopes, plus launches
+/// outside any scope, plus idle time, minus overlap, equal `window`. `window` is each stream's
+/// first-kernel-start to last-kernel-end, summed over streams: the device time the pass occupied,
+/// counted per stream so concurrent streams are not folded into one.
+struct pass_summary {
+  /// The timing the attribution asked for.
+  timing_request timing = timing_request::none;
+  /// How the measurements that count were taken.
+  timing_methods methods;
+  /// Every launch reported.
+  std::size_t launches = 0;
+  /// Launches whose time counts: measured, and not dry runs.
+  std::size_t timed_launches = 0;
+  /// Launches reported but not executed.
+  std::size_t dry_run_launches = 0;
+  /// Launches recorded into a graph rather than run.
+  std::size_t captured_launches = 0;
+  /// Threads that launched or entered scopes.
+  std::size_t host_threads = 0;
+  /// Measurements that did not become a launch's time, and why.
+  lost_measurements lost;
+  /// 100% of the pass: the streams' windows summed.
+  std::chrono::nanoseconds window{0};
+  /// All kernels' time, overlaps counted once per kernel.
+  std::chrono::nanoseconds kernel_time{0};
+  /// Window time no kernel covered, summed over streams.
+  std::chrono::nanoseconds idle{0};
+  /// Time kernels on one stream overlapped, summed over streams.
+  std::chrono::nanoseconds overlap{0};
+  /// Time of kernels known only by length, summed over streams.
+  std::chrono::nanoseconds unplaced{0};
+  /// Top-level scopes that launched anything (scopes that launched nothing used no device time and
+  /// are left out).
+  std::vector<summary_node> scopes;
+  /// Launches issued outside any scope: a scope node with an empty name whose children are kernels.
+  summary_node outside;
+  /// Per stream, in the order first used.
+  std::vector<stream_summary> streams;
+
+  friend bool operator==(const pass_summary&, const pass_summary&) = default;
+};
+
+/// Aggregates `pass` by scope path and kernel and accounts for its device window.
+///
+/// Dry-run launches are counted but given no time (nothing ran). Thread safety: a pure function.
+pass_summary summarize(const pass_record& pass);
+
+/// A summary file that could not be read: says which file, where in it, and what was expected.
+class summary_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The version of the summary JSON format this build writes and reads.
+inline constexpr int summary_format_version = 1;
+
+/// Writes `summary` as JSON, so a program or a regression test can read a pass without parsing a
+/// table, and `read_summary_json` gives back an equal summary.
+///
+/// The format: an object with `"format": "launchwatch-summary"` and `"version"` (this build's
+/// summary_format_version; a reader refuses a newer one), then every field of pass_summary under its
+/// own name, times as integer nanoseconds with a `_ns` suffix (`window_ns`, `self_ns`), timing
+/// methods as a list of "device"/"system", `timing` as "none"/"resolved"/"deferred", scope and kernel
+/// rows as objects with `kind` ("scope"/"kernel") and `children`. Kernel names are full names.
+void write_summary_json(std::ostream& out, const pass_summary& summary);
+
+/// Reads a summary written by `write_summary_json`.
+///
+/// `source` names the input in error messages (a file name). Throws summary_error naming the
+/// source, the JSON location (`/scopes/0/launches`) and what was expected, for text that is not
+/// JSON, not a launchwatch summary, from a newer format version, or with a field missing or of
+/// the wrong type.
+pass_summary read_summary_json(std::istream& in, std::string_view source = "summary");
+
+/// Reads the summary in file `path`; throws summary_error when it cannot be opened or read.
+pass_summary load_summary(const std::filesystem::path& path);
+
+}  // namespace launchwatch

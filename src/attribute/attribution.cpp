@@ -1,0 +1,246 @@
+// The attribution observer: recording on the launch path, reading and assembling in collect().
+
+#include <launchwatch/attribute/attribution.hpp>
+
+#include <algorithm>
+#include <exception>
+#include <map>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+
+#include "diagnostics.hpp"
+#include "recorder.hpp"
+#include "scope_paths.hpp"
+
+namespace launchwatch {
+
+attribution::attribution(attribution_options options)
+    : recorder_{std::make_unique<detail::recorder>(options)} {
+  detail::register_recorder(*recorder_);
+}
+
+attribution::~attribution() { detail::unregister_recorder(*recorder_); }
+
+void attribution::launched(std::string_view kernel) {
+  launch_info info;
+  info.kernel = kernel;
+  info.backend = {};  // only the name is known: its stream is reported as unknown
+  launched_with(info);
+}
+
+void attribution::launched_with(const launch_info& info) {
+  auto& r = *recorder_;
+  auto& log = detail::log_for(r);
+  const instant now = log.clock();
+  const detail::path_id path = detail::current_path();
+  std::lock_guard lock{log.mutex};
+  auto& entry = log.launches.emplace(r.pools->launches);
+  entry.kernel = info.kernel;
+  entry.backend = info.backend;
+  entry.stream = info.stream;
+  entry.device = info.device;
+  entry.path = path;
+  entry.cube_count = info.cube_count;
+  entry.cube_dim = info.cube_dim;
+  entry.issued = now;
+  entry.returned = now;
+  entry.dry_run = info.dry_run;
+  entry.capturing = info.capturing;
+  log.awaiting = &entry;
+}
+
+timing_request attribution::timing() const { return recorder_->timing; }
+
+void attribution::profiled(std::string_view kernel, profile_duration profile) {
+  auto& log = detail::log_for(*recorder_);
+  const instant now = log.clock();
+  std::lock_guard lock{log.mutex};
+  // The measurement follows its launch on the same thread; anything else belongs to a launch this
+  // attribution never saw.
+  auto* entry = std::exchange(log.awaiting, nullptr);
+  if (entry == nullptr || entry->kernel != kernel) {
+    ++log.unpaired;
+    return;
+  }
+  entry->method = profile.method();
+  entry->pending.emplace(std::move(profile));
+  entry->state = detail::measurement_state::pending;
+  entry->returned = now;
+}
+
+void attribution::timed(std::string_view kernel, std::chrono::nanoseconds length,
+                        timing_method method) {
+  auto& log = detail::log_for(*recorder_);
+  const instant now = log.clock();
+  std::lock_guard lock{log.mutex};
+  auto* entry = std::exchange(log.awaiting, nullptr);
+  if (entry == nullptr || entry->kernel != kernel) {
+    ++log.unpaired;
+    return;
+  }
+  entry->length = length;
+  entry->method = method;
+  entry->state = detail::measurement_state::length;
+  entry->returned = now;
+}
+
+namespace {
+
+/// Builds a pass_record's tables while its launches are added.
+class pass_builder {
+ public:
+  explicit pass_builder(pass_record& pass) : pass_{pass} {}
+
+  std::uint32_t kernel(std::string_view name) {
+    const auto [found, added] =
+        kernels_.try_emplace(name, static_cast<std::uint32_t>(pass_.kernels.size()));
+    if (added) pass_.kernels.emplace_back(name);
+    return found->second;
+  }
+
+  std::uint32_t stream(std::string_view backend, int device, std::uint64_t stream) {
+    const auto [found, added] = streams_.try_emplace(
+        std::tuple{backend, device, stream}, static_cast<std::uint32_t>(pass_.streams.size()));
+    if (added) pass_.streams.push_back(stream_info{std::string{backend}, device, stream});
+    return found->second;
+  }
+
+  std::optional<std::uint32_t> scope(detail::path_id path) {
+    if (path == detail::no_path) return std::nullopt;
+    if (const auto found = scopes_.find(path); found != scopes_.end()) return found->second;
+    const auto node = detail::read_path(path);
+    // The parent first, so a scope's parent always comes before it in the table.
+    const auto parent = scope(node.parent);
+    const auto index = static_cast<std::uint32_t>(pass_.scopes.size());
+    pass_.scopes.push_back(scope_info{std::string{node.name}, parent});
+    scopes_.emplace(path, index);
+    return index;
+  }
+
+ private:
+  pass_record& pass_;
+  std::unordered_map<std::string_view, std::uint32_t> kernels_;
+  std::map<std::tuple<std::string_view, int, std::uint64_t>, std::uint32_t> streams_;
+  std::unordered_map<detail::path_id, std::uint32_t> scopes_;
+};
+
+/// What collect took from one thread's log.
+struct taken_log {
+  std::shared_ptr<detail::thread_log> log;
+  detail::chunk<detail::launch_entry>* launches = nullptr;
+  detail::chunk<detail::interval_entry>* intervals = nullptr;
+  std::size_t unpaired = 0;
+};
+
+/// Reads a kept measurement, counting what could not be read.
+std::optional<launch_timing> read_measurement(detail::launch_entry& entry, lost_measurements& lost,
+                                              std::string& first_failure) {
+  switch (entry.state) {
+    case detail::measurement_state::none:
+      return std::nullopt;
+    case detail::measurement_state::length:
+      return launch_timing{entry.length, entry.method, std::nullopt};
+    case detail::measurement_state::pending:
+      break;
+  }
+  try {
+    auto ticks = std::move(*entry.pending).resolve();
+    if (!ticks) {
+      ++lost.empty;
+      return std::nullopt;
+    }
+    return launch_timing{ticks->length(), entry.method, *ticks};
+  } catch (const std::exception& error) {
+    if (lost.failed++ == 0) first_failure = error.what();
+  } catch (...) {
+    if (lost.failed++ == 0) first_failure = "an exception not derived from std::exception";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+pass_record attribution::collect() {
+  auto& r = *recorder_;
+  std::lock_guard collecting{r.collect_mutex};
+
+  std::vector<taken_log> taken;
+  {
+    std::lock_guard lock{r.logs_mutex};
+    taken.reserve(r.logs.size());
+    for (const auto& log : r.logs) taken.push_back(taken_log{log});
+  }
+  for (auto& t : taken) {
+    std::lock_guard lock{t.log->mutex};
+    t.launches = t.log->launches.release();
+    t.intervals = t.log->intervals.release();
+    t.log->awaiting = nullptr;
+    t.unpaired = std::exchange(t.log->unpaired, 0);
+  }
+
+  // The chunks go back to the pool however this ends, emptied, for the next pass to fill.
+  struct give_back_chunks {
+    detail::recorder& r;
+    std::vector<taken_log>& taken;
+    ~give_back_chunks() {
+      for (auto& t : taken) {
+        r.pools->launches.give_back(std::exchange(t.launches, nullptr));
+        r.pools->intervals.give_back(std::exchange(t.intervals, nullptr));
+      }
+    }
+  } on_exit{r, taken};
+
+  pass_record pass;
+  pass.origin = std::exchange(r.origin, r.clock());
+  pass.timing = r.timing;
+  pass_builder tables{pass};
+  std::string first_failure;
+
+  for (auto& t : taken) {
+    pass.lost.unpaired += t.unpaired;
+    if (t.launches == nullptr && t.intervals == nullptr) continue;
+    const auto thread = static_cast<std::uint32_t>(pass.threads.size());
+    auto& host = pass.threads.emplace_back();
+    host.name = "host thread " + std::to_string(t.log->index);
+    for (auto* c = t.launches; c != nullptr; c = c->next) {
+      for (auto& entry : c->items) {
+        launch_record launch;
+        launch.kernel = tables.kernel(entry.kernel);
+        launch.scope = tables.scope(entry.path);
+        launch.thread = thread;
+        launch.stream = tables.stream(entry.backend, entry.device, entry.stream);
+        launch.cube_count = entry.cube_count;
+        launch.cube_dim = entry.cube_dim;
+        launch.issued = entry.issued;
+        launch.returned = entry.returned;
+        launch.timing = read_measurement(entry, pass.lost, first_failure);
+        launch.dry_run = entry.dry_run;
+        launch.captured = entry.capturing;
+        pass.launches.push_back(launch);
+      }
+    }
+    for (auto* c = t.intervals; c != nullptr; c = c->next) {
+      for (const auto& entry : c->items) {
+        if (const auto scope = tables.scope(entry.path)) {
+          host.scopes.push_back(scope_interval{*scope, entry.start, entry.end});
+        }
+      }
+    }
+  }
+  // Each thread's launches are in issue order already; this interleaves the threads, keeping
+  // thread order among launches stamped with the same instant.
+  std::stable_sort(pass.launches.begin(), pass.launches.end(),
+                   [](const launch_record& a, const launch_record& b) { return a.issued < b.issued; });
+
+  if (pass.lost.failed > 0 || pass.lost.empty > 0) {
+    detail::diagnostics().warn(
+        "{} launch measurement(s) of this pass could not be read ({} failed, {} carried no "
+        "measurement){}{}. Those launches are reported without device time.",
+        pass.lost.failed + pass.lost.empty, pass.lost.failed, pass.lost.empty,
+        first_failure.empty() ? "" : "; the first failure: ", first_failure);
+  }
+  return pass;
+}
+
+}  // namespace launchwatch

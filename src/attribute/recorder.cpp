@@ -1,0 +1,120 @@
+// The live attributions, and each thread's cache of its logs.
+
+#include "recorder.hpp"
+
+#include <algorithm>
+
+namespace launchwatch::detail {
+namespace {
+
+/// The attributions alive, in creation order; the newest receives scope intervals.
+struct recorder_registry {
+  std::mutex mutex;
+  std::vector<recorder*> live;
+  /// The newest live attribution's generation, or 0: read without the lock by every scope.
+  std::atomic<std::uint64_t> newest{0};
+
+  static recorder_registry& get() {
+    // Never destroyed: scopes may be left on other threads while static destructors run.
+    static auto* const registry = new recorder_registry;
+    return *registry;
+  }
+};
+
+std::atomic<std::uint64_t> next_generation{1};
+
+/// A thread's logs for the last few attributions it worked for. Keyed by generation, never by
+/// address: a new attribution can be allocated where an ended one was.
+struct cached_log {
+  std::uint64_t generation = 0;
+  std::shared_ptr<thread_log> log;
+};
+constexpr std::size_t cache_size = 4;
+thread_local std::array<cached_log, cache_size> log_cache;
+thread_local std::size_t next_victim = 0;
+
+thread_log* cached(std::uint64_t generation) noexcept {
+  for (auto& entry : log_cache) {
+    if (entry.generation == generation) return entry.log.get();
+  }
+  return nullptr;
+}
+
+thread_log& cache(std::uint64_t generation, std::shared_ptr<thread_log> log) {
+  auto& slot = log_cache[next_victim];
+  next_victim = (next_victim + 1) % cache_size;
+  slot.generation = generation;
+  slot.log = std::move(log);
+  return *slot.log;
+}
+
+}  // namespace
+
+instant steady_now() noexcept { return std::chrono::steady_clock::now(); }
+
+recorder::recorder(const attribution_options& options)
+    : generation{next_generation.fetch_add(1, std::memory_order_relaxed)},
+      timing{options.timing},
+      clock{options.clock != nullptr ? options.clock : &steady_now},
+      pools{std::make_shared<recorder_pools>()},
+      origin{clock()} {
+  pools->launches.reserve(options.reserve_launches);
+  pools->intervals.reserve(options.reserve_scopes);
+}
+
+std::shared_ptr<thread_log> recorder::log_of_this_thread() {
+  const auto me = std::this_thread::get_id();
+  std::lock_guard lock{logs_mutex};
+  for (const auto& log : logs) {
+    if (log->owner == me) return log;
+  }
+  auto log = std::make_shared<thread_log>(me, static_cast<std::uint32_t>(logs.size() + 1), clock,
+                                          pools);
+  logs.push_back(log);
+  return log;
+}
+
+void register_recorder(recorder& r) {
+  auto& registry = recorder_registry::get();
+  std::lock_guard lock{registry.mutex};
+  registry.live.push_back(&r);
+  registry.newest.store(r.generation, std::memory_order_release);
+  attributing.store(true, std::memory_order_relaxed);
+}
+
+void unregister_recorder(recorder& r) noexcept {
+  auto& registry = recorder_registry::get();
+  std::lock_guard lock{registry.mutex};
+  std::erase(registry.live, &r);
+  registry.newest.store(registry.live.empty() ? 0 : registry.live.back()->generation,
+                        std::memory_order_release);
+  attributing.store(!registry.live.empty(), std::memory_order_relaxed);
+}
+
+thread_log& log_for(recorder& r) {
+  if (auto* log = cached(r.generation)) return *log;
+  return cache(r.generation, r.log_of_this_thread());
+}
+
+thread_log* scope_log() noexcept {
+  auto& registry = recorder_registry::get();
+  const auto generation = registry.newest.load(std::memory_order_acquire);
+  if (generation == 0) return nullptr;
+  if (auto* log = cached(generation)) return log;
+  try {
+    std::shared_ptr<thread_log> log;
+    {
+      // Held while the log is made so the recorder cannot be destroyed meanwhile.
+      std::lock_guard lock{registry.mutex};
+      const auto found = std::find_if(registry.live.begin(), registry.live.end(),
+                                      [&](recorder* r) { return r->generation == generation; });
+      if (found == registry.live.end()) return nullptr;
+      log = (*found)->log_of_this_thread();
+    }
+    return &cache(generation, std::move(log));
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+}  // namespace launchwatch::detail

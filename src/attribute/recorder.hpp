@@ -1,0 +1,226 @@
+// What an attribution keeps while a pass runs: per-thread logs of launches and scope intervals in
+// chunked storage that is reused from pass to pass, so the steady state allocates nothing.
+#pragma once
+
+#include <launchwatch/attribute/attribution.hpp>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "scope_paths.hpp"
+
+namespace launchwatch::detail {
+
+/// A block of records. Its vector is reserved to `capacity` once and never grows past it, so a
+/// record's address is stable while the chunk lives and clearing keeps the memory for reuse.
+template <class T>
+struct chunk {
+  static constexpr std::size_t capacity = 256;
+
+  chunk() { items.reserve(capacity); }
+
+  std::vector<T> items;
+  chunk* next = nullptr;
+};
+
+template <class T>
+void delete_chunks(chunk<T>* list) noexcept {
+  while (list != nullptr) {
+    delete std::exchange(list, list->next);
+  }
+}
+
+/// Chunks no thread is filling, shared by one attribution's threads: a thread whose chunk is full
+/// takes one here before allocating, and `collect` gives the chunks it emptied back.
+template <class T>
+class chunk_pool {
+ public:
+  chunk_pool() = default;
+  chunk_pool(const chunk_pool&) = delete;
+  chunk_pool& operator=(const chunk_pool&) = delete;
+  ~chunk_pool() { delete_chunks(free_); }
+
+  /// An empty chunk: a spare one if there is one, else a new one (may throw std::bad_alloc).
+  chunk<T>* take() {
+    {
+      std::lock_guard lock{mutex_};
+      if (free_ != nullptr) {
+        auto* taken = std::exchange(free_, free_->next);
+        taken->next = nullptr;
+        return taken;
+      }
+    }
+    return new chunk<T>;
+  }
+
+  /// Empties the chunks of `list` (outside the lock: destroying a record may release device
+  /// resources) and keeps them for reuse.
+  void give_back(chunk<T>* list) noexcept {
+    if (list == nullptr) return;
+    chunk<T>* tail = list;
+    for (auto* c = list; c != nullptr; c = c->next) {
+      c->items.clear();
+      tail = c;
+    }
+    std::lock_guard lock{mutex_};
+    tail->next = free_;
+    free_ = list;
+  }
+
+  /// Makes spare chunks for at least `items` records.
+  void reserve(std::size_t items) {
+    const std::size_t chunks = (items + chunk<T>::capacity - 1) / chunk<T>::capacity;
+    for (std::size_t i = 0; i < chunks; ++i) give_back(new chunk<T>);
+  }
+
+ private:
+  std::mutex mutex_;
+  chunk<T>* free_ = nullptr;
+};
+
+/// An append-only list of chunks, filled by one thread under its log's lock.
+template <class T>
+class chunk_list {
+ public:
+  chunk_list() = default;
+  chunk_list(const chunk_list&) = delete;
+  chunk_list& operator=(const chunk_list&) = delete;
+  ~chunk_list() { delete_chunks(head_); }
+
+  /// Appends a record, taking a chunk from `pool` when the last one is full.
+  template <class... Args>
+  T& emplace(chunk_pool<T>& pool, Args&&... args) {
+    if (tail_ == nullptr || tail_->items.size() == chunk<T>::capacity) {
+      auto* fresh = pool.take();
+      if (tail_ != nullptr) {
+        tail_->next = fresh;
+      } else {
+        head_ = fresh;
+      }
+      tail_ = fresh;
+    }
+    return tail_->items.emplace_back(std::forward<Args>(args)...);
+  }
+
+  /// Hands over every chunk and starts empty.
+  chunk<T>* release() noexcept {
+    tail_ = nullptr;
+    return std::exchange(head_, nullptr);
+  }
+
+ private:
+  chunk<T>* head_ = nullptr;
+  chunk<T>* tail_ = nullptr;
+};
+
+/// What became of a launch's measurement so far.
+enum class measurement_state : std::uint8_t {
+  none,     ///< Nothing arrived (not timed, or not yet).
+  pending,  ///< Kept unread, to be read by collect.
+  length,   ///< The launch path read it and told the length.
+};
+
+/// A launch as recorded on the launch path: views over static storage, nothing formatted.
+struct launch_entry {
+  std::string_view kernel;
+  std::string_view backend;
+  std::uint64_t stream = 0;
+  int device = 0;
+  path_id path = no_path;
+  std::array<std::uint32_t, 3> cube_count{1, 1, 1};
+  std::array<std::uint32_t, 3> cube_dim{1, 1, 1};
+  instant issued;
+  instant returned;
+  std::optional<profile_duration> pending;
+  std::chrono::nanoseconds length{0};
+  timing_method method = timing_method::device;
+  measurement_state state = measurement_state::none;
+  bool dry_run = false;
+  bool capturing = false;
+};
+
+/// A scope that ended.
+struct interval_entry {
+  path_id path = no_path;
+  instant start;
+  instant end;
+};
+
+struct recorder_pools {
+  chunk_pool<launch_entry> launches;
+  chunk_pool<interval_entry> intervals;
+};
+
+/// One thread's records for one attribution.
+///
+/// Written by its thread only, under `mutex`; `collect` takes the lock just long enough to take the
+/// chunks, so the lock is uncontended on the launch path. Shared between the thread (through its
+/// cache) and the recorder, so it outlives either: a thread that exits before `collect` loses
+/// nothing, and a thread still holding it after its attribution ended writes into a log no one
+/// reads rather than into freed memory.
+struct thread_log {
+  thread_log(std::thread::id owner, std::uint32_t index, attribution_clock clock,
+             std::shared_ptr<recorder_pools> pools)
+      : owner{owner}, index{index}, clock{clock}, pools{std::move(pools)} {}
+
+  const std::thread::id owner;
+  /// The thread's number within its attribution, from 1, in the order threads were first seen.
+  const std::uint32_t index;
+  /// Never null.
+  const attribution_clock clock;
+  const std::shared_ptr<recorder_pools> pools;
+
+  std::mutex mutex;
+  chunk_list<launch_entry> launches;
+  chunk_list<interval_entry> intervals;
+  /// The last launch this thread reported whose measurement has not arrived.
+  launch_entry* awaiting = nullptr;
+  /// Measurements that arrived with no launch awaiting them.
+  std::size_t unpaired = 0;
+};
+
+/// An attribution's state.
+struct recorder {
+  explicit recorder(const attribution_options& options);
+
+  const std::uint64_t generation;
+  const timing_request timing;
+  const attribution_clock clock;
+  const std::shared_ptr<recorder_pools> pools;
+
+  std::mutex logs_mutex;
+  std::vector<std::shared_ptr<thread_log>> logs;
+
+  std::mutex collect_mutex;
+  instant origin;
+
+  /// The calling thread's log, made on its first use. May throw std::bad_alloc.
+  std::shared_ptr<thread_log> log_of_this_thread();
+};
+
+/// std::chrono::steady_clock::now(), as an attribution_clock.
+instant steady_now() noexcept;
+
+/// Makes `r` the attribution that receives scope intervals, and turns scope recording on.
+void register_recorder(recorder& r);
+/// Forgets `r`; the newest remaining attribution receives scope intervals, or scopes stop recording.
+void unregister_recorder(recorder& r) noexcept;
+
+/// The calling thread's log for `r`, through a small thread-local cache. May throw std::bad_alloc.
+thread_log& log_for(recorder& r);
+
+/// The calling thread's log for the attribution receiving scope intervals, or null when none lives
+/// (or the log could not be made).
+thread_log* scope_log() noexcept;
+
+}  // namespace launchwatch::detail

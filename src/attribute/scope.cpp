@@ -1,0 +1,150 @@
+// Scopes: interned paths and each thread's stack of open scopes.
+
+#include <launchwatch/attribute/scope.hpp>
+
+#include <array>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "recorder.hpp"
+#include "scope_paths.hpp"
+
+namespace launchwatch::detail {
+namespace {
+
+std::size_t hash_key(path_id parent, std::string_view name) noexcept {
+  return std::hash<std::string_view>{}(name) ^ (static_cast<std::size_t>(parent) * 0x9e3779b97f4a7c15ULL);
+}
+
+/// Every path any thread entered: one node per (parent, name), never removed, so ids and the views
+/// over names stay valid for the life of the process.
+struct path_table {
+  struct interned {
+    path_id parent;
+    std::string name;
+  };
+  struct key {
+    path_id parent;
+    std::string_view name;
+    friend bool operator==(const key&, const key&) = default;
+  };
+  struct key_hash {
+    std::size_t operator()(const key& k) const noexcept { return hash_key(k.parent, k.name); }
+  };
+
+  std::mutex mutex;
+  std::deque<interned> nodes;  // id n is nodes[n - 1]; a deque never moves what it holds
+  std::unordered_map<key, path_id, key_hash> ids;
+
+  static path_table& get() {
+    // Never destroyed: a scope may be left on another thread while static destructors run.
+    static auto* const table = new path_table;
+    return *table;
+  }
+};
+
+/// A thread's recent lookups, so entering a scope it has entered before takes no lock. Entries
+/// point at interned names, which this thread read under the table's lock when it cached them.
+struct intern_cache_entry {
+  path_id parent = no_path;
+  path_id id = no_path;
+  const std::string* name = nullptr;
+};
+constexpr std::size_t intern_cache_size = 64;
+thread_local std::array<intern_cache_entry, intern_cache_size> intern_cache;
+
+/// An open scope on this thread.
+struct frame {
+  path_id path;
+  std::uint32_t serial;
+  instant start;
+};
+
+struct scope_stack {
+  scope_stack() { frames.reserve(32); }
+  std::vector<frame> frames;
+  std::uint32_t next_serial = 1;
+};
+thread_local scope_stack open_scopes;
+
+}  // namespace
+
+path_id intern_path(path_id parent, std::string_view name) {
+  const auto hash = hash_key(parent, name);
+  auto& cached = intern_cache[hash % intern_cache_size];
+  if (cached.id != no_path && cached.parent == parent && *cached.name == name) return cached.id;
+
+  auto& table = path_table::get();
+  std::lock_guard lock{table.mutex};
+  path_id id = no_path;
+  if (const auto found = table.ids.find(path_table::key{parent, name}); found != table.ids.end()) {
+    id = found->second;
+  } else {
+    auto& node = table.nodes.emplace_back(path_table::interned{parent, std::string{name}});
+    id = static_cast<path_id>(table.nodes.size());
+    try {
+      table.ids.emplace(path_table::key{parent, node.name}, id);
+    } catch (...) {
+      table.nodes.pop_back();
+      throw;
+    }
+  }
+  cached = intern_cache_entry{parent, id, &table.nodes[id - 1].name};
+  return id;
+}
+
+path_node read_path(path_id id) {
+  auto& table = path_table::get();
+  std::lock_guard lock{table.mutex};
+  const auto& node = table.nodes.at(id - 1);
+  return path_node{node.parent, node.name};
+}
+
+path_id current_path() noexcept {
+  const auto& frames = open_scopes.frames;
+  return frames.empty() ? no_path : frames.back().path;
+}
+
+std::size_t open_scope_depth() noexcept { return open_scopes.frames.size(); }
+
+scope_token enter_scope(std::string_view name) noexcept {
+  try {
+    auto& stack = open_scopes;
+    const path_id parent = stack.frames.empty() ? no_path : stack.frames.back().path;
+    const path_id path = intern_path(parent, name);
+    thread_log* log = scope_log();
+    const instant start = log != nullptr ? log->clock() : steady_now();
+    const std::uint32_t serial = stack.next_serial;
+    stack.next_serial = serial == UINT32_MAX ? 1 : serial + 1;  // 0 means "not entered"
+    stack.frames.push_back(frame{path, serial, start});
+    return scope_token{static_cast<std::uint32_t>(stack.frames.size() - 1), serial};
+  } catch (...) {
+    return scope_token{};
+  }
+}
+
+void leave_scope(scope_token token) noexcept {
+  auto& frames = open_scopes.frames;
+  // A frame already popped (an enclosing scope left first) or reused by a later scope is not ours.
+  if (token.depth >= frames.size() || frames[token.depth].serial != token.serial) return;
+  thread_log* log = scope_log();
+  const instant end = log != nullptr ? log->clock() : steady_now();
+  // Scopes entered inside this one and still open end with it, so intervals always nest.
+  while (frames.size() > token.depth) {
+    const frame ended = frames.back();
+    frames.pop_back();
+    if (log == nullptr) continue;
+    try {
+      std::lock_guard lock{log->mutex};
+      log->intervals.emplace(log->pools->intervals, interval_entry{ended.path, ended.start, end});
+    } catch (...) {
+      // Out of memory: the interval is lost, the caller's work is not.
+    }
+  }
+}
+
+}  // namespace launchwatch::detail

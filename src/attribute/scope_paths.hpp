@@ -1,0 +1,38 @@
+// Interned scope paths and each thread's stack of open scopes: what `scope` pushes and an
+// attribution reads at each launch.
+#pragma once
+
+#include <cstdint>
+#include <cstddef>
+#include <string_view>
+
+namespace launchwatch::detail {
+
+/// A scope path, interned: the same name entered under the same parent always gets the same id,
+/// on every thread, for the life of the process. 0 is the empty path (outside any scope).
+using path_id = std::uint32_t;
+inline constexpr path_id no_path = 0;
+
+/// The id of `name` entered under `parent`, interning it on first sight.
+///
+/// Cost: a thread-local cache probe and a string compare when this thread has seen the pair
+/// before; otherwise a process-wide lock, and a copy of the name the first time anyone sees it.
+/// May throw std::bad_alloc.
+path_id intern_path(path_id parent, std::string_view name);
+
+/// One interned path's last name and the path it was entered under.
+struct path_node {
+  path_id parent;
+  std::string_view name;  // over interned storage that lives as long as the process
+};
+
+/// The node of one path (takes the interning lock).
+path_node read_path(path_id id);
+
+/// The calling thread's innermost open scope path, or no_path. Cost: a thread-local read.
+path_id current_path() noexcept;
+
+/// How many scopes the calling thread has open (that were entered while attributing).
+std::size_t open_scope_depth() noexcept;
+
+}  // namespace launchwatch::detail

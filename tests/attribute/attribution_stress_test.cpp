@@ -1,0 +1,130 @@
+// Several threads under scopes launching while passes are collected and other attributions come
+// and go: every launch is attributed to its own thread's scope path, exactly once. Run under the
+// TSan preset too (label `concurrency`).
+
+#include <launchwatch/attribute/attribution.hpp>
+#include <launchwatch/attribute/scope.hpp>
+#include <launchwatch/launch_path.hpp>
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "attribute/scope_paths.hpp"
+#include "support/observers.hpp"
+
+namespace launchwatch {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int worker_count = 4;
+constexpr int launches_per_worker = 3000;
+constexpr std::array<std::string_view, worker_count> kernels{"k0", "k1", "k2", "k3"};
+constexpr std::array<std::string_view, worker_count> scope_names{"t0", "t1", "t2", "t3"};
+
+void work(int index) {
+  const auto kernel = kernels[static_cast<std::size_t>(index)];
+  for (int i = 0; i < launches_per_worker; ++i) {
+    scope outer{"worker"};
+    scope inner{scope_names[static_cast<std::size_t>(index)]};
+    launch_info info;
+    info.kernel = kernel;
+    info.stream = static_cast<std::uint64_t>(index + 1);
+    launch_path::notify_launch(info);
+    launch_path::notify_profiled(kernel, testing::measured_on_device(1us));
+  }
+}
+
+TEST(AttributionStress, EveryLaunchIsAttributedToItsOwnThreadWhilePassesAreCollected) {
+  auto observer = std::make_shared<attribution>();
+  std::mutex passes_mutex;
+  std::vector<pass_record> passes;
+  std::atomic<bool> done{false};
+  std::atomic<int> collects{0};
+  {
+    launch_observation watching{observer};
+    std::thread collector{[&] {
+      while (!done.load()) {
+        auto pass = observer->collect();
+        collects.fetch_add(1);
+        std::lock_guard lock{passes_mutex};
+        passes.push_back(std::move(pass));
+      }
+    }};
+    // Other attributions coming and going move where scope intervals go, under the workers' feet.
+    std::thread churn{[&] {
+      while (!done.load()) {
+        attribution other;
+        scope s{"churn"};
+      }
+    }};
+    std::vector<std::thread> workers;
+    for (int t = 0; t < worker_count; ++t) workers.emplace_back(work, t);
+    for (auto& w : workers) w.join();
+    done.store(true);
+    collector.join();
+    churn.join();
+  }
+  passes.push_back(observer->collect());
+
+  std::size_t launches = 0;
+  std::size_t timed = 0;
+  std::size_t unpaired = 0;
+  std::array<std::size_t, worker_count> per_worker{};
+  for (const auto& pass : passes) {
+    unpaired += pass.lost.unpaired;
+    EXPECT_EQ(pass.lost.failed + pass.lost.empty, 0u);
+    for (const auto& launch : pass.launches) {
+      ++launches;
+      const auto& kernel = pass.kernels.at(launch.kernel);
+      const auto index = static_cast<std::size_t>(kernel[1] - '0');
+      ASSERT_LT(index, kernels.size()) << kernel;
+      ++per_worker[index];
+      ASSERT_TRUE(launch.scope.has_value()) << kernel;
+      EXPECT_EQ(pass.scope_path_text(*launch.scope), "worker/" + std::string{scope_names[index]});
+      EXPECT_EQ(pass.streams.at(launch.stream).stream, index + 1);
+      if (launch.timing) ++timed;
+    }
+  }
+  EXPECT_EQ(launches, static_cast<std::size_t>(worker_count * launches_per_worker));
+  for (const auto n : per_worker) EXPECT_EQ(n, static_cast<std::size_t>(launches_per_worker));
+  // A collect can part a launch from its measurement, at most one per thread per collect; nothing
+  // else loses one.
+  EXPECT_EQ(timed + unpaired, launches);
+  EXPECT_LE(unpaired, static_cast<std::size_t>(collects.load() + 1) * worker_count);
+}
+
+TEST(AttributionStress, ScopesStayBalancedWhileAttributionsComeAndGo) {
+  std::atomic<bool> done{false};
+  std::thread churn{[&] {
+    while (!done.load()) {
+      attribution a;
+      attribution b;
+    }
+  }};
+  std::vector<std::thread> threads;
+  std::atomic<int> unbalanced{0};
+  for (int t = 0; t < worker_count; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 20000; ++i) {
+        scope a{"a"};
+        scope b{"b"};
+      }
+      if (detail::open_scope_depth() != 0) unbalanced.fetch_add(1);
+    });
+  }
+  for (auto& t : threads) t.join();
+  done.store(true);
+  churn.join();
+  EXPECT_EQ(unbalanced.load(), 0);
+}
+
+}  // namespace
+}  // namespace launchwatch

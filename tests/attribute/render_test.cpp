@@ -1,0 +1,251 @@
+// The renderers against golden files, and the properties their output must keep: the table adds up
+// to its total, folded stacks to the window, the trace follows the Chrome trace rules.
+
+#include <launchwatch/attribute/render.hpp>
+#include <launchwatch/attribute/summary.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "golden.hpp"
+#include "sample_passes.hpp"
+#include "trace_rules.hpp"
+
+namespace launchwatch {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::ContainsRegex;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+using testing::expect_matches_golden;
+
+std::string folded(const pass_summary& s, folded_options options = {}) {
+  std::ostringstream out;
+  write_folded(out, s, options);
+  return out.str();
+}
+
+std::string trace(const pass_record& pass) {
+  std::ostringstream out;
+  write_chrome_trace(out, pass);
+  return out.str();
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in{text};
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// --- tree table ---
+
+TEST(TreeReport, MatchesTheGoldenFile) {
+  expect_matches_golden("tree.txt", render_tree(summarize(testing::sample_pass())));
+}
+
+TEST(TreeReport, GivesEachRowItsMethodWhenMethodsAreMixed) {
+  expect_matches_golden("tree_mixed.txt", render_tree(summarize(testing::mixed_pass())));
+}
+
+TEST(TreeReport, ShowsCountsOnlyForAnUntimedPass) {
+  expect_matches_golden("tree_untimed.txt", render_tree(summarize(testing::untimed_pass())));
+}
+
+TEST(TreeReport, ShortensKernelNamesAsAsked) {
+  tree_options options;
+  options.kernel_names = name_format::full;
+  const auto table = render_tree(summarize(testing::sample_pass()), options);
+  EXPECT_THAT(table, HasSubstr(std::string{testing::matmul}));
+  EXPECT_THAT(render_tree(summarize(testing::sample_pass())),
+              Not(HasSubstr(std::string{testing::matmul})));
+}
+
+TEST(TreeReport, SubtractsOverlapInARowOfItsOwn) {
+  testing::pass_builder b;
+  const auto t = b.thread("t");
+  const auto s1 = b.stream(1);
+  b.kernel({t, "a", {"s"}, s1}, 0us, 10us);
+  b.kernel({t, "b", {"s"}, s1}, 6us, 12us);
+  const auto table = render_tree(summarize(b.pass()));
+  // 16us of kernels in a 12us window: the overlap row takes the 4us counted twice back out.
+  EXPECT_THAT(table, ContainsRegex("\n\\[overlap, counted twice above\\] +-4\\.000 us +-33\\.3%\n"));
+  EXPECT_THAT(table, ContainsRegex("\ns +2 +16\\.000 us +16\\.000 us +133\\.3%\n"));
+  EXPECT_THAT(table, ContainsRegex("\ntotal +2 +12\\.000 us +100\\.0%\n"));
+}
+
+TEST(TreeReport, SaysWhatMeasurementsWereLost) {
+  auto pass = testing::sample_pass();
+  pass.lost = lost_measurements{1, 2, 3};
+  EXPECT_THAT(render_tree(summarize(pass)),
+              HasSubstr("lost: 6 measurements (empty 1, failed to read 2, unpaired 3); their "
+                        "launches have no time"));
+}
+
+// Reads the table back: the top-level rows' totals (scopes, outside, idle, overlap) must add up to
+// the total row. The sample's times are whole microseconds printed to three decimals, so the printed
+// numbers are exact and the sum can be compared exactly.
+TEST(TreeReport, TopLevelRowsAddUpToTheTotalRow) {
+  const auto table = render_tree(summarize(testing::sample_pass()));
+  const auto lines = lines_of(table);
+  const auto heading = std::find_if(lines.begin(), lines.end(), [](const std::string& l) {
+    return l.rfind("scope / kernel", 0) == 0;
+  });
+  ASSERT_NE(heading, lines.end());
+  // The total column is right-aligned: each cell ends where the heading's "total" ends.
+  const auto end = heading->find("total") + 5;
+  std::int64_t sum = 0;
+  std::int64_t total = -1;
+  int rows = 0;
+  for (auto line = heading + 1; line != lines.end(); ++line) {
+    if (line->empty() || line->front() == ' ') continue;  // a nested row
+    const auto start = line->rfind("  ", end - 1);
+    const auto cell = line->substr(start + 2, end - start - 2);
+    ASSERT_THAT(cell, HasSubstr(" us")) << *line;
+    const auto thousandths = static_cast<std::int64_t>(std::llround(std::stod(cell) * 1000));
+    if (line->rfind("total", 0) == 0) {
+      total = thousandths;
+    } else {
+      sum += thousandths;
+      ++rows;
+    }
+  }
+  EXPECT_EQ(rows, 4);  // model, loader, outside any scope, device idle
+  EXPECT_EQ(total, 1020000);
+  EXPECT_EQ(sum, total);
+}
+
+// --- folded stacks ---
+
+TEST(FoldedStacks, MatchTheGoldenFile) {
+  expect_matches_golden("flame.folded", folded(summarize(testing::sample_pass())));
+}
+
+TEST(FoldedStacks, AddUpToTheDeviceWindow) {
+  for (std::uint32_t seed = 1; seed <= 100; ++seed) {
+    const auto s = summarize(testing::random_pass(seed));
+    if (s.overlap.count() > 0) continue;  // overlap has no frame: a flame graph cannot subtract
+    std::int64_t sum = 0;
+    for (const auto& line : lines_of(folded(s))) sum += std::stoll(line.substr(line.rfind(' ') + 1));
+    ASSERT_EQ(sum, s.window.count()) << "seed " << seed;
+  }
+}
+
+TEST(FoldedStacks, LeaveOutIdleTimeWhenAsked) {
+  folded_options options;
+  options.include_idle = false;
+  EXPECT_THAT(folded(summarize(testing::sample_pass()), options), Not(HasSubstr("[device idle]")));
+}
+
+TEST(FoldedStacks, KeepNamesFromBreakingTheFormat) {
+  testing::pass_builder b;
+  const auto t = b.thread("t");
+  b.kernel({t, "k", {"a;b\nc"}, b.stream(1)}, 0us, 5us);
+  EXPECT_EQ(folded(summarize(b.pass())), "a:b c;k 5000\n");
+}
+
+// --- Chrome trace ---
+
+TEST(ChromeTrace, MatchesTheGoldenFile) {
+  expect_matches_golden("trace.json", trace(testing::sample_pass()));
+}
+
+TEST(ChromeTrace, FollowsTheChromeTraceRules) {
+  EXPECT_THAT(testing::chrome_trace_violations(trace(testing::sample_pass())), IsEmpty());
+  EXPECT_THAT(testing::chrome_trace_violations(trace(testing::mixed_pass())), IsEmpty());
+  EXPECT_THAT(testing::chrome_trace_violations(trace(testing::untimed_pass())), IsEmpty());
+}
+
+TEST(ChromeTrace, FollowsTheChromeTraceRulesForAnyPass) {
+  for (std::uint32_t seed = 1; seed <= 200; ++seed) {
+    ASSERT_THAT(testing::chrome_trace_violations(trace(testing::random_pass(seed))), IsEmpty())
+        << "seed " << seed;
+  }
+}
+
+TEST(ChromeTrace, DrawsAnArrowFromEachLaunchToItsKernel) {
+  const auto pass = testing::sample_pass();
+  const auto events = nlohmann::json::parse(trace(pass))["traceEvents"];
+  std::size_t placed = 0;
+  for (const auto& l : pass.launches) {
+    placed += (l.timing && l.timing->ticks && !l.dry_run && l.returned > l.issued &&
+               l.timing->length.count() > 0)
+                  ? 1
+                  : 0;
+  }
+  std::size_t starts = 0;
+  std::size_t finishes = 0;
+  for (const auto& e : events) {
+    if (e["ph"] == "s") {
+      ++starts;
+      EXPECT_EQ(e["pid"], 1) << "an arrow starts on the host";
+    }
+    if (e["ph"] == "f") {
+      ++finishes;
+      EXPECT_NE(e["pid"], 1) << "an arrow ends on a device";
+    }
+  }
+  EXPECT_EQ(placed, 12u);
+  EXPECT_EQ(starts, placed);
+  EXPECT_EQ(finishes, placed);
+}
+
+TEST(ChromeTrace, PutsEachStreamOnItsOwnTrack) {
+  const auto events = nlohmann::json::parse(trace(testing::sample_pass()))["traceEvents"];
+  std::vector<std::string> tracks;
+  for (const auto& e : events) {
+    if (e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] != 1) {
+      tracks.push_back(e["args"]["name"].get<std::string>());
+    }
+  }
+  EXPECT_THAT(tracks, ::testing::ElementsAre("stream 1", "stream 2"));
+}
+
+TEST(ChromeTrace, PutsAKernelThatOverlapsAnotherOnAnOverlapTrack) {
+  testing::pass_builder b;
+  const auto t = b.thread("t");
+  const auto s1 = b.stream(1);
+  b.kernel({t, "a", {}, s1}, 0us, 10us);
+  b.kernel({t, "b", {}, s1, 1us, 2us}, 6us, 12us);
+  const auto text = trace(b.pass());
+  EXPECT_THAT(testing::chrome_trace_violations(text), IsEmpty());
+  EXPECT_THAT(text, HasSubstr("\"stream 1 (overlap 1)\""));
+}
+
+TEST(ChromeTrace, DrawsNoArrowToAKernelOfZeroLength) {
+  testing::pass_builder b;
+  const auto t = b.thread("t");
+  b.kernel({t, "k", {}, b.stream(1), 0us, 2us}, 5us, 5us);
+  const auto text = trace(b.pass());
+  EXPECT_THAT(testing::chrome_trace_violations(text), IsEmpty());
+  EXPECT_THAT(text, Not(HasSubstr(R"("ph":"f")")));
+  EXPECT_THAT(text, HasSubstr(R"("cat":"kernel")"));
+}
+
+TEST(ChromeTrace, WritesTimesAsExactMicroseconds) {
+  testing::pass_builder b;
+  const auto t = b.thread("t");
+  b.kernel({t, "k", {}, b.stream(1)}, 1234567ns, 1234568ns);
+  EXPECT_THAT(trace(b.pass()), HasSubstr(R"("ts":1234.567,"dur":0.001)"));
+}
+
+// --- JSON summary ---
+
+TEST(SummaryJson, MatchesTheGoldenFile) {
+  std::ostringstream out;
+  write_summary_json(out, summarize(testing::sample_pass()));
+  expect_matches_golden("summary.json", out.str());
+}
+
+}  // namespace
+}  // namespace launchwatch

@@ -1,0 +1,215 @@
+// Scopes: paths per thread, paired with launches, recorded only while an attribution lives.
+
+#include <launchwatch/attribute/attribution.hpp>
+#include <launchwatch/attribute/scope.hpp>
+#include <launchwatch/launch_path.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "fake_clock.hpp"
+#include "attribute/scope_paths.hpp"
+
+namespace launchwatch {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::ElementsAre;
+using testing::fake_clock;
+
+static_assert(!std::is_copy_constructible_v<scope>);
+static_assert(!std::is_move_constructible_v<scope>);
+static_assert(!std::is_copy_assignable_v<scope>);
+static_assert(!std::is_move_assignable_v<scope>);
+
+/// Launches `kernel` the way a runtime reports one.
+void launch(std::string_view kernel) {
+  launch_info info;
+  info.kernel = kernel;
+  launch_path::notify_launch(info);
+}
+
+/// The scope path of each launch in `pass`, as text ("" outside any scope).
+std::vector<std::string> launch_paths(const pass_record& pass) {
+  std::vector<std::string> paths;
+  for (const auto& l : pass.launches) paths.push_back(l.scope ? pass.scope_path_text(*l.scope) : "");
+  return paths;
+}
+
+TEST(Scope, WithNoAttributionAliveAScopeIsNotEntered) {
+  ASSERT_FALSE(detail::attributing.load());
+  scope outer{"outer"};
+  scope inner{"inner"};
+  EXPECT_EQ(detail::open_scope_depth(), 0u);
+  EXPECT_EQ(detail::current_path(), detail::no_path);
+}
+
+TEST(Scope, NestsIntoThePathALaunchIsPairedWith) {
+  const auto pass = attribute_pass([] {
+    scope model{"model"};
+    scope layer{"layer 0"};
+    launch("k");
+  });
+  EXPECT_THAT(launch_paths(pass), ElementsAre("model/layer 0"));
+}
+
+TEST(Scope, LeavingOneRestoresTheEnclosingPath) {
+  const auto pass = attribute_pass([] {
+    scope model{"model"};
+    {
+      scope attention{"attention"};
+      launch("inside");
+    }
+    launch("after");
+  });
+  EXPECT_THAT(launch_paths(pass), ElementsAre("model/attention", "model"));
+}
+
+TEST(Scope, ALaunchOutsideAnyScopeHasNoScope) {
+  const auto pass = attribute_pass([] { launch("bare"); });
+  ASSERT_EQ(pass.launches.size(), 1u);
+  EXPECT_FALSE(pass.launches[0].scope.has_value());
+}
+
+TEST(Scope, TheSameNameUnderDifferentParentsIsADifferentScope) {
+  const auto pass = attribute_pass([] {
+    {
+      scope a{"encoder"};
+      scope x{"attention"};
+      launch("k");
+    }
+    {
+      scope b{"decoder"};
+      scope x{"attention"};
+      launch("k");
+    }
+  });
+  ASSERT_EQ(pass.launches.size(), 2u);
+  EXPECT_NE(pass.launches[0].scope, pass.launches[1].scope);
+  EXPECT_THAT(launch_paths(pass), ElementsAre("encoder/attention", "decoder/attention"));
+}
+
+TEST(Scope, ANameBuiltAtRunTimeIsCopied) {
+  const auto pass = attribute_pass([] {
+    for (int layer = 0; layer < 2; ++layer) {
+      std::string name = "layer " + std::to_string(layer);
+      scope s{name};
+      name.assign("overwritten");  // the scope must not be reading the caller's buffer
+      launch("k");
+    }
+  });
+  EXPECT_THAT(launch_paths(pass), ElementsAre("layer 0", "layer 1"));
+}
+
+TEST(Scope, RecordsItsIntervalOnTheAttributionsClock) {
+  attribution_options options;
+  options.clock = &fake_clock::now;
+  fake_clock::set(1000ns);
+  auto observer = std::make_shared<attribution>(options);
+  {
+    fake_clock::set(1500ns);
+    scope outer{"outer"};
+    {
+      fake_clock::set(2000ns);
+      scope inner{"inner"};
+      fake_clock::set(2500ns);
+    }
+    fake_clock::set(3000ns);
+  }
+  const auto pass = observer->collect();
+  ASSERT_EQ(pass.threads.size(), 1u);
+  const auto& scopes = pass.threads[0].scopes;
+  ASSERT_EQ(scopes.size(), 2u);
+  EXPECT_EQ(pass.scope_path_text(scopes[0].scope), "outer/inner");
+  EXPECT_EQ(scopes[0].start, fake_clock::at(2000ns));
+  EXPECT_EQ(scopes[0].end, fake_clock::at(2500ns));
+  EXPECT_EQ(pass.scope_path_text(scopes[1].scope), "outer");
+  EXPECT_EQ(scopes[1].start, fake_clock::at(1500ns));
+  EXPECT_EQ(scopes[1].end, fake_clock::at(3000ns));
+  EXPECT_EQ(pass.origin, fake_clock::at(1000ns));
+}
+
+TEST(Scope, AScopeEnteredBeforeTheAttributionIsNotInThePath) {
+  scope before{"before"};
+  const auto pass = attribute_pass([] {
+    scope during{"during"};
+    launch("k");
+  });
+  EXPECT_THAT(launch_paths(pass), ElementsAre("during"));
+}
+
+TEST(Scope, AScopeLeftFirstEndsTheScopesStillOpenInsideIt) {
+  auto observer = std::make_shared<attribution>();
+  std::optional<scope> outer{std::in_place, "outer"};
+  std::optional<scope> inner{std::in_place, "inner"};
+  EXPECT_EQ(detail::open_scope_depth(), 2u);
+  outer.reset();
+  EXPECT_EQ(detail::open_scope_depth(), 0u);
+  {
+    scope again{"again"};
+    scope later{"later"};  // takes the frame `inner` had
+    inner.reset();         // must not pop `later`
+    EXPECT_EQ(detail::open_scope_depth(), 2u);
+  }
+  EXPECT_EQ(detail::open_scope_depth(), 0u);
+  const auto pass = observer->collect();
+  ASSERT_EQ(pass.threads.size(), 1u);
+  std::vector<std::string> ended;
+  for (const auto& s : pass.threads[0].scopes) ended.push_back(pass.scope_path_text(s.scope));
+  EXPECT_THAT(ended, ElementsAre("outer/inner", "outer", "again/later", "again"));
+  // inner ended with outer, so the two intervals still nest
+  EXPECT_EQ(pass.threads[0].scopes[0].end, pass.threads[0].scopes[1].end);
+}
+
+TEST(Scope, EachThreadHasItsOwnPath) {
+  const auto pass = attribute_pass([] {
+    scope main_scope{"main"};
+    std::thread other{[] {
+      scope worker{"worker"};
+      launch("on worker");
+    }};
+    other.join();
+    launch("on main");
+  });
+  ASSERT_EQ(pass.launches.size(), 2u);
+  for (const auto& l : pass.launches) {
+    const auto kernel = pass.kernels[l.kernel];
+    EXPECT_EQ(pass.scope_path_text(*l.scope), kernel == "on worker" ? "worker" : "main") << kernel;
+  }
+  EXPECT_NE(pass.launches[0].thread, pass.launches[1].thread);
+}
+
+TEST(Scope, StopsBeingEnteredWhenTheLastAttributionEnds) {
+  {
+    auto first = std::make_shared<attribution>();
+    {
+      auto second = std::make_shared<attribution>();
+    }
+    EXPECT_TRUE(detail::attributing.load());
+    scope s{"while one lives"};
+    EXPECT_EQ(detail::open_scope_depth(), 1u);
+  }
+  EXPECT_FALSE(detail::attributing.load());
+  scope after{"after"};
+  EXPECT_EQ(detail::open_scope_depth(), 0u);
+}
+
+TEST(Scope, IntervalsGoToTheNewestLiveAttribution) {
+  auto older = std::make_shared<attribution>();
+  auto newer = std::make_shared<attribution>();
+  { scope s{"seen by the newer one"}; }
+  EXPECT_TRUE(older->collect().threads.empty());
+  const auto pass = newer->collect();
+  ASSERT_EQ(pass.threads.size(), 1u);
+  EXPECT_EQ(pass.threads[0].scopes.size(), 1u);
+}
+
+}  // namespace
+}  // namespace launchwatch

@@ -1,0 +1,124 @@
+// The JSON summary reads back as the summary it was written from, and bad input says what is wrong.
+
+#include <launchwatch/attribute/render.hpp>
+#include <launchwatch/attribute/summary.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "sample_passes.hpp"
+
+namespace launchwatch {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+std::string to_json(const pass_summary& s) {
+  std::ostringstream out;
+  write_summary_json(out, s);
+  return out.str();
+}
+
+pass_summary from_json(const std::string& text) {
+  std::istringstream in{text};
+  return read_summary_json(in, "summary.json");
+}
+
+/// The message read_summary_json throws for `text`, or "" if it reads.
+std::string error_reading(const std::string& text) {
+  try {
+    (void)from_json(text);
+  } catch (const summary_error& error) {
+    return error.what();
+  }
+  return "";
+}
+
+/// The sample's summary JSON with `from` replaced by `to` (once).
+std::string edited(const std::string& from, const std::string& to) {
+  auto text = to_json(summarize(testing::sample_pass()));
+  const auto at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return text.replace(at, from.size(), to);
+}
+
+TEST(SummaryJson, ReadsBackAnEqualSummary) {
+  for (const auto& pass : {testing::sample_pass(), testing::mixed_pass(), testing::untimed_pass(),
+                           testing::random_pass(7)}) {
+    const auto original = summarize(pass);
+    EXPECT_EQ(from_json(to_json(original)), original);
+  }
+}
+
+TEST(SummaryJson, ReRendersTheSameTree) {
+  const auto original = summarize(testing::sample_pass());
+  EXPECT_EQ(render_tree(from_json(to_json(original))), render_tree(original));
+}
+
+TEST(SummaryJson, LoadsAFile) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("launchwatch_summary_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+                     ".json");
+  const auto original = summarize(testing::sample_pass());
+  {
+    std::ofstream out{path};
+    write_summary_json(out, original);
+  }
+  EXPECT_EQ(load_summary(path), original);
+  std::filesystem::remove(path);
+}
+
+TEST(SummaryJson, SaysWhichFileCouldNotBeOpened) {
+  try {
+    (void)load_summary("/nonexistent/launchwatch/summary.json");
+    FAIL() << "expected summary_error";
+  } catch (const summary_error& error) {
+    EXPECT_THAT(error.what(), AllOf(HasSubstr("/nonexistent/launchwatch/summary.json"),
+                                    HasSubstr("No such file")));
+  }
+}
+
+TEST(SummaryJson, RefusesTextThatIsNotJson) {
+  EXPECT_THAT(error_reading("launches: 3"), AllOf(HasSubstr("summary.json is not valid JSON"),
+                                                   HasSubstr("parse error")));
+  EXPECT_THAT(error_reading(""), HasSubstr("not valid JSON"));
+}
+
+TEST(SummaryJson, RefusesJsonThatIsNotALaunchwatchSummary) {
+  EXPECT_THAT(error_reading(R"({"traceEvents": []})"), HasSubstr("/format: this field is missing"));
+  EXPECT_THAT(error_reading(R"({"format": "speedscope"})"),
+              AllOf(HasSubstr("is not a launchwatch summary"), HasSubstr("\"speedscope\"")));
+  EXPECT_THAT(error_reading("[1, 2]"), HasSubstr("expected a JSON object"));
+}
+
+TEST(SummaryJson, RefusesANewerFormatVersionAndSaysToUpdate) {
+  EXPECT_THAT(error_reading(edited("\"version\": 1", "\"version\": 2")),
+              AllOf(HasSubstr("newer launchwatch"), HasSubstr("version 2"), HasSubstr("Update")));
+}
+
+TEST(SummaryJson, NamesTheLocationOfAMissingField) {
+  EXPECT_THAT(error_reading(edited("\"window_ns\"", "\"window\"")),
+              HasSubstr("summary.json: /window_ns: this field is missing"));
+}
+
+TEST(SummaryJson, NamesTheLocationAndTypeOfAWrongValue) {
+  EXPECT_THAT(error_reading(edited("\"launches\": 9", "\"launches\": \"nine\"")),
+              AllOf(HasSubstr("/scopes/0/launches"), HasSubstr("expected an integer"),
+                    HasSubstr("\"nine\" (string)")));
+  EXPECT_THAT(error_reading(edited("\"kind\": \"kernel\"", "\"kind\": \"function\"")),
+              HasSubstr("expected \"scope\" or \"kernel\""));
+  EXPECT_THAT(error_reading(edited("\"timing\": \"deferred\"", "\"timing\": \"sometimes\"")),
+              HasSubstr("/timing: expected \"none\", \"resolved\" or \"deferred\""));
+  EXPECT_THAT(error_reading(edited("\"host_threads\": 2", "\"host_threads\": -2")),
+              HasSubstr("/host_threads: expected a count of 0 or more"));
+}
+
+}  // namespace
+}  // namespace launchwatch

@@ -1,0 +1,182 @@
+// The summary accounts for the whole device window: rows, idle time and overlap add up to it,
+// exactly, for hand-built passes and for random ones.
+
+#include <launchwatch/attribute/summary.hpp>
+
+#include <stdexcept>
+
+#include <gtest/gtest.h>
+
+#include "sample_passes.hpp"
+
+namespace launchwatch {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::pass_builder;
+
+std::chrono::nanoseconds rows_total(const pass_summary& s) {
+  std::chrono::nanoseconds total = s.outside.total;
+  for (const auto& scope : s.scopes) total += scope.total;
+  return total;
+}
+
+const summary_node& child(const summary_node& node, std::string_view name) {
+  for (const auto& c : node.children) {
+    if (c.name == name) return c;
+  }
+  throw std::out_of_range{"no child " + std::string{name}};
+}
+
+TEST(Summary, RowsIdleAndOverlapAddUpToTheDeviceWindow) {
+  const auto s = summarize(testing::sample_pass());
+  // stream 1: 100us..1000us; stream 2: 10us..130us
+  EXPECT_EQ(s.window, 900us + 120us);
+  EXPECT_EQ(rows_total(s) + s.idle - s.overlap, s.window);
+  EXPECT_EQ(s.overlap, 0ns);
+}
+
+TEST(Summary, IdleIsTheWindowThatNoKernelCovered) {
+  pass_builder b;
+  const auto t = b.thread("t");
+  const auto s1 = b.stream(1);
+  b.kernel({t, "a", {}, s1}, 0us, 10us);
+  b.kernel({t, "b", {}, s1}, 15us, 20us);  // 5us gap
+  b.kernel({t, "c", {}, s1}, 30us, 31us);  // 10us gap
+  const auto s = summarize(b.pass());
+  EXPECT_EQ(s.window, 31us);
+  EXPECT_EQ(s.kernel_time, 16us);
+  EXPECT_EQ(s.idle, 15us);
+  ASSERT_EQ(s.streams.size(), 1u);
+  EXPECT_EQ(s.streams[0].idle, 15us);
+}
+
+TEST(Summary, KernelsOverlappingOnOneStreamAreSubtractedOnce) {
+  pass_builder b;
+  const auto t = b.thread("t");
+  const auto s1 = b.stream(1);
+  b.kernel({t, "a", {}, s1}, 0us, 10us);
+  b.kernel({t, "b", {}, s1}, 6us, 12us);  // 4us under a
+  const auto s = summarize(b.pass());
+  EXPECT_EQ(s.window, 12us);
+  EXPECT_EQ(s.kernel_time, 16us);
+  EXPECT_EQ(s.overlap, 4us);
+  EXPECT_EQ(s.idle, 0us);
+  EXPECT_EQ(rows_total(s) + s.idle - s.overlap, s.window);
+}
+
+TEST(Summary, EachStreamHasItsOwnWindow) {
+  pass_builder b;
+  const auto t = b.thread("t");
+  b.kernel({t, "a", {}, b.stream(1)}, 0us, 10us);
+  b.kernel({t, "b", {}, b.stream(2)}, 100us, 105us);
+  const auto s = summarize(b.pass());
+  EXPECT_EQ(s.window, 15us) << "the gap between two streams' work is not one stream's idle time";
+  EXPECT_EQ(s.idle, 0us);
+}
+
+TEST(Summary, DryRunLaunchesAreCountedButGivenNoTime) {
+  pass_builder b;
+  const auto t = b.thread("t");
+  const auto s1 = b.stream(1);
+  b.kernel({t, "k", {"s"}, s1}, 0us, 10us).dry_run = true;
+  b.kernel({t, "k", {"s"}, s1}, 20us, 25us);
+  const auto s = summarize(b.pass());
+  EXPECT_EQ(s.launches, 2u);
+  EXPECT_EQ(s.dry_run_launches, 1u);
+  EXPECT_EQ(s.timed_launches, 1u);
+  EXPECT_EQ(s.window, 5us);
+  EXPECT_EQ(s.scopes.at(0).launches, 2u);
+  EXPECT_EQ(s.scopes.at(0).total, 5us);
+}
+
+TEST(Summary, SelfIsTheScopesOwnKernelsAndTotalIncludesItsChildren) {
+  const auto s = summarize(testing::sample_pass());
+  ASSERT_EQ(s.scopes.size(), 2u);
+  const auto& model = s.scopes[0];
+  EXPECT_EQ(model.name, "model");
+  const auto& layer0 = child(model, "layer 0");
+  EXPECT_EQ(layer0.self, 10us);  // layer_norm, launched directly in it
+  EXPECT_EQ(layer0.total, 10us + (60us + 20us + 60us) + (60us + 20us + 60us));
+  EXPECT_EQ(child(layer0, "attention").total, 140us);
+  EXPECT_EQ(child(child(layer0, "attention"), testing::matmul).total, 120us);
+  EXPECT_EQ(child(child(layer0, "attention"), testing::matmul).launches, 2u);
+  EXPECT_EQ(model.self, 0us);
+  EXPECT_EQ(model.total, layer0.total + child(model, "layer 1").total);
+  EXPECT_EQ(model.launches, 9u);
+}
+
+TEST(Summary, LaunchesOutsideAnyScopeHaveTheirOwnRow) {
+  const auto s = summarize(testing::sample_pass());
+  EXPECT_EQ(s.outside.launches, 2u);  // copy, and the dry-run matmul
+  EXPECT_EQ(s.outside.total, 40us);
+  EXPECT_EQ(s.outside.children.size(), 2u);
+}
+
+TEST(Summary, RowsAreOrderedLargestFirst) {
+  const auto s = summarize(testing::sample_pass());
+  const auto& layer0 = child(s.scopes.at(0), "layer 0");
+  ASSERT_EQ(layer0.children.size(), 3u);
+  EXPECT_EQ(layer0.children[0].name, "attention");  // 140us and 3 launches each: then by name
+  EXPECT_EQ(layer0.children[1].name, "mlp");
+  EXPECT_EQ(layer0.children[2].name, testing::layer_norm);
+}
+
+TEST(Summary, ALengthWithoutTimestampsIsInTheWindowButNotPlaced) {
+  const auto s = summarize(testing::mixed_pass());
+  EXPECT_EQ(s.unplaced, 8us);
+  // placed: 2us..45us on one stream, 10 + 2 + 4 covered
+  EXPECT_EQ(s.window, 43us + 8us);
+  EXPECT_EQ(s.idle, 43us - 16us);
+  EXPECT_TRUE(s.methods.mixed());
+  EXPECT_EQ(rows_total(s) + s.idle - s.overlap, s.window);
+}
+
+TEST(Summary, ScopesThatLaunchedNothingAreLeftOut) {
+  pass_builder b;
+  const auto t = b.thread("t");
+  b.scope(t, {"idle host work"}, 0us, 10us);
+  b.kernel({t, "k", {"busy"}, b.stream(1), 11us, 12us}, 12us, 13us);
+  b.scope(t, {"busy"}, 11us, 14us);
+  const auto s = summarize(b.pass());
+  ASSERT_EQ(s.scopes.size(), 1u);
+  EXPECT_EQ(s.scopes[0].name, "busy");
+}
+
+TEST(Summary, AnUntimedPassCountsButHasNoWindow) {
+  const auto s = summarize(testing::untimed_pass());
+  EXPECT_EQ(s.launches, 5u);
+  EXPECT_EQ(s.timed_launches, 0u);
+  EXPECT_EQ(s.window, 0ns);
+  EXPECT_EQ(s.scopes.at(0).launches, 4u);
+  EXPECT_FALSE(s.methods.any());
+}
+
+TEST(Summary, RejectsAScopeWhoseParentComesAfterIt) {
+  pass_record pass;
+  pass.scopes.push_back(scope_info{"child", 1});
+  pass.scopes.push_back(scope_info{"parent", std::nullopt});
+  EXPECT_THROW((void)summarize(pass), std::invalid_argument);
+}
+
+// The property behind "accounts for 100%": over many shapes of pass (overlaps, gaps, dry runs,
+// lengths without timestamps, several streams and threads), the identity holds exactly.
+TEST(Summary, AccountsForTheWholeWindowOfAnyPass) {
+  for (std::uint32_t seed = 1; seed <= 300; ++seed) {
+    const auto pass = testing::random_pass(seed);
+    const auto s = summarize(pass);
+    ASSERT_EQ(rows_total(s), s.kernel_time) << "seed " << seed;
+    ASSERT_EQ(rows_total(s) + s.idle - s.overlap, s.window) << "seed " << seed;
+    ASSERT_GE(s.idle.count(), 0) << "seed " << seed;
+    ASSERT_GE(s.overlap.count(), 0) << "seed " << seed;
+    std::size_t launches = s.outside.launches;
+    for (const auto& scope : s.scopes) launches += scope.launches;
+    ASSERT_EQ(launches, pass.launches.size()) << "seed " << seed;
+    for (const auto& stream : s.streams) {
+      ASSERT_EQ(stream.kernel_time + stream.idle - stream.overlap, stream.window) << "seed " << seed;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace launchwatch

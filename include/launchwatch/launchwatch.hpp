@@ -9,5 +9,7 @@
 #include <launchwatch/config.hpp>
 #include <launchwatch/dry_run.hpp>
 #include <launchwatch/kernel_name.hpp>
+#include <launchwatch/logger.hpp>
 #include <launchwatch/observe.hpp>
 #include <launchwatch/profile.hpp>
+#include <launchwatch/runtime/client.hpp>

@@ -1,0 +1,287 @@
+// What a kernel is, and how a launch carries one to a backend without knowing its type.
+//
+// A kernel is a function object: an aggregate (a struct with public fields and no constructors)
+// whose fields are its arguments, trivially copyable, with a `const` call operator taking a `unit`
+// and marked LAUNCHWATCH_HOST_DEVICE so one definition runs on every backend:
+//
+//     struct axpy {
+//       float a;
+//       launchwatch::device_span<const float> x;
+//       launchwatch::device_span<float> y;
+//       LAUNCHWATCH_HOST_DEVICE void operator()(launchwatch::unit u) const {
+//         auto i = u.absolute_pos();
+//         if (i < y.size()) y[i] += a * x[i];
+//       }
+//     };
+//
+// The launch finds the buffers a kernel references by walking its fields (up to 16, the way
+// Boost.PFR does, with structured bindings), so it can reject a buffer of another device and a read
+// can wait only for the launches that touched its buffer. Only direct `device_span` fields are seen:
+// spans inside a nested struct or a base class are not, and a C array field (`float w[4]`) cannot
+// be enumerated at all (brace elision miscounts it; wrap it in a struct or use std::array). A
+// kernel that is not an aggregate, or whose spans are nested, declares them itself with a member
+//
+//     auto spans() const { return std::tuple{x, y}; }   // every device_span it reads or writes
+//
+// returning a std::tuple of its spans (an empty tuple if it has none); when present it is used
+// instead of the fields.
+//
+// This header is included by translation units nvcc compiles; it includes no CUDA header of its own.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include <launchwatch/kernel_name.hpp>
+#include <launchwatch/runtime/device_span.hpp>
+#include <launchwatch/runtime/geometry.hpp>
+
+#if defined(__CUDACC__)
+// Defines `template <class K> __global__ void launchwatch::detail::cuda_entry(K kernel, ...)`.
+#include <launchwatch/runtime/cuda_entry.hpp>
+#endif
+
+namespace launchwatch::detail {
+
+// ---------------------------------------------------------------------------------------------
+// Field enumeration of aggregates.
+
+/// Converts to any type, so `K{field_probe{}, ...}` compiles exactly when K has at least that many
+/// fields. Only ever named in unevaluated contexts.
+struct field_probe {
+  template <class T>
+  constexpr operator T() const noexcept;  // NOLINT: implicit on purpose
+};
+
+template <class K, std::size_t... I>
+constexpr bool brace_constructible_with(std::index_sequence<I...>) {
+  return requires { K{(static_cast<void>(I), field_probe{})...}; };
+}
+
+/// The most fields `field_count` enumerates; the structured bindings below are written out to it.
+inline constexpr std::size_t max_kernel_fields = 16;
+
+/// How many fields the aggregate `K` has: the largest N for which `K{probe x N}` compiles. Probes
+/// one past the maximum so that a kernel with too many fields is told so rather than miscounted.
+template <class K, std::size_t N = max_kernel_fields + 1>
+constexpr std::size_t field_count() {
+  if constexpr (N == 0) {
+    return 0;
+  } else if constexpr (brace_constructible_with<K>(std::make_index_sequence<N>{})) {
+    return N;
+  } else {
+    return field_count<K, N - 1>();
+  }
+}
+
+/// Calls `visit` with each field of the aggregate `kernel`, in declaration order.
+template <class K, class Visit>
+constexpr void for_each_field(const K& kernel, Visit&& visit) {
+  constexpr std::size_t n = field_count<K>();
+#define LAUNCHWATCH_FIELDS_(count, ...)      \
+  if constexpr (n == count) {                \
+    const auto& [__VA_ARGS__] = kernel;      \
+    auto each = [&](const auto&... field) {  \
+      (visit(field), ...);                   \
+    };                                       \
+    each(__VA_ARGS__);                       \
+  }
+  if constexpr (n == 0) {
+    (void)kernel;
+    (void)visit;
+  }
+  LAUNCHWATCH_FIELDS_(1, f0)
+  LAUNCHWATCH_FIELDS_(2, f0, f1)
+  LAUNCHWATCH_FIELDS_(3, f0, f1, f2)
+  LAUNCHWATCH_FIELDS_(4, f0, f1, f2, f3)
+  LAUNCHWATCH_FIELDS_(5, f0, f1, f2, f3, f4)
+  LAUNCHWATCH_FIELDS_(6, f0, f1, f2, f3, f4, f5)
+  LAUNCHWATCH_FIELDS_(7, f0, f1, f2, f3, f4, f5, f6)
+  LAUNCHWATCH_FIELDS_(8, f0, f1, f2, f3, f4, f5, f6, f7)
+  LAUNCHWATCH_FIELDS_(9, f0, f1, f2, f3, f4, f5, f6, f7, f8)
+  LAUNCHWATCH_FIELDS_(10, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9)
+  LAUNCHWATCH_FIELDS_(11, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10)
+  LAUNCHWATCH_FIELDS_(12, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11)
+  LAUNCHWATCH_FIELDS_(13, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12)
+  LAUNCHWATCH_FIELDS_(14, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13)
+  LAUNCHWATCH_FIELDS_(15, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14)
+  LAUNCHWATCH_FIELDS_(16, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15)
+#undef LAUNCHWATCH_FIELDS_
+}
+
+// ---------------------------------------------------------------------------------------------
+// The spans a kernel references.
+
+/// One buffer view a launch references, without its element type.
+struct span_ref {
+  const void* data = nullptr;
+  std::size_t bytes = 0;
+  span_owner owner{};
+};
+
+template <class T>
+constexpr span_ref to_span_ref(const device_span<T>& span) noexcept {
+  return span_ref{static_cast<const void*>(span.data()), span.size_bytes(), span.owner()};
+}
+
+template <class K>
+concept declares_spans = requires(const K& kernel) {
+  std::tuple_size<std::remove_cvref_t<decltype(kernel.spans())>>::value;
+};
+
+/// The spans a kernel references, in a fixed-capacity list on the stack (no allocation per launch).
+template <std::size_t Capacity>
+struct span_list {
+  std::array<span_ref, Capacity == 0 ? 1 : Capacity> items{};
+  std::size_t count = 0;
+
+  template <class T>
+  constexpr void add(const device_span<T>& span) noexcept {
+    items[count++] = to_span_ref(span);
+  }
+  std::span<const span_ref> view() const noexcept { return {items.data(), count}; }
+};
+
+template <class K>
+constexpr std::size_t span_capacity() {
+  if constexpr (declares_spans<K>) {
+    return std::tuple_size_v<std::remove_cvref_t<decltype(std::declval<const K&>().spans())>>;
+  } else {
+    return field_count<K>();
+  }
+}
+
+/// Collects the `device_span` fields of `kernel` (or what its `spans()` returns).
+template <class K>
+constexpr span_list<span_capacity<K>()> kernel_spans(const K& kernel) {
+  span_list<span_capacity<K>()> list;
+  auto take = [&](const auto& field) {
+    using field_type = std::remove_cvref_t<decltype(field)>;
+    if constexpr (is_device_span_v<field_type>) list.add(field);
+  };
+  if constexpr (declares_spans<K>) {
+    std::apply([&](const auto&... span) { (take(span), ...); }, kernel.spans());
+  } else {
+    for_each_field(kernel, take);
+  }
+  return list;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The launch descriptor.
+
+/// A launch's grid.
+struct launch_geometry {
+  ::launchwatch::cube_count count;
+  ::launchwatch::cube_dim dim;
+};
+
+/// Runs `kernel` (a `K` behind a pointer) for every unit of the cubes `[first_cube, end_cube)`,
+/// cubes numbered linearly, x fastest. The CPU backend splits a grid into such ranges over its pool.
+using cpu_entry_function = void (*)(const void* kernel, const launch_geometry& geometry,
+                                    std::uint64_t first_cube, std::uint64_t end_cube);
+
+/// The CPU entry for kernel type `K`: the unit loop, inlined around K's call operator.
+template <class K>
+void cpu_entry(const void* kernel_bytes, const launch_geometry& geometry, std::uint64_t first_cube,
+               std::uint64_t end_cube) {
+  const K& kernel = *static_cast<const K*>(kernel_bytes);
+  const cube_count count = geometry.count;
+  const cube_dim dim = geometry.dim;
+  unit u{};
+  u.cube_dim = dim;
+  u.cube_count = count;
+  for (std::uint64_t cube = first_cube; cube < end_cube; ++cube) {
+    u.cube_pos.x = static_cast<std::uint32_t>(cube % count.x);
+    u.cube_pos.y = static_cast<std::uint32_t>((cube / count.x) % count.y);
+    u.cube_pos.z = static_cast<std::uint32_t>(cube / (std::uint64_t{count.x} * count.y));
+    for (std::uint32_t z = 0; z < dim.z; ++z) {
+      u.unit_pos.z = z;
+      for (std::uint32_t y = 0; y < dim.y; ++y) {
+        u.unit_pos.y = y;
+        for (std::uint32_t x = 0; x < dim.x; ++x) {
+          u.unit_pos.x = x;
+          kernel(u);
+        }
+      }
+    }
+  }
+}
+
+/// Whether this translation unit is compiled by nvcc. A template parameter of `client::launch`
+/// defaults to it, so the instantiation made in a CUDA file and the one made in a host-only file
+/// are distinct functions and the linker can never substitute one for the other.
+#if defined(__CUDACC__)
+inline constexpr bool compiled_as_cuda = true;
+#else
+inline constexpr bool compiled_as_cuda = false;
+#endif
+
+/// The address of `cuda_entry<K>` (its host stub, what cudaLaunchKernel takes) when the calling
+/// translation unit is compiled by nvcc; null otherwise, so a CUDA device can refuse the launch with
+/// a message saying which file to compile as CUDA.
+template <class K, bool AsCuda>
+const void* cuda_entry_address() noexcept {
+#if defined(__CUDACC__)
+  if constexpr (AsCuda) {
+    return reinterpret_cast<const void*>(&::launchwatch::detail::cuda_entry<K>);
+  }
+#endif
+  return nullptr;
+}
+
+/// Everything a backend needs to run one launch, with the kernel's type erased.
+///
+/// Built on the issuing thread by `client::launch<K>` and passed by reference for the duration of
+/// one call into the backend: a backend that keeps a launch (a queue, a graph) copies the kernel's
+/// bytes, which it may since kernels are trivially copyable.
+struct launch_descriptor {
+  /// `type_name<K>()`: static storage, may be kept.
+  std::string_view name;
+  launch_geometry geometry;
+  /// The kernel object's bytes (a `K`), valid for the call only.
+  const void* kernel = nullptr;
+  std::size_t kernel_size = 0;
+  std::size_t kernel_alignment = 0;
+  /// Runs a range of cubes on the host (see cpu_entry_function). Never null.
+  cpu_entry_function cpu_entry = nullptr;
+  /// `&cuda_entry<K>` when nvcc compiled the launching file, null otherwise.
+  const void* cuda_entry = nullptr;
+  /// The buffers the kernel references, valid for the call only.
+  std::span<const span_ref> spans;
+};
+
+/// Checks, at compile time, what every launch needs of a kernel type, with messages that say what to
+/// change.
+template <class K>
+constexpr void check_kernel_type() {
+  static_assert(std::is_class_v<K>,
+                "launchwatch: a kernel is a function object (a struct with a const call operator "
+                "taking launchwatch::unit)");
+  static_assert(std::is_trivially_copyable_v<K>,
+                "launchwatch: a kernel must be trivially copyable, because its bytes are copied to "
+                "the device as its arguments: hold buffers as launchwatch::device_span (from "
+                "buffer::view()), not as buffer, std::vector or anything that owns memory");
+  static_assert(std::is_invocable_v<const K&, unit>,
+                "launchwatch: a kernel needs a const call operator taking launchwatch::unit, marked "
+                "LAUNCHWATCH_HOST_DEVICE: `LAUNCHWATCH_HOST_DEVICE void operator()(launchwatch::unit "
+                "u) const`");
+  static_assert(declares_spans<K> || std::is_aggregate_v<K>,
+                "launchwatch: a kernel that is not an aggregate (it has constructors, private fields "
+                "or is a lambda) must say which buffers it references: give it a member "
+                "`auto spans() const { return std::tuple{...}; }` returning its device_spans");
+  if constexpr (!declares_spans<K> && std::is_aggregate_v<K>) {
+    static_assert(field_count<K>() <= max_kernel_fields,
+                  "launchwatch: a kernel aggregate may have at most 16 fields for its buffers to be "
+                  "found; group arguments into a struct, or declare `auto spans() const` returning "
+                  "a std::tuple of its device_spans");
+  }
+}
+
+}  // namespace launchwatch::detail

@@ -1,0 +1,345 @@
+#include "backend/cpu/cpu_device.hpp"
+
+#include <cstring>
+#include <map>
+#include <new>
+#include <stdexcept>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include <launchwatch/runtime/client.hpp>
+#include <launchwatch/runtime/errors.hpp>
+
+#include "backend/cpu/cpu_pool.hpp"
+
+namespace launchwatch {
+namespace detail {
+namespace {
+
+/// Device memory is aligned for any vector type a kernel might use on it.
+constexpr std::size_t memory_alignment = 64;
+
+/// Below this many units a launch runs on its stream's worker alone: handing chunks to the pool
+/// costs more than so little work.
+constexpr std::uint64_t units_worth_spreading = 4096;
+
+const char* describe(const std::exception_ptr& thrown) {
+  try {
+    std::rethrow_exception(thrown);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception not derived from std::exception";
+  }
+}
+
+class cpu_graph final : public recorded_graph {
+ public:
+  cpu_graph(const cpu_device& owner, std::vector<cpu_launch> launches)
+      : owner_{&owner},
+        launches_{std::make_shared<const std::vector<cpu_launch>>(std::move(launches))} {}
+
+  std::size_t size() const noexcept override { return launches_->size(); }
+
+  std::uint64_t replay(stream& on) override {
+    auto* cpu = dynamic_cast<cpu_stream*>(&on);
+    if (cpu == nullptr || &cpu->owner() != owner_) {
+      throw invalid_launch{"a graph replays only on a stream of the device that recorded it"};
+    }
+    return cpu->submit_replay(launches_);
+  }
+
+ private:
+  const cpu_device* owner_;
+  std::shared_ptr<const std::vector<cpu_launch>> launches_;
+};
+
+}  // namespace
+
+// -----------------------------------------------------------------------------------------------
+// kernel_copy, cpu_launch
+
+kernel_copy::kernel_copy(const void* bytes, std::size_t size, std::size_t alignment)
+    : size_{size}, alignment_{alignment} {
+  if (size > inline_size || alignment > alignof(std::max_align_t)) {
+    heap_ = ::operator new(size, std::align_val_t{alignment});
+    std::memcpy(heap_, bytes, size);
+  } else if (size > 0) {
+    std::memcpy(inline_, bytes, size);
+  }
+}
+
+kernel_copy::kernel_copy(kernel_copy&& other) noexcept
+    : heap_{std::exchange(other.heap_, nullptr)}, size_{other.size_}, alignment_{other.alignment_} {
+  if (heap_ == nullptr && size_ > 0) std::memcpy(inline_, other.inline_, size_);
+}
+
+kernel_copy& kernel_copy::operator=(kernel_copy&& other) noexcept {
+  if (this != &other) {
+    release();
+    heap_ = std::exchange(other.heap_, nullptr);
+    size_ = other.size_;
+    alignment_ = other.alignment_;
+    if (heap_ == nullptr && size_ > 0) std::memcpy(inline_, other.inline_, size_);
+  }
+  return *this;
+}
+
+kernel_copy::~kernel_copy() { release(); }
+
+void kernel_copy::release() noexcept {
+  if (heap_ != nullptr) ::operator delete(heap_, std::align_val_t{alignment_});
+  heap_ = nullptr;
+}
+
+cpu_launch cpu_launch::copy_of(const launch_descriptor& launch) {
+  return cpu_launch{launch.name, launch.geometry, launch.cpu_entry,
+                    kernel_copy{launch.kernel, launch.kernel_size, launch.kernel_alignment}};
+}
+
+// -----------------------------------------------------------------------------------------------
+// cpu_stream
+
+cpu_stream::cpu_stream(std::shared_ptr<cpu_device> owner) : owner_{std::move(owner)} {}
+
+cpu_stream::~cpu_stream() {
+  {
+    std::lock_guard lock{mutex_};
+    stopping_ = true;
+  }
+  work_ready_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+void cpu_stream::validate(const launch_descriptor& launch) {
+  if (launch.cpu_entry == nullptr || (launch.kernel == nullptr && launch.kernel_size > 0)) {
+    throw invalid_launch{fmt::format(
+        "launch of `{}` rejected by the cpu backend: the launch carries no CPU entry; launch "
+        "kernels through client::launch",
+        launch.name)};
+  }
+}
+
+void cpu_stream::prepare(const launch_descriptor& launch) {
+  // Nothing to load on the CPU: the entry was compiled with the program. Copying the kernel is the
+  // part of a submission a dry run still pays, so the measurement of a dry launch is not zero.
+  (void)cpu_launch::copy_of(launch);
+}
+
+std::uint64_t cpu_stream::submit(const launch_descriptor& launch) {
+  return enqueue(work_item{cpu_launch::copy_of(launch), nullptr, nullptr, 0});
+}
+
+profiled_submission cpu_stream::submit_profiled(const launch_descriptor& launch) {
+  auto timing = std::make_shared<cpu_timing>();
+  const std::uint64_t point = enqueue(work_item{cpu_launch::copy_of(launch), nullptr, timing, 0});
+  if (point == 0) {
+    return profiled_submission{0, std::nullopt, "the stream is recording a graph capture"};
+  }
+  // Read on whatever thread holds the measurement: waits for this launch only, not the stream.
+  profile_duration measurement{
+      [timing = std::move(timing)]() -> std::optional<profile_ticks> {
+        while (!timing->done.load(std::memory_order_acquire)) {
+          timing->done.wait(false, std::memory_order_acquire);
+        }
+        return profile_ticks::from_start_end(timing->start, timing->end);
+      },
+      timing_method::device};
+  return profiled_submission{point, std::move(measurement), {}};
+}
+
+std::uint64_t cpu_stream::submit_replay(std::shared_ptr<const std::vector<cpu_launch>> launches) {
+  return enqueue(work_item{cpu_launch{}, std::move(launches), nullptr, 0});
+}
+
+std::uint64_t cpu_stream::enqueue(work_item item) {
+  std::uint64_t point = 0;
+  {
+    std::lock_guard lock{mutex_};
+    if (capturing_.load(std::memory_order_relaxed) && !item.replay) {
+      recording_.push_back(std::move(item.launch));
+      return 0;
+    }
+    point = item.point = ++submitted_;
+    queue_.push_back(std::move(item));
+    // Started on first use, so a thread that only reads or syncs never costs a worker.
+    if (!worker_.joinable()) worker_ = std::thread{[this] { run_worker(); }};
+  }
+  work_ready_.notify_one();
+  return point;
+}
+
+void cpu_stream::run_worker() {
+  // The worker takes everything queued at once and hands back the emptied vector, so the queue's
+  // storage is reused from batch to batch and a launch allocates nothing to be queued.
+  std::vector<work_item> batch;
+  for (;;) {
+    {
+      std::unique_lock lock{mutex_};
+      work_ready_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      batch.swap(queue_);
+    }
+    for (auto& item : batch) run(item);
+    batch.clear();
+  }
+}
+
+void cpu_stream::run(work_item& item) {
+  if (item.replay) {
+    for (const auto& launch : *item.replay) execute(launch);
+  } else if (item.timing) {
+    // The worker stamps the window itself, around the kernel and nothing else: both ends on the
+    // steady clock, and nobody waited for it.
+    item.timing->start = std::chrono::steady_clock::now();
+    execute(item.launch);
+    item.timing->end = std::chrono::steady_clock::now();
+    item.timing->done.store(true, std::memory_order_release);
+    item.timing->done.notify_all();
+  } else {
+    execute(item.launch);
+  }
+  {
+    std::lock_guard lock{mutex_};
+    completed_ = item.point;
+    completed_relaxed_.store(item.point, std::memory_order_release);
+  }
+  progressed_.notify_all();
+}
+
+void cpu_stream::execute(const cpu_launch& launch) noexcept {
+  const std::uint64_t cubes = launch.geometry.count.total();
+  const std::uint64_t units = cubes * launch.geometry.dim.total();
+  try {
+    auto& pool = cpu_pool::instance();
+    if (cubes < 2 || units < units_worth_spreading || pool.size() < 2) {
+      launch.entry(launch.kernel.data(), launch.geometry, 0, cubes);
+    } else {
+      pool.run(
+          cubes,
+          [](void* context, std::uint64_t first, std::uint64_t end) {
+            const auto& l = *static_cast<const cpu_launch*>(context);
+            l.entry(l.kernel.data(), l.geometry, first, end);
+          },
+          const_cast<cpu_launch*>(&launch));
+    }
+  } catch (...) {
+    const auto thrown = std::current_exception();
+    std::lock_guard lock{mutex_};
+    if (!failure_) {
+      try {
+        failure_ = std::make_exception_ptr(kernel_failure{
+            launch.name,
+            fmt::format("kernel `{}` failed on {}:{} (stream {}): {}. The launches queued after it "
+                        "still ran, and the stream stays usable.",
+                        launch.name, owner_->backend(), owner_->index(), id(), describe(thrown))});
+      } catch (...) {
+        failure_ = thrown;  // Formatting failed (out of memory): keep the kernel's own exception.
+      }
+    }
+  }
+}
+
+void cpu_stream::wait(std::uint64_t point) {
+  std::unique_lock lock{mutex_};
+  progressed_.wait(lock, [&] { return completed_ >= point || point > submitted_; });
+}
+
+std::uint64_t cpu_stream::last_point() const noexcept {
+  std::lock_guard lock{mutex_};
+  return submitted_;
+}
+
+bool cpu_stream::passed(std::uint64_t point) const noexcept {
+  return completed_relaxed_.load(std::memory_order_acquire) >= point;
+}
+
+std::exception_ptr cpu_stream::take_failure() noexcept {
+  std::lock_guard lock{mutex_};
+  return std::exchange(failure_, nullptr);
+}
+
+void cpu_stream::begin_capture() {
+  std::lock_guard lock{mutex_};
+  if (capturing_.load(std::memory_order_relaxed)) {
+    throw capture_error{
+        "begin_capture refused: this stream is already recording a capture; end it first (captures "
+        "do not nest)"};
+  }
+  recording_.clear();
+  capturing_.store(true, std::memory_order_relaxed);
+}
+
+std::unique_ptr<recorded_graph> cpu_stream::end_capture() {
+  std::vector<cpu_launch> recorded;
+  {
+    std::lock_guard lock{mutex_};
+    if (!capturing_.load(std::memory_order_relaxed)) {
+      throw capture_error{
+          "end_capture refused: this stream is not recording a capture; call begin_capture first "
+          "(on the same thread, or through the same pinned client)"};
+    }
+    capturing_.store(false, std::memory_order_relaxed);
+    recorded = std::exchange(recording_, {});
+  }
+  return std::make_unique<cpu_graph>(*owner_, std::move(recorded));
+}
+
+bool cpu_stream::capturing() const noexcept { return capturing_.load(std::memory_order_relaxed); }
+
+// -----------------------------------------------------------------------------------------------
+// cpu_device
+
+cpu_device::cpu_device(int index) : index_{index} {}
+
+std::string cpu_device::name() const {
+  return fmt::format("cpu:{} ({} threads)", index_, cpu_pool::instance().size());
+}
+
+void* cpu_device::allocate(std::size_t bytes, stream&) {
+  return ::operator new(bytes, std::align_val_t{memory_alignment});
+}
+
+void cpu_device::deallocate(void* memory, std::size_t, std::span<const stream_point> after) noexcept {
+  // The launches that referenced the memory may still be queued: free it after them.
+  for (const auto& p : after) p.on->wait(p.point);
+  ::operator delete(memory, std::align_val_t{memory_alignment});
+}
+
+void cpu_device::zero(void* memory, std::size_t bytes, stream&) { std::memset(memory, 0, bytes); }
+
+void cpu_device::copy_to_device(void* destination, const void* source, std::size_t bytes,
+                                stream&) {
+  std::memcpy(destination, source, bytes);
+}
+
+void cpu_device::copy_to_host(void* destination, const void* source, std::size_t bytes, stream&) {
+  std::memcpy(destination, source, bytes);
+}
+
+std::shared_ptr<stream> cpu_device::create_stream() {
+  return std::make_shared<cpu_stream>(shared_from_this());
+}
+
+}  // namespace detail
+
+client client::cpu(int device_index) {
+  if (device_index < 0) {
+    throw std::invalid_argument{fmt::format(
+        "client::cpu({}): a device index counts from 0; CPU devices are numbered 0, 1, 2, ...",
+        device_index)};
+  }
+  // Started at every client creation, before the device is handed out: the logger reads its
+  // environment once, and a bad value throws here, every time, rather than running unlogged.
+  detail::start_device_runtime();
+  // Never destroyed: clients may be created and used by threads still running at exit.
+  static auto* const mutex = new std::mutex;
+  static auto* const devices = new std::map<int, std::shared_ptr<detail::cpu_device>>;
+  std::lock_guard lock{*mutex};
+  auto& entry = (*devices)[device_index];
+  if (!entry) entry = std::make_shared<detail::cpu_device>(device_index);
+  return client{entry};
+}
+
+}  // namespace launchwatch

@@ -1,0 +1,190 @@
+// The interface a backend implements: a device and its streams.
+//
+// ## Contract for backend implementers
+//
+// The runtime (src/runtime) owns everything common to backends: the launch path in the order of
+// DESIGN.md §3 (empty grid, validation against `device::limits()` and span owners, launch mode,
+// observer notification, profile routing to observers and the profiling logger), buffers and the
+// tracking of which launches referenced which allocation, per-thread and pinned streams, and graphs
+// as public objects. A backend only runs things, and answers:
+//
+// - `device`: one device of one backend. Created once per (backend, index) and kept for the process
+//   (a backend caches it); the first time, call `start_device_runtime()` before handing it out (it
+//   starts the profiling logger, which may throw configuration_error: let it propagate and don't
+//   cache the device). Build a client from it with `client{std::shared_ptr<device>}`.
+//   Memory calls take the stream they are ordered on. `allocate`, `zero` and `copy_to_device` return
+//   once the memory may be used by later work on any stream and the host source may be reused;
+//   `copy_to_host` returns once the host destination holds the data (the runtime has already waited
+//   for every launch that referenced the source); `deallocate` frees once every `after` point has
+//   passed and must not throw.
+// - `stream`: an in-order queue of work. Every call comes from a thread that holds a reference to
+//   the stream; several threads may call one stream at once only through a pinned client, so a
+//   stream guards itself. Each `submit*` returns an *ordering point*: a number, increasing per
+//   stream from 1, that `wait` blocks on (0 = nothing to wait for, returned for a launch recorded by
+//   a capture). `wait` must not throw a kernel's failure: failures are kept, and `take_failure`
+//   hands over the first one not yet taken (as a `kernel_failure` naming the kernel), after which
+//   the stream stays usable where the device allows.
+// - Launches: `validate` adds backend-specific checks to the runtime's (CUDA: the kernel was compiled
+//   as CUDA, its attributes fit) and throws invalid_launch; `prepare` does what a launch needs short
+//   of running (load a module) for a dry run; `submit` queues the launch; `submit_profiled` queues it
+//   bracketed by a measurement and returns the unread `profile_duration` (method `device` when both
+//   ends are stamped on the device clock and nothing waits), or a refusal with its reason when the
+//   stream cannot measure (it is capturing). A refused launch is still submitted (recorded).
+// - Capture: between `begin_capture` and `end_capture`, `submit*` record instead of running and
+//   return point 0. `end_capture` returns a graph that `replay` runs, in order, on any stream of the
+//   same device, returning that stream's ordering point after the replay. The runtime refuses reads
+//   and syncs on a capturing stream before they reach the backend.
+// - Ids: `device::id()` and `stream::id()` are process-unique, assigned by the base classes.
+// - The launch itself arrives as a `launch_descriptor` (include/launchwatch/runtime/kernel.hpp):
+//   public, because `client::launch<K>` builds it inline in the caller's translation unit, which is
+//   what lets it carry `&cuda_entry<K>` exactly when nvcc compiled that unit (null otherwise; a CUDA
+//   stream's `validate` refuses such a launch, saying to compile that file as CUDA).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <launchwatch/profile.hpp>
+#include <launchwatch/runtime/geometry.hpp>
+#include <launchwatch/runtime/kernel.hpp>
+
+namespace launchwatch::detail {
+
+class stream;
+
+/// A device's launch limits; the runtime rejects a launch over any of them with invalid_launch.
+struct device_limits {
+  /// Units one cube may hold, over all three axes.
+  std::uint64_t max_units_per_cube = 1024;
+  /// Units per cube along each axis.
+  ::launchwatch::cube_dim max_cube_dim{1024u, 1024u, 64u};
+  /// Cubes along each axis.
+  ::launchwatch::cube_count max_cube_count{2147483647u, 65535u, 65535u};
+};
+
+/// A stream's progress marker: `on` has passed `point` once every launch it was given up to the one
+/// that returned `point` has finished.
+struct stream_point {
+  stream* on = nullptr;
+  std::uint64_t point = 0;
+};
+
+/// What `stream::submit_profiled` returns: the ordering point of the launch, and either its
+/// measurement, unread, or why none could be taken.
+struct profiled_submission {
+  std::uint64_t point = 0;
+  std::optional<profile_duration> profile;
+  /// Why the stream refused to measure, when `profile` is empty (static storage).
+  std::string_view refusal;
+};
+
+/// A recorded sequence of launches that can be run again.
+class recorded_graph {
+ public:
+  virtual ~recorded_graph() = default;
+  /// How many launches were recorded.
+  virtual std::size_t size() const noexcept = 0;
+  /// Runs every recorded launch, in order, on `on` (a stream of the device that recorded it) and
+  /// returns `on`'s ordering point after the last one. Not reported to observers.
+  virtual std::uint64_t replay(stream& on) = 0;
+};
+
+/// One in-order queue of work on a device. See the contract above.
+class stream {
+ public:
+  virtual ~stream() = default;
+  stream(const stream&) = delete;
+  stream& operator=(const stream&) = delete;
+
+  /// Process-unique, never reused: observers key device tracks by it.
+  std::uint64_t id() const noexcept { return id_; }
+
+  /// Backend-specific checks of a launch; throws invalid_launch saying what is wrong.
+  virtual void validate(const launch_descriptor& launch) = 0;
+  /// Everything a launch needs short of running it, for a dry run.
+  virtual void prepare(const launch_descriptor& launch) = 0;
+  /// Queues the launch; returns its ordering point (0 while capturing).
+  virtual std::uint64_t submit(const launch_descriptor& launch) = 0;
+  /// Queues the launch bracketed by a measurement, or records it and refuses the measurement.
+  virtual profiled_submission submit_profiled(const launch_descriptor& launch) = 0;
+
+  /// Blocks until the stream has passed `point`. Does not throw a kernel's failure.
+  virtual void wait(std::uint64_t point) = 0;
+  /// The ordering point of the last work submitted (0 if none): `wait(last_point())` is a sync.
+  virtual std::uint64_t last_point() const noexcept = 0;
+  /// Whether the stream has certainly passed `point`, without waiting. Lets the runtime forget
+  /// finished launches; a backend that cannot tell cheaply may keep the default, which only says so
+  /// for point 0.
+  virtual bool passed(std::uint64_t point) const noexcept { return point == 0; }
+  /// The first kernel failure not yet taken, or null; taking it clears it.
+  virtual std::exception_ptr take_failure() noexcept = 0;
+
+  /// Starts recording; throws capture_error if already recording.
+  virtual void begin_capture() = 0;
+  /// Stops recording and returns what was recorded; throws capture_error if not recording.
+  virtual std::unique_ptr<recorded_graph> end_capture() = 0;
+  /// Whether a capture window is open. Safe from any thread.
+  virtual bool capturing() const noexcept = 0;
+
+ protected:
+  stream();
+
+ private:
+  std::uint64_t id_;
+};
+
+/// One device of one backend. See the contract above.
+class device {
+ public:
+  virtual ~device() = default;
+  device(const device&) = delete;
+  device& operator=(const device&) = delete;
+
+  /// Process-unique, never reused: the owner tag carried by every span of this device's memory.
+  std::uint64_t id() const noexcept { return id_; }
+
+  /// "cpu" or "cuda" (static storage): launch_info::backend.
+  virtual std::string_view backend() const noexcept = 0;
+  /// The device's index within its backend.
+  virtual int index() const noexcept = 0;
+  /// A name for people ("cpu (16 threads)", "NVIDIA H200").
+  virtual std::string name() const = 0;
+  /// The launch limits the runtime validates against.
+  virtual const device_limits& limits() const noexcept = 0;
+
+  /// `bytes` of device memory (at least 1 byte is asked for), ordered on `on`.
+  virtual void* allocate(std::size_t bytes, stream& on) = 0;
+  /// Frees `memory` once every point in `after` has passed. Must not throw.
+  virtual void deallocate(void* memory, std::size_t bytes,
+                          std::span<const stream_point> after) noexcept = 0;
+  /// Fills `bytes` at `memory` with zeros.
+  virtual void zero(void* memory, std::size_t bytes, stream& on) = 0;
+  /// Copies host memory to the device; returns once `source` may be reused.
+  virtual void copy_to_device(void* destination, const void* source, std::size_t bytes,
+                              stream& on) = 0;
+  /// Copies device memory to the host; returns once `destination` holds the data.
+  virtual void copy_to_host(void* destination, const void* source, std::size_t bytes,
+                            stream& on) = 0;
+
+  /// A new stream of this device; it keeps the device alive.
+  virtual std::shared_ptr<stream> create_stream() = 0;
+
+ protected:
+  device();
+
+ private:
+  std::uint64_t id_;
+};
+
+/// Starts what a device runtime needs once per device (the profiling logger, which reads
+/// LAUNCHWATCH_PROFILE and LAUNCHWATCH_LOG). Call before handing out a new device's first client;
+/// throws configuration_error on a bad setting.
+void start_device_runtime();
+
+}  // namespace launchwatch::detail

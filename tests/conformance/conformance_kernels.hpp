@@ -1,0 +1,111 @@
+// The kernels the conformance suite launches.
+//
+// In a header, and single-source, so the CUDA test translation unit (compiled by nvcc) instantiates
+// the same kernels for the GPU. In a named namespace so their names read the same under g++ and nvcc.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <stdexcept>
+
+#include <launchwatch/runtime/client.hpp>
+
+namespace launchwatch::conformance {
+
+/// DESIGN.md §3's example, exactly as written there.
+struct axpy {
+  float a;
+  launchwatch::device_span<const float> x;
+  launchwatch::device_span<float> y;
+  LAUNCHWATCH_HOST_DEVICE void operator()(launchwatch::unit u) const {
+    auto i = u.absolute_pos();
+    if (i < y.size()) y[i] += a * x[i];
+  }
+};
+
+/// Writes `value` to every element it has a unit for.
+struct fill {
+  device_span<int> out;
+  int value;
+  LAUNCHWATCH_HOST_DEVICE void operator()(unit u) const {
+    const auto i = u.absolute_pos();
+    if (i < out.size()) out[i] = value;
+  }
+};
+
+/// Adds one to every element it has a unit for.
+struct add_one {
+  device_span<int> values;
+  LAUNCHWATCH_HOST_DEVICE void operator()(unit u) const {
+    const auto i = u.absolute_pos();
+    if (i < values.size()) values[i] += 1;
+  }
+};
+
+/// Doubles every element it has a unit for.
+struct twice {
+  device_span<int> values;
+  LAUNCHWATCH_HOST_DEVICE void operator()(unit u) const {
+    const auto i = u.absolute_pos();
+    if (i < values.size()) values[i] *= 2;
+  }
+};
+
+/// Writes, at each unit's absolute position, one plus its cube's and its own linear indices packed
+/// (cube index * 4096 + unit index + 1), so a test can check every unit ran once where it should.
+struct where_am_i {
+  device_span<std::uint64_t> out;
+  LAUNCHWATCH_HOST_DEVICE void operator()(unit u) const {
+    const auto i = u.absolute_pos();
+    if (i < out.size()) out[i] = u.cube_index() * 4096 + u.unit_index() + 1;
+  }
+};
+
+/// Does nothing: the cheapest launch there is.
+struct nothing {
+  LAUNCHWATCH_HOST_DEVICE void operator()(unit) const {}
+};
+
+/// The device's nanosecond clock: the steady clock on the host, %globaltimer on an NVIDIA GPU.
+LAUNCHWATCH_HOST_DEVICE inline std::uint64_t clock_ns() {
+#if defined(__CUDA_ARCH__)
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#else
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+#endif
+}
+
+/// Keeps its units busy for `nanoseconds`, then marks `done[0]`: a kernel that takes a known time.
+struct spin {
+  std::uint64_t nanoseconds;
+  device_span<int> done;
+  LAUNCHWATCH_HOST_DEVICE void operator()(unit u) const {
+    const std::uint64_t start = clock_ns();
+    while (clock_ns() - start < nanoseconds) {
+    }
+    if (u.absolute_pos() == 0 && !done.empty()) done[0] = 1;
+  }
+};
+
+/// Fails at unit `at`: throws on the host, traps on a GPU. Every other unit writes 1.
+struct fail_at {
+  device_span<int> out;
+  std::uint64_t at;
+  LAUNCHWATCH_HOST_DEVICE void operator()(unit u) const {
+    const auto i = u.absolute_pos();
+    if (i == at) {
+#if defined(__CUDA_ARCH__)
+      __trap();
+#else
+      throw std::runtime_error{"unit refused to run"};
+#endif
+    }
+    if (i < out.size()) out[i] = 1;
+  }
+};
+
+}  // namespace launchwatch::conformance

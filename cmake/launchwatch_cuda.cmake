@@ -12,6 +12,9 @@ if(NOT LAUNCHWATCH_CUDA STREQUAL "OFF")
       # No GPU here to ask (`native` fails without one): build for the H200 the project measures on.
       set(CMAKE_CUDA_ARCHITECTURES 90)
     endif()
+    # Every CUDA target links the shared CUDA runtime, the one launchwatch's backend uses: a kernel
+    # registered with a static copy of the runtime is unknown to launchwatch's, and cannot launch.
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
     enable_language(CUDA)
     # CMake 3.25 does not know how to ask nvcc for C++20 through CMAKE_CUDA_STANDARD.
     set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")

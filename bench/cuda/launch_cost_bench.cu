@@ -1,0 +1,148 @@
+// What an empty-kernel launch costs through launchwatch's CUDA backend, side by side in one run:
+// raw cudaLaunchKernel, client.launch with nothing observing, with a names-only observer, with
+// deferred timing (measurements kept unread, read after the pass) and with resolved timing (each
+// read before the launch returns), each as a ratio to raw.
+//
+// Host time per launch over batches of launches, median of the batches; a batch ends with a
+// synchronisation outside the timed loop (resolved timing waits inside it, by definition).
+// Usage: launchwatch_launch_cost_bench [--quick]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <launchwatch/launchwatch.hpp>
+#include <launchwatch/runtime/client.hpp>
+
+namespace {
+
+namespace lw = launchwatch;
+using clock_type = std::chrono::steady_clock;
+
+struct empty_kernel {
+  LAUNCHWATCH_HOST_DEVICE void operator()(lw::unit) const {}
+};
+
+__global__ void plain_empty() {}
+
+class names_only : public lw::launch_observer {
+ public:
+  void launched(std::string_view) override { ++count_; }
+  std::size_t count_ = 0;
+};
+
+class keeps_unread : public lw::launch_observer {
+ public:
+  void launched(std::string_view) override {}
+  lw::timing_request timing() const override { return lw::timing_request::deferred; }
+  void profiled(std::string_view, lw::profile_duration profile) override {
+    kept_.push_back(std::move(profile));
+  }
+  std::vector<lw::profile_duration> kept_;
+};
+
+class resolves : public lw::launch_observer {
+ public:
+  void launched(std::string_view) override {}
+  lw::timing_request timing() const override { return lw::timing_request::resolved; }
+  void timed(std::string_view, std::chrono::nanoseconds length, lw::timing_method) override {
+    total_ += length;
+  }
+  std::chrono::nanoseconds total_{};
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(status));
+    std::exit(1);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  lw::client client = [] {
+    try {
+      return lw::client::cuda();
+    } catch (const lw::backend_unavailable& why) {
+      std::printf("%s\nnothing to measure\n", why.what());
+      std::exit(0);
+    }
+  }();
+  std::printf("device: %s\n", client.device_name().c_str());
+  const int batch = quick ? 200 : 1000;
+  const int batches = quick ? 5 : 21;
+  cudaStream_t raw_stream = nullptr;
+  check(cudaStreamCreateWithFlags(&raw_stream, cudaStreamNonBlocking), "cudaStreamCreate");
+
+  enum variant { raw, raw_entry, idle, names, deferred, resolved, count };
+  const char* labels[count] = {"raw cudaLaunchKernel (plain empty kernel)",
+                               "raw cudaLaunchKernel (launchwatch's entry)",
+                               "client.launch, nothing observing",
+                               "client.launch, names-only observer",
+                               "client.launch, deferred timing",
+                               "client.launch, resolved timing"};
+  std::vector<double> per_launch[count];
+
+  auto keeper = std::make_shared<keeps_unread>();
+  for (int b = -2; b < batches; ++b) {  // two warm-up batches
+    for (int v = 0; v < count; ++v) {
+      std::optional<lw::launch_observation> watching;
+      if (v == names) watching.emplace(std::make_shared<names_only>());
+      if (v == deferred) watching.emplace(keeper);
+      if (v == resolved) watching.emplace(std::make_shared<resolves>());
+      const auto began = clock_type::now();
+      for (int i = 0; i < batch; ++i) {
+        switch (v) {
+          case raw: {
+            void* args[] = {nullptr};
+            check(cudaLaunchKernel(reinterpret_cast<const void*>(&plain_empty), 1, 1, args, 0,
+                                   raw_stream),
+                  "cudaLaunchKernel");
+            break;
+          }
+          case raw_entry: {
+            empty_kernel k;
+            lw::detail::cuda_timing_target t;
+            void* args[] = {&k, &t};
+            check(cudaLaunchKernel(
+                      reinterpret_cast<const void*>(&lw::detail::cuda_entry<empty_kernel>), 1, 1,
+                      args, 0, raw_stream),
+                  "cudaLaunchKernel");
+            break;
+          }
+          default:
+            client.launch(empty_kernel{}, lw::cube_count{1}, lw::cube_dim{1});
+        }
+      }
+      const double us = std::chrono::duration<double, std::micro>(clock_type::now() - began).count();
+      watching.reset();
+      check(cudaStreamSynchronize(raw_stream), "cudaStreamSynchronize");
+      client.sync();
+      for (auto& p : keeper->kept_) (void)std::move(p).resolve();
+      keeper->kept_.clear();
+      if (b >= 0) per_launch[v].push_back(us / batch);
+    }
+  }
+
+  std::printf("\n==== launch cost per empty kernel (host, median of %d batches of %d) ====\n",
+              batches, batch);
+  std::printf("%-44s | %9s | %s\n", "path", "us/launch", "x raw");
+  const double base = median(per_launch[raw]);
+  for (int v = 0; v < count; ++v) {
+    const double m = median(per_launch[v]);
+    std::printf("%-44s | %9.3f | %5.2f\n", labels[v], m, m / base);
+  }
+  return 0;
+}

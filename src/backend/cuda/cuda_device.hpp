@@ -1,0 +1,242 @@
+// The CUDA backend: a device, its streams, its graphs, and how its launches are timed.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+
+#include "device_clock.hpp"
+#include "runtime/backend.hpp"
+#include "timing_slots.hpp"
+
+namespace launchwatch::detail::cuda {
+
+/// Whether a device's CUDA context is still usable, and if not, the fault that ended it.
+///
+/// A sticky fault (an illegal address, say) leaves the context unusable for the rest of the process.
+/// CUDA repeats the error on every later call, but launchwatch also remembers the first one, so the
+/// exception every later operation throws says which fault ended the device, and no code path can
+/// read a stale buffer or a timing record as if nothing had happened.
+///
+/// Thread safety: every member may be called from any thread.
+class device_health {
+ public:
+  explicit device_health(int device) : device_{device} {}
+
+  /// Throws device_error describing the first sticky fault, if there was one.
+  /// Cost: one relaxed load while healthy.
+  void throw_if_failed() const {
+    if (failed_.load(std::memory_order_acquire)) [[unlikely]] throw_failed();
+  }
+  bool failed() const noexcept { return failed_.load(std::memory_order_acquire); }
+
+  /// Throws for `status` from `call` (naming `kernel` when one is involved), remembering a sticky
+  /// fault first. Use for every failed CUDA call on this device.
+  [[noreturn]] void fail(cudaError_t status, std::string_view call, std::string_view kernel = {});
+
+  /// Remembers `status` if it is sticky; returns the description of the failure either way.
+  std::string note(cudaError_t status, std::string_view call, std::string_view kernel = {});
+
+  /// Checks `status`; throws through fail() unless it is cudaSuccess.
+  void check(cudaError_t status, std::string_view call, std::string_view kernel = {}) {
+    if (status != cudaSuccess) [[unlikely]] fail(status, call, kernel);
+  }
+
+ private:
+  [[noreturn]] void throw_failed() const;
+
+  int device_;
+  std::atomic<bool> failed_{false};
+  mutable std::mutex mutex_;
+  std::string first_fault_;
+};
+
+/// Deferred timing's state for one device: the slots launches stamp, the clock that maps their
+/// stamps onto the host's steady clock, and the keeper thread that re-anchors that clock once a
+/// second while launches are being timed (so no launch and no read ever waits for an anchor, and
+/// the mapping's error does not grow with the length of a run). Created at the device's first timed
+/// launch and shared with every unread measurement, which may outlive the client that made it.
+class device_timing {
+ public:
+  device_timing(int device, std::shared_ptr<device_health> health);
+  /// Stops the keeper.
+  ~device_timing();
+  device_timing(const device_timing&) = delete;
+  device_timing& operator=(const device_timing&) = delete;
+
+  /// Notes that a launch is being timed. Cost: one relaxed load, except once per anchor interval.
+  void note_timed_launch() noexcept {
+    if (!active_.load(std::memory_order_relaxed)) [[unlikely]] mark_active();
+  }
+
+  /// Blocks until the launch holding `taken` has written its window; throws the device's fault
+  /// (naming `kernel`) instead of waiting forever when the device failed.
+  device_window wait(const timing_slot_pool::lease& taken, std::string_view kernel);
+
+  /// Stops every device's keeper: at exit, before CUDA's runtime tears itself down.
+  static void stop_all_keepers() noexcept;
+
+  const int device;
+  const std::shared_ptr<device_health> health;
+  timing_slot_pool slots;
+  device_clock clock;
+
+ private:
+  void mark_active() noexcept;
+  void keep();
+  void stop() noexcept;
+
+  cudaStream_t watch_ = nullptr;  // an idle stream whose query reports a sticky fault
+  std::atomic<bool> active_{false};
+  std::atomic<bool> idle_{true};
+  std::mutex keeper_mutex_;
+  std::condition_variable keeper_wake_;
+  bool woken_ = false;
+  bool stopping_ = false;
+  std::thread keeper_;
+};
+
+class cuda_stream;
+
+/// One CUDA device, as the runtime sees it (backend.hpp's `device`).
+class cuda_device final : public device, public std::enable_shared_from_this<cuda_device> {
+ public:
+  /// Opens device `index`. Throws backend_unavailable when it cannot be used.
+  explicit cuda_device(int index);
+  ~cuda_device() override;
+
+  std::string_view backend() const noexcept override { return "cuda"; }
+  int index() const noexcept override { return index_; }
+  std::string name() const override { return name_; }
+  const device_limits& limits() const noexcept override { return limits_; }
+
+  void* allocate(std::size_t bytes, stream& on) override;
+  void deallocate(void* memory, std::size_t bytes,
+                  std::span<const stream_point> after) noexcept override;
+  void zero(void* memory, std::size_t bytes, stream& on) override;
+  void copy_to_device(void* destination, const void* source, std::size_t bytes,
+                      stream& on) override;
+  void copy_to_host(void* destination, const void* source, std::size_t bytes,
+                    stream& on) override;
+  std::shared_ptr<stream> create_stream() override;
+
+  /// Checks a launch of `launch` against what nvcc compiled for its entry (threads per cube, shared
+  /// memory), loading the entry's module on first use. Throws invalid_launch.
+  void check_attributes(const launch_descriptor& launch);
+
+  /// The timing state, created on first use (the clock's first anchor is taken then).
+  const std::shared_ptr<device_timing>& timing();
+
+  const std::shared_ptr<device_health>& health() const noexcept { return health_; }
+
+ private:
+  const cudaFuncAttributes& attributes_of(const launch_descriptor& launch);
+  void finish_service_work(std::string_view call);
+
+  int index_;
+  std::string name_;
+  device_limits limits_;
+  std::size_t shared_memory_per_block_ = 0;
+  std::size_t shared_memory_per_block_optin_ = 0;
+  std::shared_ptr<device_health> health_;
+  // Memory work runs here, not on the caller's stream: a buffer is created, filled and read
+  // outside any capture window and without waiting behind the caller's queued kernels (the runtime
+  // writes only new memory and reads only after waiting for its uses).
+  cudaStream_t service_ = nullptr;
+  // Frees wait here, on the device, for the launches that used the memory.
+  cudaStream_t release_ = nullptr;
+  std::mutex release_mutex_;
+  cudaMemPool_t pool_ = nullptr;
+
+  std::shared_mutex attributes_mutex_;
+  std::unordered_map<const void*, cudaFuncAttributes> attributes_;
+
+  std::once_flag timing_once_;
+  std::shared_ptr<device_timing> timing_;
+};
+
+/// One CUDA stream (backend.hpp's `stream`). Launches go from the calling thread straight to
+/// cudaLaunchKernel; ordering points are counted here, and a wait is a stream synchronisation.
+class cuda_stream final : public stream {
+ public:
+  explicit cuda_stream(std::shared_ptr<cuda_device> owner);
+  ~cuda_stream() override;
+
+  void validate(const launch_descriptor& launch) override;
+  void prepare(const launch_descriptor& launch) override;
+  std::uint64_t submit(const launch_descriptor& launch) override;
+  profiled_submission submit_profiled(const launch_descriptor& launch) override;
+
+  void wait(std::uint64_t point) override;
+  std::uint64_t last_point() const noexcept override;
+  std::exception_ptr take_failure() noexcept override;
+
+  void begin_capture() override;
+  std::unique_ptr<recorded_graph> end_capture() override;
+  bool capturing() const noexcept override { return capturing_.load(std::memory_order_acquire); }
+
+  cudaStream_t handle() const noexcept { return stream_; }
+  cuda_device& owner() const noexcept { return *owner_; }
+
+  /// Whether the stream is known to have passed `point`, without asking CUDA.
+  bool passed(std::uint64_t point) const noexcept {
+    return completed_.load(std::memory_order_acquire) >= point;
+  }
+
+  /// Makes `waiter` wait, on the device, for everything submitted here so far (for what was
+  /// submitted before the window, while a capture is open). Never waits on the host.
+  void order_before(cudaStream_t waiter);
+
+  /// Runs `graph` on this stream; returns the ordering point after it.
+  std::uint64_t replay(cudaGraphExec_t graph, std::string_view what);
+
+ private:
+  void launch(const launch_descriptor& launch, const cuda_timing_target& timing);
+  std::uint64_t note_submitted(std::string_view kernel);  // holds mutex_
+  std::string pending_kernels(std::uint64_t after, std::uint64_t upto) const;
+
+  std::shared_ptr<cuda_device> owner_;
+  cudaStream_t stream_ = nullptr;
+
+  mutable std::mutex mutex_;
+  std::atomic<std::uint64_t> submitted_{0};  // written under mutex_
+  std::atomic<std::uint64_t> completed_{0};
+  std::atomic<bool> capturing_{false};
+  std::size_t captured_launches_ = 0;
+  cudaEvent_t before_capture_ = nullptr;  // marks the work submitted before the window
+  std::exception_ptr failure_;
+
+  // The names of the last launches, by ordering point, so a fault found at a wait can name the
+  // kernels that may have caused it.
+  static constexpr std::size_t recent_capacity = 32;
+  std::array<std::string_view, recent_capacity> recent_{};
+};
+
+/// A captured CUDA graph, instantiated (backend.hpp's `recorded_graph`).
+class cuda_graph final : public recorded_graph {
+ public:
+  cuda_graph(std::shared_ptr<cuda_device> owner, cudaGraph_t graph, cudaGraphExec_t executable,
+             std::size_t launches);
+  ~cuda_graph() override;
+  std::size_t size() const noexcept override { return launches_; }
+  std::uint64_t replay(stream& on) override;
+
+ private:
+  std::shared_ptr<cuda_device> owner_;
+  cudaGraph_t graph_;
+  cudaGraphExec_t executable_;
+  std::size_t launches_;
+};
+
+}  // namespace launchwatch::detail::cuda

@@ -1,0 +1,359 @@
+// What the CUDA backend does beyond the conformance suite: device-clock timing, sticky faults,
+// capture windows beside other threads' work, attribute checks, and launches from host-only files.
+// Every test needs a GPU (ctest label `gpu`) and skips, saying why, where none is visible.
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <launchwatch/dry_run.hpp>
+#include <launchwatch/observe.hpp>
+#include <launchwatch/runtime/client.hpp>
+
+#include "conformance/conformance_kernels.hpp"
+#include "cuda/cuda_backend.hpp"
+#include "cuda/host_only_launch.hpp"
+#include "support/observers.hpp"
+
+namespace launchwatch::cuda_testing {
+
+using namespace std::chrono_literals;
+using conformance::fail_at;
+using conformance::fill;
+using conformance::spin;
+
+/// Writes through a pointer that no allocation holds: an illegal address on the device.
+struct writes_through_a_stray_pointer {
+  int* stray;
+  LAUNCHWATCH_HOST_DEVICE void operator()(unit u) const {
+    if (u.absolute_pos() == 0) *stray = 1;
+  }
+};
+
+/// Keeps 128 floats live across its loops: nvcc gives it so many registers that it cannot run 1024
+/// units per cube.
+struct register_hog {
+  device_span<float> out;
+  LAUNCHWATCH_HOST_DEVICE void operator()(unit u) const {
+    constexpr int n = 128;
+    float acc[n];
+#pragma unroll
+    for (int i = 0; i < n; ++i) {
+      acc[i] = out[(u.unit_index() * 131u + static_cast<unsigned>(i) * 977u) % out.size()];
+    }
+#pragma unroll
+    for (int r = 1; r < 5; ++r) {
+#pragma unroll
+      for (int i = 0; i < n; ++i) acc[i] = acc[i] * acc[(i + r) % n] + acc[(i + 3 * r) % n];
+    }
+    float sum = 0;
+#pragma unroll
+    for (int i = 0; i < n; ++i) sum += acc[i] * static_cast<float>(i + 1);
+    out[u.absolute_pos() % out.size()] = sum;
+  }
+};
+
+class CudaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (const auto why = conformance::cuda_backend::unavailable()) GTEST_SKIP() << *why;
+    client_.emplace(client::cuda());
+  }
+  launchwatch::client& client() { return *client_; }
+
+ private:
+  std::optional<launchwatch::client> client_;
+};
+
+using CudaDevice = CudaTest;
+using CudaTiming = CudaTest;
+using CudaFaults = CudaTest;
+using CudaCapture = CudaTest;
+using CudaValidation = CudaTest;
+
+std::vector<profile_ticks> resolve_all(std::vector<std::pair<std::string, profile_duration>> kept) {
+  std::vector<profile_ticks> out;
+  for (auto& [name, profile] : kept) {
+    auto ticks = std::move(profile).resolve();
+    EXPECT_TRUE(ticks.has_value()) << name;
+    if (ticks) out.push_back(*ticks);
+  }
+  return out;
+}
+
+// ---- the device -----------------------------------------------------------------------------
+
+TEST_F(CudaDevice, AnIndexPastTheLastDeviceIsUnavailableAndSaysHowManyThereAre) {
+  int count = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
+  try {
+    (void)client::cuda(count);
+    FAIL() << "device " << count << " of " << count << " was handed out";
+  } catch (const backend_unavailable& error) {
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("has " + std::to_string(count) + " CUDA device"));
+  }
+}
+
+TEST_F(CudaDevice, TheSameIndexIsTheSameDevice) {
+  EXPECT_TRUE(client::cuda(0) == client());
+  EXPECT_EQ(client().backend(), "cuda");
+  EXPECT_FALSE(client().device_name().empty());
+}
+
+// ---- timing ---------------------------------------------------------------------------------
+
+TEST_F(CudaTiming, DeferredWindowsOfBackToBackKernelsAreAsLongAsTheKernelsAndInIssueOrder) {
+  auto keeps = std::make_shared<testing::keeper>();
+  auto done = client().empty<int>(1);
+  {
+    launch_observation watching{keeps};
+    for (int i = 0; i < 20; ++i) {
+      client().launch(spin{50'000ull, done.view()}, cube_count{4}, cube_dim{64});
+    }
+  }
+  const auto windows = resolve_all(keeps->take());
+  ASSERT_EQ(windows.size(), 20u);
+  for (std::size_t i = 0; i < windows.size(); ++i) {
+    // Each unit spun 50 µs by the same clock the entry stamps with; the window holds them all.
+    EXPECT_GE(windows[i].length(), 50us) << "launch " << i;
+    EXPECT_LT(windows[i].length(), 5ms) << "launch " << i;
+    if (i > 0) EXPECT_GE(windows[i].start(), windows[i - 1].end()) << "launch " << i;
+  }
+}
+
+TEST_F(CudaTiming, AMappedWindowLiesBetweenTheHostInstantsAroundTheLaunch) {
+  auto keeps = std::make_shared<testing::keeper>();
+  auto done = client().empty<int>(1);
+  client().launch(fill{done.view(), 0}, cube_count{1}, cube_dim{1});  // warm the module
+  client().sync();
+  // Anchoring takes a few µs of uncertainty either way; the window must not leave the bracket by
+  // more than that.
+  constexpr auto slack = 20us;
+  for (int i = 0; i < 20; ++i) {
+    const auto before = std::chrono::steady_clock::now();
+    {
+      launch_observation watching{keeps};
+      client().launch(spin{200'000ull, done.view()}, cube_count{1}, cube_dim{32});
+    }
+    auto kept = keeps->take();
+    ASSERT_EQ(kept.size(), 1u);
+    const auto ticks = std::move(kept[0].second).resolve();
+    const auto after = std::chrono::steady_clock::now();
+    ASSERT_TRUE(ticks.has_value());
+    EXPECT_GE(ticks->start(), before - slack) << "the kernel started before it was launched";
+    EXPECT_LE(ticks->end(), after + slack) << "the kernel ended after its end was read";
+    EXPECT_GE(ticks->length(), 200us);
+  }
+}
+
+TEST_F(CudaTiming, ThousandsOfMeasurementsKeptUnreadAllResolveInOrder) {
+  auto keeps = std::make_shared<testing::keeper>();
+  auto done = client().empty<int>(1);
+  constexpr int launches = 3000;  // more than one chunk of timing slots in flight at once
+  {
+    launch_observation watching{keeps};
+    for (int i = 0; i < launches; ++i) {
+      client().launch(fill{done.view(), i}, cube_count{1}, cube_dim{32});
+    }
+  }
+  const auto windows = resolve_all(keeps->take());
+  ASSERT_EQ(windows.size(), static_cast<std::size_t>(launches));
+  for (std::size_t i = 1; i < windows.size(); ++i) {
+    ASSERT_GE(windows[i].start(), windows[i - 1].end()) << "launch " << i;
+  }
+  EXPECT_EQ(client().read(done), std::vector<int>{launches - 1});
+}
+
+TEST_F(CudaTiming, MeasurementsDroppedUnreadDoNotStopLaterOnesFromBeingTaken) {
+  // The default `profiled` drops each measurement unread: its slot must come back once the kernel
+  // has written it, and the launches after it be measured as usual.
+  class drops : public launch_observer {
+   public:
+    void launched(std::string_view) override {}
+    timing_request timing() const override { return timing_request::deferred; }
+  };
+  auto done = client().empty<int>(1);
+  {
+    launch_observation watching{std::make_shared<drops>()};
+    for (int i = 0; i < 5000; ++i) client().launch(fill{done.view(), i}, cube_count{1}, cube_dim{1});
+  }
+  client().sync();
+  auto keeps = std::make_shared<testing::keeper>();
+  {
+    launch_observation watching{keeps};
+    client().launch(spin{100'000ull, done.view()}, cube_count{1}, cube_dim{1});
+  }
+  const auto windows = resolve_all(keeps->take());
+  ASSERT_EQ(windows.size(), 1u);
+  EXPECT_GE(windows[0].length(), 100us);
+}
+
+TEST_F(CudaTiming, AMeasurementOutlivesTheClientThatTookIt) {
+  auto keeps = std::make_shared<testing::keeper>();
+  {
+    auto c = client::cuda();
+    auto done = c.empty<int>(1);
+    launch_observation watching{keeps};
+    c.launch(spin{100'000ull, done.view()}, cube_count{1}, cube_dim{1});
+  }
+  const auto windows = resolve_all(keeps->take());
+  ASSERT_EQ(windows.size(), 1u);
+  EXPECT_GE(windows[0].length(), 100us);
+}
+
+// ---- faults ---------------------------------------------------------------------------------
+
+TEST_F(CudaFaults, AnIllegalAddressNamesTheKernelCudasErrorAndThatTheFaultIsSticky) {
+  client().launch(writes_through_a_stray_pointer{reinterpret_cast<int*>(0x10)}, cube_count{1},
+                  cube_dim{1});
+  try {
+    client().sync();
+    FAIL() << "an illegal address went unreported";
+  } catch (const kernel_failure& failure) {
+    EXPECT_EQ(failure.kernel(), type_name<writes_through_a_stray_pointer>());
+    EXPECT_THAT(failure.what(), ::testing::HasSubstr("cudaErrorIllegalAddress"));
+    EXPECT_THAT(failure.what(), ::testing::HasSubstr("sticky"));
+  }
+}
+
+TEST_F(CudaFaults, AfterAStickyFaultEveryLaterOperationFailsAndNoneSucceeds) {
+  auto values = client().empty<int>(8);
+  client().launch(fail_at{values.view(), 0}, cube_count{1}, cube_dim{8});
+  EXPECT_THROW(client().sync(), kernel_failure);
+  // The context is gone: nothing may look as if it worked.
+  EXPECT_THROW(client().sync(), error) << "a sync after the fault succeeded";
+  EXPECT_THROW((void)client().read(values), error) << "a read after the fault succeeded";
+  EXPECT_THROW((void)client().empty<int>(8), error) << "an allocation after the fault succeeded";
+  EXPECT_THROW(client().launch(fill{values.view(), 1}, cube_count{1}, cube_dim{8}), error)
+      << "a launch after the fault succeeded";
+}
+
+TEST_F(CudaFaults, ReadingTheTimeOfAFaultedKernelThrowsInsteadOfWaitingForever) {
+  auto keeps = std::make_shared<testing::keeper>();
+  auto values = client().empty<int>(8);
+  {
+    launch_observation watching{keeps};
+    client().launch(fail_at{values.view(), 0}, cube_count{1}, cube_dim{8});
+  }
+  auto kept = keeps->take();
+  ASSERT_EQ(kept.size(), 1u);
+  // Read on another thread, so a read that never returns fails this test instead of hanging it.
+  auto reading = std::async(std::launch::async, [profile = std::move(kept[0].second)]() mutable {
+    return std::move(profile).resolve();
+  });
+  if (reading.wait_for(30s) != std::future_status::ready) {
+    ADD_FAILURE() << "reading the faulted kernel's time still waits after 30 s";
+    std::_Exit(1);  // the reading thread cannot be stopped
+  }
+  EXPECT_THROW((void)reading.get(), error);
+}
+
+// ---- capture --------------------------------------------------------------------------------
+
+TEST_F(CudaCapture, AnotherThreadAllocatesLaunchesReadsAndSyncsWhileACaptureIsOpen) {
+  auto mine = client().empty<int>(8);
+  std::atomic<bool> open{false};
+  std::atomic<bool> finished{false};
+  std::vector<int> theirs;
+  std::thread other{[&] {
+    while (!open.load()) std::this_thread::yield();
+    auto values = client().create<int>(std::vector<int>(8, 1));
+    client().launch(conformance::add_one{values.view()}, cube_count{1}, cube_dim{8});
+    theirs = client().read(values);
+    client().sync();
+    finished.store(true);
+  }};
+  graph recorded = client().capture([&] {
+    open.store(true);
+    client().launch(fill{mine.view(), 3}, cube_count{1}, cube_dim{8});
+    while (!finished.load()) std::this_thread::yield();
+    client().launch(conformance::add_one{mine.view()}, cube_count{1}, cube_dim{8});
+  });
+  other.join();
+  EXPECT_EQ(theirs, std::vector<int>(8, 2));
+  ASSERT_EQ(recorded.size(), 2u);
+  EXPECT_EQ(client().read(mine), std::vector<int>(8, 0));
+  recorded.replay();
+  EXPECT_EQ(client().read(mine), std::vector<int>(8, 4));
+}
+
+TEST_F(CudaCapture, ABufferDroppedInsideACaptureWindowIsFreedAfterTheLaunchesBeforeIt) {
+  auto result = client().empty<int>(8);
+  graph recorded;
+  {
+    auto scratch = client().empty<int>(1 << 16);
+    client().launch(spin{20'000'000ull, device_span<int>{}}, cube_count{1}, cube_dim{1});
+    client().launch(fill{scratch.view(), 1}, cube_count{64}, cube_dim{1024});
+    client().begin_capture();
+    // Dropped while its launches are queued and this stream records: the free must wait for them
+    // without touching the capturing stream.
+    { auto gone = std::move(scratch); }
+    client().launch(fill{result.view(), 6}, cube_count{1}, cube_dim{8});
+    recorded = client().end_capture();
+  }
+  recorded.replay();
+  EXPECT_EQ(client().read(result), std::vector<int>(8, 6));
+  EXPECT_NO_THROW(client().sync());
+}
+
+// ---- validation -----------------------------------------------------------------------------
+
+TEST_F(CudaValidation, ACubeLargerThanTheKernelCanRunIsRefusedBeforeReportingEvenInADryRun) {
+  cudaFuncAttributes attributes{};
+  ASSERT_EQ(cudaFuncGetAttributes(&attributes, &detail::cuda_entry<register_hog>), cudaSuccess);
+  if (attributes.maxThreadsPerBlock >= 1024) {
+    GTEST_SKIP() << "nvcc fitted register_hog in " << attributes.numRegs
+                 << " registers: no cube size to refuse";
+  }
+  auto out = client().empty<float>(1024);
+  auto names = std::make_shared<testing::recorder>();
+  launch_observation watching{names};
+  for (const bool dry : {false, true}) {
+    std::optional<dry_run_scope> maybe_dry;
+    if (dry) maybe_dry.emplace();
+    try {
+      client().launch(register_hog{out.view()}, cube_count{1}, cube_dim{1024});
+      FAIL() << "a cube of 1024 units was accepted for a kernel that can run "
+             << attributes.maxThreadsPerBlock;
+    } catch (const invalid_launch& error) {
+      EXPECT_THAT(error.what(), ::testing::HasSubstr("register_hog"));
+      EXPECT_THAT(error.what(), ::testing::HasSubstr("registers"));
+      EXPECT_THAT(error.what(),
+                  ::testing::HasSubstr("at most " + std::to_string(attributes.maxThreadsPerBlock)));
+    }
+  }
+  EXPECT_TRUE(names->names().empty());
+  // The largest cube it can run is accepted.
+  client().launch(register_hog{out.view()}, cube_count{1},
+                  cube_dim{static_cast<std::uint32_t>(attributes.maxThreadsPerBlock)});
+  EXPECT_NO_THROW(client().sync());
+}
+
+TEST_F(CudaValidation, AKernelLaunchedFromAFileNvccDidNotCompileIsRefusedSayingWhatToDo) {
+  auto out = client().empty<int>(8);
+  auto names = std::make_shared<testing::recorder>();
+  launch_observation watching{names};
+  try {
+    launch_from_a_host_only_file(client(), out);
+    FAIL() << "a kernel with no CUDA entry was accepted";
+  } catch (const invalid_launch& error) {
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("host_only_fill"));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("not compiled by nvcc"));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("LANGUAGE CUDA"));
+  }
+  EXPECT_TRUE(names->names().empty());
+  EXPECT_EQ(client().read(out), std::vector<int>(8, 0));
+}
+
+}  // namespace launchwatch::cuda_testing

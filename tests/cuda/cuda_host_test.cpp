@@ -1,0 +1,172 @@
+// The CUDA backend's parts that need no GPU: what client::cuda() says where there is none, how
+// CUDA's errors are told apart and described, and how device timestamps map onto the host clock.
+// Compiled by g++ and run everywhere, CI included.
+
+#include <chrono>
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <launchwatch/runtime/client.hpp>
+#include <launchwatch/runtime/errors.hpp>
+
+#include "backend/cuda/cuda_check.hpp"
+#include "backend/cuda/device_clock.hpp"
+
+namespace launchwatch::cuda_testing {
+namespace {
+
+using detail::cuda::clock_anchor;
+using detail::cuda::clock_segment;
+using detail::cuda::device_clock;
+
+struct fill_ones {
+  device_span<int> out;
+  LAUNCHWATCH_HOST_DEVICE void operator()(unit u) const {
+    if (u.absolute_pos() < out.size()) out[u.absolute_pos()] = 1;
+  }
+};
+
+bool gpu_visible() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+TEST(CudaWithoutADevice, ClientCudaThrowsBackendUnavailableSayingThereIsNoDeviceAndWhatToUse) {
+  if (gpu_visible()) GTEST_SKIP() << "a CUDA device is visible here";
+  try {
+    (void)client::cuda();
+    FAIL() << "client::cuda() returned without a device";
+  } catch (const backend_unavailable& error) {
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("client::cuda(0)"));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("client::cpu()"));
+  }
+}
+
+TEST(CudaWithoutADevice, TheCpuBackendWorksAfterCudaWasRefused) {
+  if (gpu_visible()) GTEST_SKIP() << "a CUDA device is visible here";
+  EXPECT_THROW((void)client::cuda(), backend_unavailable);
+  auto cpu = client::cpu();
+  auto values = cpu.empty<int>(16);
+  cpu.launch(fill_ones{values.view()}, cube_count{2}, cube_dim{8});
+  EXPECT_EQ(cpu.read(values), std::vector<int>(16, 1));
+}
+
+TEST(CudaErrors, FaultsThatEndTheContextAreStickyAndOthersAreNot) {
+  EXPECT_TRUE(detail::cuda::is_sticky(cudaErrorIllegalAddress));
+  EXPECT_TRUE(detail::cuda::is_sticky(cudaErrorLaunchFailure));
+  EXPECT_TRUE(detail::cuda::is_sticky(cudaErrorMisalignedAddress));
+  EXPECT_FALSE(detail::cuda::is_sticky(cudaErrorMemoryAllocation));
+  EXPECT_FALSE(detail::cuda::is_sticky(cudaErrorInvalidValue));
+  EXPECT_FALSE(detail::cuda::is_sticky(cudaErrorNotReady));
+}
+
+TEST(CudaErrors, AFailureNamesTheCallTheKernelTheDeviceAndCudasError) {
+  const std::string text =
+      detail::cuda::describe_failure(cudaErrorIllegalAddress, "cudaStreamSynchronize", "demo::k", 2);
+  EXPECT_THAT(text, ::testing::HasSubstr("cudaStreamSynchronize"));
+  EXPECT_THAT(text, ::testing::HasSubstr("'demo::k'"));
+  EXPECT_THAT(text, ::testing::HasSubstr("device 2"));
+  EXPECT_THAT(text, ::testing::HasSubstr("cudaErrorIllegalAddress"));
+  EXPECT_THAT(text, ::testing::HasSubstr("sticky"));
+  const std::string plain =
+      detail::cuda::describe_failure(cudaErrorMemoryAllocation, "cudaMallocAsync", {}, 0);
+  EXPECT_THAT(plain, ::testing::Not(::testing::HasSubstr("sticky")));
+}
+
+TEST(CudaErrors, ANoDeviceErrorIsThrownAsBackendUnavailable) {
+  EXPECT_THROW(detail::cuda::throw_failure(cudaErrorNoDevice, "cudaSetDevice", {}, 0),
+               backend_unavailable);
+  EXPECT_THROW(detail::cuda::throw_failure(cudaErrorIllegalAddress, "cudaStreamSynchronize",
+                                           "demo::k", 0),
+               kernel_failure);
+  EXPECT_THROW(detail::cuda::throw_failure(cudaErrorMemoryAllocation, "cudaMallocAsync", {}, 0),
+               device_error);
+}
+
+// ---- the device clock's mapping -------------------------------------------------------------
+
+// Device times as %globaltimer gives them: nanoseconds since 1970, about 1.7e18.
+constexpr std::uint64_t epoch = 1'760'000'000'000'000'000ull;
+constexpr std::int64_t second = 1'000'000'000;
+
+TEST(DeviceClockMapping, MapsATimestampThroughTheSegmentThatCoversIt) {
+  const std::vector<clock_segment> segments{{epoch, 5'000, 1.0}, {epoch + 1000, 7'000, 1.0}};
+  EXPECT_EQ(device_clock::map(segments, epoch + 10), 5'010);
+  EXPECT_EQ(device_clock::map(segments, epoch + 1000), 7'000);
+  EXPECT_EQ(device_clock::map(segments, epoch + 1500), 7'500);
+  EXPECT_EQ(device_clock::map(segments, epoch - 20), 4'980) << "before the first: extrapolated back";
+}
+
+TEST(DeviceClockMapping, KeepsEveryNanosecondOfTimestampsFarFromTheEpoch) {
+  const std::vector<clock_segment> segments{{epoch, 123'456'789'000, 1.0}};
+  for (std::uint64_t ns : {1ull, 7ull, 999'999'999ull, 3'600'000'000'001ull}) {
+    EXPECT_EQ(device_clock::map(segments, epoch + ns), 123'456'789'000 + static_cast<std::int64_t>(ns));
+  }
+}
+
+TEST(DeviceClockMapping, ANewSegmentStartsWhereThePreviousOneHadGot) {
+  const clock_segment first{epoch, 0, 1.0};
+  // The second anchor finds the host 3 µs ahead of the first segment's extrapolation.
+  const std::vector<clock_anchor> anchors{{epoch, 0, 500}, {epoch + second, second + 3'000, 500}};
+  const clock_segment next = device_clock::next_segment(anchors, first);
+  EXPECT_EQ(next.device_ns, epoch + second);
+  EXPECT_EQ(next.host_ns, second) << "the mapping jumped at the new anchor";
+}
+
+TEST(DeviceClockMapping, ClosesTheGapToANewAnchorOverOneInterval) {
+  const clock_segment first{epoch, 0, 1.0};
+  const std::vector<clock_anchor> anchors{{epoch, 0, 500}, {epoch + second, second + 3'000, 500}};
+  const std::vector<clock_segment> segments{first, device_clock::next_segment(anchors, first)};
+  // The oscillators' rate over the first second was 1 + 3 ppm; one interval later the mapping is
+  // where that rate puts the host, with the 3 µs gap closed.
+  const std::int64_t later = device_clock::map(segments, epoch + 2 * second);
+  EXPECT_NEAR(static_cast<double>(later), 2.0 * second + 6'000, 2.0);
+}
+
+TEST(DeviceClockMapping, IsIncreasingAcrossSegmentsWhetherTheGapIsAheadOrBehind) {
+  clock_segment last{epoch, 0, 1.0};
+  std::vector<clock_anchor> anchors{{epoch, 0, 500}};
+  std::vector<clock_segment> segments{last};
+  const std::int64_t gaps[] = {4'000, -9'000, 700, -200'000, 50'000};
+  std::int64_t host = 0;
+  for (std::size_t i = 0; i < std::size(gaps); ++i) {
+    host += second + gaps[i];
+    anchors.push_back({epoch + (i + 1) * second, host, 500});
+    segments.push_back(last = device_clock::next_segment(anchors, last));
+  }
+  std::int64_t previous = device_clock::map(segments, epoch);
+  for (std::uint64_t t = epoch; t < epoch + 6 * second; t += 9'999'991) {
+    const std::int64_t now = device_clock::map(segments, t);
+    ASSERT_GE(now, previous) << "at device time " << t - epoch;
+    previous = now;
+  }
+}
+
+TEST(DeviceClockMapping, StepsWhenTheGapIsTooLargeToSlew) {
+  const clock_segment first{epoch, 0, 1.0};
+  const std::vector<clock_anchor> anchors{{epoch, 0, 500}, {epoch + second, second + 5'000'000, 500}};
+  const clock_segment next = device_clock::next_segment(anchors, first);
+  EXPECT_EQ(next.host_ns, second + 5'000'000);
+}
+
+TEST(DeviceClockMapping, MeasuresTheRateOverTheAnchorsOfTheLastMinute) {
+  // 2 ppm fast over two minutes, but the first minute's anchors are older than the window.
+  std::vector<clock_anchor> anchors;
+  for (int i = 0; i <= 120; i += 10) {
+    const auto device = epoch + static_cast<std::uint64_t>(i) * second;
+    const std::int64_t host = i <= 60 ? i * second : i * second + (i - 60) * 2'000;
+    anchors.push_back({device, host, 500});
+  }
+  // A last segment exactly on the newest anchor: no gap to close, only the rate remains.
+  const clock_segment last{anchors.back().device_ns - second,
+                           anchors.back().host_ns - second - 2'000, 1.0 + 2e-6};
+  const clock_segment next = device_clock::next_segment(anchors, last);
+  EXPECT_NEAR(next.slope, 1.0 + 2e-6, 1e-9);
+}
+
+}  // namespace
+}  // namespace launchwatch::cuda_testing

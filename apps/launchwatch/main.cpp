@@ -1,0 +1,210 @@
+// `launchwatch`: the command-line program. `demo` runs a small transformer under an attribution
+// observer and writes its report and trace files; `report` renders a saved summary.
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <launchwatch/attribute/attribution.hpp>
+#include <launchwatch/attribute/render.hpp>
+#include <launchwatch/attribute/summary.hpp>
+#include <launchwatch/runtime/client.hpp>
+
+#include "forward.hpp"
+#include "transformer.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace launchwatch;
+
+struct demo_options {
+  std::string backend = "cpu";
+  int device = 0;
+  demo::transformer_config model;
+  int passes = 3;
+  std::string timing = "deferred";
+  fs::path out = "launchwatch-demo";
+  bool progress = true;
+};
+
+/// An output file opened before any work is done, so an unwritable path fails in a second with
+/// the path and the reason, not after the pass with its results lost.
+std::ofstream open_output(const fs::path& path) {
+  std::ofstream file{path, std::ios::out | std::ios::trunc};
+  if (!file) {
+    throw std::runtime_error{fmt::format("cannot write {}: {}. Choose another folder with --out.",
+                                         path.string(), std::strerror(errno))};
+  }
+  return file;
+}
+
+timing_request parse_timing(const std::string& timing) {
+  if (timing == "none") return timing_request::none;
+  if (timing == "resolved") return timing_request::resolved;
+  return timing_request::deferred;
+}
+
+/// Shows which pass is running when stderr is a terminal; says nothing otherwise (logs stay clean).
+class progress_line {
+ public:
+  progress_line(bool wanted, int total) : shown_{wanted && ::isatty(STDERR_FILENO) != 0}, total_{total} {}
+  void pass(int done) {
+    if (shown_) std::fprintf(stderr, "\r  pass %d/%d", done, total_);
+  }
+  ~progress_line() {
+    if (shown_) std::fprintf(stderr, "\r%*s\r", 24, "");
+  }
+  progress_line(const progress_line&) = delete;
+  progress_line& operator=(const progress_line&) = delete;
+
+ private:
+  bool shown_;
+  int total_;
+};
+
+int run_demo(const demo_options& options) {
+  options.model.validate();
+  std::error_code error;
+  fs::create_directories(options.out, error);
+  if (error) {
+    throw std::runtime_error{fmt::format("cannot create the output folder {}: {}. Choose another with --out.",
+                                         options.out.string(), error.message())};
+  }
+  auto trace_file = open_output(options.out / "trace.json");
+  auto folded_file = open_output(options.out / "flame.folded");
+  auto summary_file = open_output(options.out / "summary.json");
+
+  auto device = options.backend == "cuda" ? client::cuda(options.device) : client::cpu(options.device);
+  const auto& model = options.model;
+  std::cout << fmt::format(
+      "launchwatch demo: {} layers, {} tokens, width {}, {} heads, MLP {} on {} ({})\n", model.layers,
+      model.tokens, model.width, model.heads, model.hidden, device.backend(), device.device_name());
+
+  const auto weights = demo::make_weights(model);
+  const auto tokens = demo::make_tokens(model);
+  demo::transformer_runner runner{device, model, weights, tokens};
+
+  // A warm-up pass, unobserved: first launches pay one-time costs (module loads, pool start-up)
+  // that are not the model's. Its result is checked against the plain host reference.
+  runner.forward();
+  const auto got = runner.output();
+  const auto want = demo::reference_forward(model, weights, tokens);
+  double worst = 0.0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(got[i]) - want[i]));
+  }
+  constexpr double tolerance = 1e-3;
+  std::cout << fmt::format("numerics: max |kernel - reference| = {:.2e} ({})\n", worst,
+                           worst <= tolerance ? "ok" : "MISMATCH");
+  if (!(worst <= tolerance)) {
+    std::cerr << fmt::format("launchwatch demo: the kernels disagree with the reference by {:.2e} (tolerance {:.0e})\n",
+                             worst, tolerance);
+    return 3;
+  }
+
+  attribution_options watch;
+  watch.timing = parse_timing(options.timing);
+  auto pass = attribute_pass(
+      [&] {
+        progress_line progress{options.progress, options.passes};
+        for (int p = 1; p <= options.passes; ++p) {
+          runner.forward();
+          device.sync();
+          progress.pass(p);
+        }
+      },
+      watch);
+  const auto summary = summarize(pass);
+
+  std::cout << fmt::format("\n{} passes, {} launches:\n\n", options.passes, pass.launches.size());
+  write_tree(std::cout, summary);
+  write_chrome_trace(trace_file, pass);
+  write_folded(folded_file, summary);
+  write_summary_json(summary_file, summary);
+  for (auto* file : {&trace_file, &folded_file, &summary_file}) {
+    file->flush();
+    if (!*file) throw std::runtime_error{"writing the output files failed (disk full?)"};
+  }
+  std::cout << fmt::format(
+      "\nwrote {0}/trace.json (open in https://ui.perfetto.dev), {0}/flame.folded (flamegraph.pl, "
+      "speedscope) and {0}/summary.json (launchwatch report {0}/summary.json)\n",
+      options.out.string());
+  return 0;
+}
+
+int run_report(const fs::path& path) {
+  write_tree(std::cout, load_summary(path));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"launchwatch: watch a program's kernel launches and see where device time went"};
+  app.require_subcommand(1);
+
+  demo_options options;
+  auto* demo_command = app.add_subcommand(
+      "demo", "Run a small transformer under an attribution observer; print its report and write trace files");
+  demo_command->add_option("--backend", options.backend, "cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  demo_command->add_option("--device", options.device, "Device index within the backend")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  demo_command->add_option("--layers", options.model.layers, "Transformer blocks")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  demo_command->add_option("--tokens", options.model.tokens, "Sequence length")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  demo_command->add_option("--width", options.model.width, "Model width (a multiple of --heads)")
+      ->check(CLI::Range(1, 8192))
+      ->capture_default_str();
+  demo_command->add_option("--heads", options.model.heads, "Attention heads")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  demo_command->add_option("--hidden", options.model.hidden, "MLP inner width")
+      ->check(CLI::Range(1, 32768))
+      ->capture_default_str();
+  demo_command->add_option("--passes", options.passes, "Forward passes to attribute")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  demo_command->add_option("--timing", options.timing,
+                           "deferred (kernels back to back, read after the pass), resolved (each "
+                           "kernel read as it ends), or none (counts only)")
+      ->check(CLI::IsMember({"deferred", "resolved", "none"}))
+      ->capture_default_str();
+  demo_command->add_option("--out", options.out, "Folder for trace.json, flame.folded and summary.json")
+      ->capture_default_str();
+  demo_command->add_flag("!--no-progress", options.progress, "Don't show progress on a terminal");
+
+  fs::path report_path;
+  auto* report_command = app.add_subcommand("report", "Print the report of a saved summary.json");
+  report_command->add_option("summary", report_path, "A summary.json written by `launchwatch demo`")
+      ->required()
+      ->check(CLI::ExistingFile);
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (*demo_command) return run_demo(options);
+    return run_report(report_path);
+  } catch (const std::exception& error) {
+    std::cerr << "launchwatch: " << error.what() << '\n';
+    return 1;
+  }
+}

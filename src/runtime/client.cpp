@@ -272,7 +272,13 @@ void client::issue(const detail::launch_descriptor& launch) const {
     auto submitted = bracket(*on, launch, mode);
     point = submitted.point;
     const auto info = describe(launch, *device_, *on, mode, capturing);
-    if (submitted.profile) {
+    if (submitted.profile && !launch_path::is_observing()) {
+      // Nobody else wants this measurement: the logger's writer reads it off the launch path, and
+      // the kernels keep running back to back.
+      logger.record(info, std::move(*submitted.profile));
+    } else if (submitted.profile) {
+      // An observer and the logger both want it, and a measurement is read once: read here, tell
+      // the observer, hand the same reading on (behaviour 7).
       launch_path::warn_logger_takes_deferred_measurements();
       auto reading = launch_path::read_and_notify_timed(launch.name, std::move(*submitted.profile));
       logger.record(info, std::move(reading));

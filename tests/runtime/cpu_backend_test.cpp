@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -222,6 +223,30 @@ TEST(CpuClient, TheSameIndexIsTheSameDeviceAndAnotherIndexAnother) {
 
 TEST(CpuClient, RejectsANegativeDeviceIndex) {
   EXPECT_THROW((void)client::cpu(-1), std::invalid_argument);
+}
+
+TEST(CpuBackend, WithTheLoggerOnAndNothingObservingALaunchDoesNotWaitForItsKernel) {
+  // The logger reads measurements on its writer thread; only an observer that also wants the
+  // reading makes the launch path read it (behaviour 7).
+  detail::reset_profiling_logger_for_testing();
+  std::ostringstream log;
+  auto& logger = profiling_logger::instance();
+  logger.set_output(log_output::stream(log));
+  logger.set_level(profile_level::medium);
+  {
+    auto client = client::cpu();
+    gate g;
+    auto out = client.empty<int>(1);
+    client.launch(gated{&g, out.view()}, cube_count{1}, cube_dim{1});
+    // Reaching this line while the kernel is held at its gate is the behaviour.
+    g.wait_until_entered();
+    g.release();
+    EXPECT_EQ(client.read(out), std::vector<int>{1});
+    client.sync();
+  }
+  logger.flush();
+  EXPECT_THAT(log.str(), HasSubstr("gated"));
+  detail::reset_profiling_logger_for_testing();
 }
 
 TEST(CpuClient, ABadProfileLevelInTheEnvironmentFailsTheFirstClientNamingTheVariable) {

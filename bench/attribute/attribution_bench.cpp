@@ -39,8 +39,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -54,6 +52,8 @@
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
+
+#include "support/bench_summary.hpp"
 
 namespace {
 
@@ -519,171 +519,93 @@ BENCHMARK(bm_launch<collecting::timed>)
     ->Teardown(drop_attribution<expect::launches>)
     ->MinTime(min_time_s);
 
-/// The console table, then a summary of the ratios between rows, computed from the same run.
-class ratio_reporter final : public benchmark::ConsoleReporter {
- public:
-  ratio_reporter() : ConsoleReporter{OO_Tabular} {}
+namespace bench = launchwatch::bench;
 
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const auto& run : runs) {
-      const auto key = std::make_pair(run.run_name.function_name, run.threads);
-      const double ns =
-          run.GetAdjustedCPUTime() * 1e9 / benchmark::GetTimeUnitMultiplier(run.time_unit);
-      const auto faults = run.counters.find("faults_per_1k");
-      if (run.run_type == Run::RT_Aggregate) {
-        if (run.aggregate_name == "median") {
-          medians_[key] = ns;
-          if (faults != run.counters.end()) faults_[key] = faults->second.value;
-        }
-      } else {
-        samples_[key].push_back(ns);
-        if (faults != run.counters.end() && medians_.count(key) == 0) {
-          faults_[key] = faults->second.value;
-        }
-      }
-    }
-  }
-
-  void Finalize() override {
-    ConsoleReporter::Finalize();
-    auto& out = GetOutputStream();
-    out << "\nSummary: CPU time per call (median of the repetitions), and ratios between rows\n";
-    out << "(and minor page faults per 1000 calls, where a row counts them)\n";
-    for (const auto& [name, threads, label] : rows) {
-      if (const auto ns = time_of(name, threads)) {
-        print(out, "  %-60s %9.3f ns", label, *ns);
-        if (const auto f = faults_.find(key{name, threads}); f != faults_.end()) {
-          print(out, "  %8.2f faults/1k", f->second);
-        }
-        out << '\n';
-      }
-    }
-    out << '\n';
-    for (const auto& r : ratios) {
-      ratio(out, r.label, r.over, r.over_threads, r.under, r.under_threads);
-    }
-    if (retained_bytes_per_launch > 0) {
-      print(out,
-            "\n  A growing run's attribution, once destroyed, still left %.0f bytes a launch "
-            "allocated:\n  its storage, kept by the issuing thread's cache of attribution logs "
-            "until four newer\n  attributions push it out (flushed after each run here).\n",
-            retained_bytes_per_launch);
-    }
-    if (unpaired_total != 0) {
-      print(out,
-            "\n  %llu deferred measurements arrived after a collect on another thread had taken "
-            "their launch:\n  those launches were collected untimed and the measurements counted "
-            "in pass_record::lost.unpaired.\n",
-            static_cast<unsigned long long>(unpaired_total));
-    }
-    if (!failures.empty()) {
-      out << "\nFAILED: rows that do not measure what they claim:\n";
-      for (const auto& why : failures) out << "  - " << why << '\n';
-    }
-    out.flush();
-  }
-
- private:
-  using key = std::pair<std::string, std::int64_t>;
-
-  struct row {
-    const char* name;
-    std::int64_t threads;
-    const char* label;
-  };
-  static constexpr row rows[] = {
-      {"bm_empty_loop", 1, "empty loop"},
-      {"bm_clock_read", 1, "steady_clock::now(), one read"},
-      {"bm_scope_idle", 1, "scope, no attribution alive"},
-      {"bm_scope_attributing", 1, "scope, attribution alive (steady)"},
-      {"bm_launch_idle", 1, "launch, nothing installed"},
-      {"bm_launch_names_only", 1, "launch, names-only observer"},
-      {"bm_launch_attribution_none_growing", 1, "launch, attribution (none), growing"},
-      {"bm_launch_attribution_none_steady", 1, "launch, attribution (none), steady"},
-      {"bm_launch_attribution_none_steady_with_collect", 1,
-       "launch, attribution (none), steady, with collect"},
-      {"bm_launch_names_only_deferred", 1, "launch, names-only observer, deferred"},
-      {"bm_launch_attribution_deferred_growing", 1, "launch, attribution (deferred), growing"},
-      {"bm_launch_attribution_deferred_steady", 1, "launch, attribution (deferred), steady"},
-      {"bm_launch_attribution_deferred_steady_with_collect", 1,
-       "launch, attribution (deferred), steady, with collect"},
-      {"bm_launch_names_only_deferred", 2, "launch, names-only observer, deferred, 2 threads"},
-      {"bm_launch_names_only_deferred", 4, "launch, names-only observer, deferred, 4 threads"},
-      {"bm_launch_attribution_deferred_steady", 2,
-       "launch, attribution (deferred), steady, 2 threads"},
-      {"bm_launch_attribution_deferred_steady", 4,
-       "launch, attribution (deferred), steady, 4 threads"},
-  };
-
-  struct ratio_row {
-    const char* label;
-    const char* over;
-    std::int64_t over_threads;
-    const char* under;
-    std::int64_t under_threads;
-  };
-  static constexpr ratio_row ratios[] = {
-      {"scope, no attribution / empty loop", "bm_scope_idle", 1, "bm_empty_loop", 1},
-      {"scope, attribution alive / no attribution", "bm_scope_attributing", 1, "bm_scope_idle", 1},
-      {"launch, nothing installed / empty loop", "bm_launch_idle", 1, "bm_empty_loop", 1},
-      {"attribution (none), growing / names-only", "bm_launch_attribution_none_growing", 1,
-       "bm_launch_names_only", 1},
-      {"attribution (none), steady / names-only", "bm_launch_attribution_none_steady", 1,
-       "bm_launch_names_only", 1},
-      {"attribution (none), with collect / steady", "bm_launch_attribution_none_steady_with_collect",
-       1, "bm_launch_attribution_none_steady", 1},
-      {"names-only, deferred / names-only", "bm_launch_names_only_deferred", 1,
-       "bm_launch_names_only", 1},
-      {"attribution (deferred), growing / names-only, deferred",
-       "bm_launch_attribution_deferred_growing", 1, "bm_launch_names_only_deferred", 1},
-      {"attribution (deferred), steady / names-only, deferred",
-       "bm_launch_attribution_deferred_steady", 1, "bm_launch_names_only_deferred", 1},
-      {"attribution (deferred), with collect / steady",
-       "bm_launch_attribution_deferred_steady_with_collect", 1,
-       "bm_launch_attribution_deferred_steady", 1},
-      {"names-only, deferred, 2 threads / 1 thread (per call)", "bm_launch_names_only_deferred", 2,
-       "bm_launch_names_only_deferred", 1},
-      {"names-only, deferred, 4 threads / 1 thread (per call)", "bm_launch_names_only_deferred", 4,
-       "bm_launch_names_only_deferred", 1},
-      {"attribution (deferred), 2 threads / 1 thread (per call)",
-       "bm_launch_attribution_deferred_steady", 2, "bm_launch_attribution_deferred_steady", 1},
-      {"attribution (deferred), 4 threads / 1 thread (per call)",
-       "bm_launch_attribution_deferred_steady", 4, "bm_launch_attribution_deferred_steady", 1},
-  };
-
-  template <class... Args>
-  static void print(std::ostream& out, const char* format, Args... args) {
-    char line[320];
-    std::snprintf(line, sizeof line, format, args...);
-    out << line;
-  }
-
-  // The median the library computed, or (without repetitions) the median of the runs seen.
-  std::optional<double> time_of(const std::string& name, std::int64_t threads) const {
-    const key k{name, threads};
-    if (const auto found = medians_.find(k); found != medians_.end()) return found->second;
-    const auto found = samples_.find(k);
-    if (found == samples_.end() || found->second.empty()) return std::nullopt;
-    auto sorted = found->second;
-    std::sort(sorted.begin(), sorted.end());
-    const auto n = sorted.size();
-    return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-  }
-
-  // Skipped when either row was filtered out, or timed as zero.
-  void ratio(std::ostream& out, const char* label, const std::string& over,
-             std::int64_t over_threads, const std::string& under, std::int64_t under_threads) {
-    const auto a = time_of(over, over_threads);
-    const auto b = time_of(under, under_threads);
-    if (!a || !b || *b <= 0) return;
-    print(out, "  %-60s %8.2fx  (%+.3f ns)\n", label, *a / *b, *a - *b);
-  }
-
-  std::map<key, double> medians_;
-  std::map<key, std::vector<double>> samples_;
-  std::map<key, double> faults_;
+constexpr bench::summary_row summary_rows[] = {
+    {"bm_empty_loop", 1, "empty loop"},
+    {"bm_clock_read", 1, "steady_clock::now(), one read"},
+    {"bm_scope_idle", 1, "scope, no attribution alive"},
+    {"bm_scope_attributing", 1, "scope, attribution alive (steady)"},
+    {"bm_launch_idle", 1, "launch, nothing installed"},
+    {"bm_launch_names_only", 1, "launch, names-only observer"},
+    {"bm_launch_attribution_none_growing", 1, "launch, attribution (none), growing"},
+    {"bm_launch_attribution_none_steady", 1, "launch, attribution (none), steady"},
+    {"bm_launch_attribution_none_steady_with_collect", 1,
+     "launch, attribution (none), steady, with collect"},
+    {"bm_launch_names_only_deferred", 1, "launch, names-only observer, deferred"},
+    {"bm_launch_attribution_deferred_growing", 1, "launch, attribution (deferred), growing"},
+    {"bm_launch_attribution_deferred_steady", 1, "launch, attribution (deferred), steady"},
+    {"bm_launch_attribution_deferred_steady_with_collect", 1,
+     "launch, attribution (deferred), steady, with collect"},
+    {"bm_launch_names_only_deferred", 2, "launch, names-only observer, deferred, 2 threads"},
+    {"bm_launch_names_only_deferred", 4, "launch, names-only observer, deferred, 4 threads"},
+    {"bm_launch_attribution_deferred_steady", 2,
+     "launch, attribution (deferred), steady, 2 threads"},
+    {"bm_launch_attribution_deferred_steady", 4,
+     "launch, attribution (deferred), steady, 4 threads"},
 };
+
+constexpr bench::summary_ratio summary_ratios[] = {
+    {"scope, no attribution / empty loop", "bm_scope_idle", 1, "bm_empty_loop", 1},
+    {"scope, attribution alive / no attribution", "bm_scope_attributing", 1, "bm_scope_idle", 1},
+    {"launch, nothing installed / empty loop", "bm_launch_idle", 1, "bm_empty_loop", 1},
+    {"attribution (none), growing / names-only", "bm_launch_attribution_none_growing", 1,
+     "bm_launch_names_only", 1},
+    {"attribution (none), steady / names-only", "bm_launch_attribution_none_steady", 1,
+     "bm_launch_names_only", 1},
+    {"attribution (none), with collect / steady", "bm_launch_attribution_none_steady_with_collect",
+     1, "bm_launch_attribution_none_steady", 1},
+    {"names-only, deferred / names-only", "bm_launch_names_only_deferred", 1,
+     "bm_launch_names_only", 1},
+    {"attribution (deferred), growing / names-only, deferred",
+     "bm_launch_attribution_deferred_growing", 1, "bm_launch_names_only_deferred", 1},
+    {"attribution (deferred), steady / names-only, deferred",
+     "bm_launch_attribution_deferred_steady", 1, "bm_launch_names_only_deferred", 1},
+    {"attribution (deferred), with collect / steady",
+     "bm_launch_attribution_deferred_steady_with_collect", 1,
+     "bm_launch_attribution_deferred_steady", 1},
+    {"names-only, deferred, 2 threads / 1 thread (per call)", "bm_launch_names_only_deferred", 2,
+     "bm_launch_names_only_deferred", 1},
+    {"names-only, deferred, 4 threads / 1 thread (per call)", "bm_launch_names_only_deferred", 4,
+     "bm_launch_names_only_deferred", 1},
+    {"attribution (deferred), 2 threads / 1 thread (per call)",
+     "bm_launch_attribution_deferred_steady", 2, "bm_launch_attribution_deferred_steady", 1},
+    {"attribution (deferred), 4 threads / 1 thread (per call)",
+     "bm_launch_attribution_deferred_steady", 4, "bm_launch_attribution_deferred_steady", 1},
+};
+
+/// The summary printed after the console table: every row's time and page faults, the ratios
+/// between rows, what growing runs left allocated and what threaded runs lost to a collect, then
+/// the rows that do not measure what they claim.
+void print_summary(std::ostream& out, const bench::run_collector& runs) {
+  out << "\nSummary: CPU time per call (median of the repetitions), and ratios between rows\n";
+  out << "(and minor page faults per 1000 calls, where a row counts them)\n";
+  bench::print_rows(out, runs, summary_rows,
+                    {.label_width = 60,
+                     .time_width = 9,
+                     .counter = "faults_per_1k",
+                     .counter_unit = "faults/1k"});
+  out << '\n';
+  bench::print_ratios(out, runs, summary_ratios, 60);
+  if (retained_bytes_per_launch > 0) {
+    bench::print(out,
+                 "\n  A growing run's attribution, once destroyed, still left %.0f bytes a launch "
+                 "allocated:\n  its storage, kept by the issuing thread's cache of attribution logs "
+                 "until four newer\n  attributions push it out (flushed after each run here).\n",
+                 retained_bytes_per_launch);
+  }
+  if (unpaired_total != 0) {
+    bench::print(out,
+                 "\n  %llu deferred measurements arrived after a collect on another thread had "
+                 "taken their launch:\n  those launches were collected untimed and the "
+                 "measurements counted in pass_record::lost.unpaired.\n",
+                 static_cast<unsigned long long>(unpaired_total));
+  }
+  if (!failures.empty()) {
+    out << "\nFAILED: rows that do not measure what they claim:\n";
+    for (const auto& why : failures) out << "  - " << why << '\n';
+  }
+}
 
 }  // namespace
 
@@ -697,7 +619,7 @@ int main(int argc, char** argv) {
 #endif
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  ratio_reporter reporter;
+  bench::summary_reporter reporter{print_summary};
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return failures.empty() ? 0 : 1;

@@ -13,19 +13,15 @@
 #include <launchwatch/launch_path.hpp>
 #include <launchwatch/observe.hpp>
 
-#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
-#include <string>
 #include <string_view>
-#include <utility>
-#include <vector>
+
+#include "support/bench_summary.hpp"
 
 namespace {
 
@@ -164,115 +160,56 @@ BENCHMARK(bm_notify_launch_info)
     ->Teardown(drop_counter)
     ->MinTime(min_time_s);
 
-/// The console table, then a summary of the ratios between rows, computed from the same run.
-class ratio_reporter final : public benchmark::ConsoleReporter {
- public:
-  ratio_reporter() : ConsoleReporter{OO_Tabular} {}
+namespace bench = launchwatch::bench;
 
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const auto& run : runs) {
-      const auto key = std::make_pair(run.run_name.function_name, run.threads);
-      const double ns =
-          run.GetAdjustedCPUTime() * 1e9 / benchmark::GetTimeUnitMultiplier(run.time_unit);
-      if (run.run_type == Run::RT_Aggregate) {
-        if (run.aggregate_name == "median") medians_[key] = ns;
-      } else {
-        samples_[key].push_back(ns);
-      }
-    }
-  }
-
-  void Finalize() override {
-    ConsoleReporter::Finalize();
-    auto& out = GetOutputStream();
-    out << "\nSummary: CPU time per call (median of the repetitions), and ratios between rows\n";
-    for (const auto& [name, threads, label] : rows) {
-      if (const auto ns = time_of(name, threads)) {
-        print(out, "  %-46s %8.3f ns\n", label, *ns);
-      }
-    }
-    out << '\n';
-    ratio(out, "idle notify_launch / empty loop", "bm_notify_launch_idle", 1, "bm_empty_loop", 1);
-    ratio(out, "idle notify_launch / empty out-of-line call", "bm_notify_launch_idle", 1,
-          "bm_empty_out_of_line_call", 1);
-    ratio(out, "names-only notify_launch / idle", "bm_notify_launch_names_only", 1,
-          "bm_notify_launch_idle", 1);
-    ratio(out, "idle timing_wanted / empty loop", "bm_timing_wanted_idle", 1, "bm_empty_loop", 1);
-    ratio(out, "names-only timing_wanted / idle", "bm_timing_wanted_names_only", 1,
-          "bm_timing_wanted_idle", 1);
-    ratio(out, "idle notify_launch(launch_info) / empty loop", "bm_notify_launch_info_idle", 1,
-          "bm_empty_loop", 1);
-    ratio(out, "names-only, 2 threads / 1 thread (per call)", "bm_notify_launch_names_only", 2,
-          "bm_notify_launch_names_only", 1);
-    ratio(out, "names-only, 4 threads / 1 thread (per call)", "bm_notify_launch_names_only", 4,
-          "bm_notify_launch_names_only", 1);
-    if (observer_missed_launches) {
-      out << "\nFAILED: the names-only observer counted fewer launches than were issued, so its "
-             "rows do not measure what they claim.\n";
-    }
-    out.flush();
-  }
-
- private:
-  using key = std::pair<std::string, std::int64_t>;
-
-  struct row {
-    const char* name;
-    std::int64_t threads;
-    const char* label;
-  };
-  static constexpr row rows[] = {
-      {"bm_empty_loop", 1, "empty loop"},
-      {"bm_empty_out_of_line_call", 1, "empty out-of-line call"},
-      {"bm_notify_launch_idle", 1, "notify_launch, idle"},
-      {"bm_notify_launch_names_only", 1, "notify_launch, names-only observer"},
-      {"bm_notify_launch_names_only", 2, "notify_launch, names-only, 2 threads"},
-      {"bm_notify_launch_names_only", 4, "notify_launch, names-only, 4 threads"},
-      {"bm_timing_wanted_idle", 1, "timing_wanted, idle"},
-      {"bm_timing_wanted_names_only", 1, "timing_wanted, names-only observer"},
-      {"bm_notify_launch_info_idle", 1, "notify_launch(launch_info), idle"},
-      {"bm_notify_launch_info_names_only", 1, "notify_launch(launch_info), names-only"},
-  };
-
-  template <class... Args>
-  static void print(std::ostream& out, const char* format, Args... args) {
-    char line[160];
-    std::snprintf(line, sizeof line, format, args...);
-    out << line;
-  }
-
-  // The median the library computed, or (without repetitions) the median of the runs seen.
-  std::optional<double> time_of(const std::string& name, std::int64_t threads) const {
-    const key k{name, threads};
-    if (const auto found = medians_.find(k); found != medians_.end()) return found->second;
-    const auto found = samples_.find(k);
-    if (found == samples_.end() || found->second.empty()) return std::nullopt;
-    auto sorted = found->second;
-    std::sort(sorted.begin(), sorted.end());
-    const auto n = sorted.size();
-    return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-  }
-
-  // Skipped when either row was filtered out, or timed as zero.
-  void ratio(std::ostream& out, const char* label, const std::string& over,
-             std::int64_t over_threads, const std::string& under, std::int64_t under_threads) {
-    const auto a = time_of(over, over_threads);
-    const auto b = time_of(under, under_threads);
-    if (!a || !b || *b <= 0) return;
-    print(out, "  %-46s %8.2fx  (%+.3f ns)\n", label, *a / *b, *a - *b);
-  }
-
-  std::map<key, double> medians_;
-  std::map<key, std::vector<double>> samples_;
+constexpr bench::summary_row summary_rows[] = {
+    {"bm_empty_loop", 1, "empty loop"},
+    {"bm_empty_out_of_line_call", 1, "empty out-of-line call"},
+    {"bm_notify_launch_idle", 1, "notify_launch, idle"},
+    {"bm_notify_launch_names_only", 1, "notify_launch, names-only observer"},
+    {"bm_notify_launch_names_only", 2, "notify_launch, names-only, 2 threads"},
+    {"bm_notify_launch_names_only", 4, "notify_launch, names-only, 4 threads"},
+    {"bm_timing_wanted_idle", 1, "timing_wanted, idle"},
+    {"bm_timing_wanted_names_only", 1, "timing_wanted, names-only observer"},
+    {"bm_notify_launch_info_idle", 1, "notify_launch(launch_info), idle"},
+    {"bm_notify_launch_info_names_only", 1, "notify_launch(launch_info), names-only"},
 };
+
+constexpr bench::summary_ratio summary_ratios[] = {
+    {"idle notify_launch / empty loop", "bm_notify_launch_idle", 1, "bm_empty_loop", 1},
+    {"idle notify_launch / empty out-of-line call", "bm_notify_launch_idle", 1,
+     "bm_empty_out_of_line_call", 1},
+    {"names-only notify_launch / idle", "bm_notify_launch_names_only", 1, "bm_notify_launch_idle",
+     1},
+    {"idle timing_wanted / empty loop", "bm_timing_wanted_idle", 1, "bm_empty_loop", 1},
+    {"names-only timing_wanted / idle", "bm_timing_wanted_names_only", 1, "bm_timing_wanted_idle",
+     1},
+    {"idle notify_launch(launch_info) / empty loop", "bm_notify_launch_info_idle", 1,
+     "bm_empty_loop", 1},
+    {"names-only, 2 threads / 1 thread (per call)", "bm_notify_launch_names_only", 2,
+     "bm_notify_launch_names_only", 1},
+    {"names-only, 4 threads / 1 thread (per call)", "bm_notify_launch_names_only", 4,
+     "bm_notify_launch_names_only", 1},
+};
+
+/// The summary printed after the console table: every row's time, then the ratios between rows.
+void print_summary(std::ostream& out, const bench::run_collector& runs) {
+  out << "\nSummary: CPU time per call (median of the repetitions), and ratios between rows\n";
+  bench::print_rows(out, runs, summary_rows, {.label_width = 46});
+  out << '\n';
+  bench::print_ratios(out, runs, summary_ratios, 46);
+  if (observer_missed_launches) {
+    out << "\nFAILED: the names-only observer counted fewer launches than were issued, so its "
+           "rows do not measure what they claim.\n";
+  }
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  ratio_reporter reporter;
+  bench::summary_reporter reporter{print_summary};
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return observer_missed_launches ? 1 : 0;

@@ -16,18 +16,18 @@
 
 #include <launchwatch/launchwatch.hpp>
 
-#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
-#include <cstdio>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <ostream>
-#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
+
+#include "support/bench_summary.hpp"
 
 namespace {
 
@@ -162,80 +162,51 @@ BENCHMARK(bm_completed)
     ->UseRealTime()
     ->MinTime(min_time_s);
 
-/// The console table, then each row's time (CPU time for issued rows, wall time for completed
-/// ones; the median when repetitions are asked for) and its ratio to the idle row of its group.
-class ratio_reporter final : public benchmark::ConsoleReporter {
- public:
-  ratio_reporter() : ConsoleReporter{OO_Tabular} {}
+namespace bench = launchwatch::bench;
 
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const auto& run : runs) {
-      const std::string name = run.run_name.function_name;
-      const bool wall = name.rfind("completed/", 0) == 0;
-      const double seconds = wall ? run.GetAdjustedRealTime() : run.GetAdjustedCPUTime();
-      const double ns = seconds * 1e9 / benchmark::GetTimeUnitMultiplier(run.time_unit);
-      if (run.run_type == Run::RT_Aggregate) {
-        if (run.aggregate_name == "median") medians_[name] = ns;
-      } else {
-        samples_[name].push_back(ns);
-      }
-    }
-  }
-
-  void Finalize() override {
-    ConsoleReporter::Finalize();
-    auto& out = GetOutputStream();
-    out << "\nSummary: per empty launch, and the ratio to the idle row of its group\n";
-    group(out, "issued (CPU time of the issuing thread)", "issued/",
-          {"idle", "names_only", "deferred"});
-    group(out, "issued + completed (wall time, launch then sync)", "completed/",
-          {"idle", "names_only", "deferred", "resolved"});
-    if (observer_missed_launches) {
-      out << "\nFAILED: the names-only observer counted fewer launches than were issued.\n";
-    }
-    out.flush();
-  }
-
- private:
-  void group(std::ostream& out, const char* title, const std::string& prefix,
-             std::initializer_list<const char*> rows) {
-    const auto idle = time_of(prefix + "idle");
-    out << "  " << title << '\n';
-    for (const char* row : rows) {
-      const auto ns = time_of(prefix + row);
-      if (!ns) continue;
-      char line[160];
-      if (idle && *idle > 0) {
-        std::snprintf(line, sizeof line, "    %-12s %10.1f ns  %6.2fx idle\n", row, *ns,
-                      *ns / *idle);
-      } else {
-        std::snprintf(line, sizeof line, "    %-12s %10.1f ns\n", row, *ns);
-      }
-      out << line;
-    }
-  }
-
-  std::optional<double> time_of(const std::string& name) const {
-    if (const auto found = medians_.find(name); found != medians_.end()) return found->second;
-    const auto found = samples_.find(name);
-    if (found == samples_.end() || found->second.empty()) return std::nullopt;
-    auto sorted = found->second;
-    std::sort(sorted.begin(), sorted.end());
-    const auto n = sorted.size();
-    return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-  }
-
-  std::map<std::string, double> medians_;
-  std::map<std::string, std::vector<double>> samples_;
+constexpr bench::summary_row issued_rows[] = {
+    {"issued/idle", 1, "idle"},
+    {"issued/names_only", 1, "names_only"},
+    {"issued/deferred", 1, "deferred"},
 };
+
+constexpr bench::summary_row completed_rows[] = {
+    {"completed/idle", 1, "idle"},
+    {"completed/names_only", 1, "names_only"},
+    {"completed/deferred", 1, "deferred"},
+    {"completed/resolved", 1, "resolved"},
+};
+
+/// A group's rows, each with its ratio to the group's idle row.
+constexpr bench::row_layout group_layout(std::string_view idle) {
+  return {.indent = 4,
+          .label_width = 12,
+          .time_width = 10,
+          .time_precision = 1,
+          .baseline = idle,
+          .baseline_label = "idle"};
+}
+
+/// The summary printed after the console table: each row's time (CPU time for issued rows, wall
+/// time for completed ones, which are registered with UseRealTime; the median when repetitions are
+/// asked for) and its ratio to the idle row of its group.
+void print_summary(std::ostream& out, const bench::run_collector& runs) {
+  out << "\nSummary: per empty launch, and the ratio to the idle row of its group\n";
+  out << "  issued (CPU time of the issuing thread)\n";
+  bench::print_rows(out, runs, issued_rows, group_layout("issued/idle"));
+  out << "  issued + completed (wall time, launch then sync)\n";
+  bench::print_rows(out, runs, completed_rows, group_layout("completed/idle"));
+  if (observer_missed_launches) {
+    out << "\nFAILED: the names-only observer counted fewer launches than were issued.\n";
+  }
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  ratio_reporter reporter;
+  bench::summary_reporter reporter{print_summary, bench::time_basis::as_registered};
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return observer_missed_launches ? 1 : 0;

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -64,6 +65,23 @@ struct register_hog {
   }
 };
 
+/// One of many distinct kernels: each instantiation gets a CUDA entry of its own.
+template <int Tag>
+struct tagged_fill {
+  device_span<int> out;
+  LAUNCHWATCH_HOST_DEVICE void operator()(unit u) const {
+    const auto i = u.absolute_pos();
+    if (i < out.size()) out[i] = Tag;
+  }
+};
+
+/// Launches tagged_fill<Tag> for each tag, in order, over one cube of `units`.
+template <int... Tags>
+void launch_each_tagged(const launchwatch::client& on, buffer<int>& out, std::uint32_t units,
+                        std::integer_sequence<int, Tags...>) {
+  (on.launch(tagged_fill<Tags>{out.view()}, cube_count{1}, cube_dim{units}), ...);
+}
+
 class CudaTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -109,6 +127,24 @@ TEST_F(CudaDevice, TheSameIndexIsTheSameDevice) {
   EXPECT_TRUE(client::cuda(0) == client());
   EXPECT_EQ(client().backend(), "cuda");
   EXPECT_FALSE(client().device_name().empty());
+}
+
+TEST_F(CudaDevice, ALaunchLeavesTheThreadOnTheDeviceTheProgramMadeCurrent) {
+  int count = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
+  if (count < 2) {
+    GTEST_SKIP() << "needs two CUDA devices: with one, every thread's current device is the "
+                    "client's, and a launch asks CUDA nothing about it";
+  }
+  auto out = client().empty<int>(8);
+  int current = -1;
+  std::thread{[&] {
+    if (cudaSetDevice(1) != cudaSuccess) return;
+    client().launch(fill{out.view(), 3}, cube_count{1}, cube_dim{8});
+    (void)cudaGetDevice(&current);
+  }}.join();
+  EXPECT_EQ(current, 1);
+  EXPECT_EQ(client().read(out), std::vector<int>(8, 3));
 }
 
 // ---- timing ---------------------------------------------------------------------------------
@@ -338,6 +374,28 @@ TEST_F(CudaValidation, ACubeLargerThanTheKernelCanRunIsRefusedBeforeReportingEve
   client().launch(register_hog{out.view()}, cube_count{1},
                   cube_dim{static_cast<std::uint32_t>(attributes.maxThreadsPerBlock)});
   EXPECT_NO_THROW(client().sync());
+}
+
+TEST_F(CudaValidation, KernelsLaunchedInTurnAreEachCheckedAgainstTheirOwnAttributes) {
+  cudaFuncAttributes hog{};
+  ASSERT_EQ(cudaFuncGetAttributes(&hog, &detail::cuda_entry<register_hog>), cudaSuccess);
+  if (hog.maxThreadsPerBlock >= 1024) {
+    GTEST_SKIP() << "nvcc fitted register_hog in " << hog.numRegs
+                 << " registers: no cube size tells its attributes from another kernel's";
+  }
+  auto out = client().empty<int>(1024);
+  auto floats = client().empty<float>(1024);
+  // More kernels than a thread remembers the attributes of, so some share a place there.
+  constexpr int kernels = 80;
+  for (int round = 0; round < 3; ++round) {
+    EXPECT_NO_THROW(
+        launch_each_tagged(client(), out, 1024, std::make_integer_sequence<int, kernels>{}))
+        << "round " << round;
+    EXPECT_THROW(client().launch(register_hog{floats.view()}, cube_count{1}, cube_dim{1024}),
+                 invalid_launch)
+        << "round " << round;
+  }
+  EXPECT_EQ(client().read(out), std::vector<int>(1024, kernels - 1));
 }
 
 TEST_F(CudaValidation, AKernelLaunchedFromAFileNvccDidNotCompileIsRefusedSayingWhatToDo) {

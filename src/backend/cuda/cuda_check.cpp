@@ -71,7 +71,7 @@ void throw_failure(cudaError_t status, std::string_view call, std::string_view k
   throw device_error{message};
 }
 
-device_guard::device_guard(int device) noexcept : device_{device} {
+void device_guard::enter() noexcept {
   if (cudaGetDevice(&previous_) != cudaSuccess) {
     (void)cudaGetLastError();
     previous_ = -1;
@@ -79,8 +79,6 @@ device_guard::device_guard(int device) noexcept : device_{device} {
   if (previous_ != device_ && cudaSetDevice(device_) != cudaSuccess) (void)cudaGetLastError();
 }
 
-device_guard::~device_guard() {
-  if (previous_ >= 0 && previous_ != device_) (void)cudaSetDevice(previous_);
-}
+void device_guard::leave() noexcept { (void)cudaSetDevice(previous_); }
 
 }  // namespace launchwatch::detail::cuda

@@ -3,7 +3,9 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <thread>
@@ -257,6 +259,9 @@ cuda_device::cuda_device(int index)
                                                      static_cast<std::uint32_t>(properties.maxGridSize[2])};
   shared_memory_per_block_ = properties.sharedMemPerBlock;
   shared_memory_per_block_optin_ = properties.sharedMemPerBlockOptin;
+  int count = 0;
+  check(cudaGetDeviceCount(&count), "cudaGetDeviceCount", index_);
+  only_device_ = count == 1;
 
   check(cudaStreamCreateWithFlags(&service_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags",
         index_);
@@ -355,18 +360,28 @@ std::shared_ptr<stream> cuda_device::create_stream() {
 }
 
 const cudaFuncAttributes& cuda_device::attributes_of(const launch_descriptor& launch) {
-  // Most launches repeat the last kernel this thread launched: skip the shared lock for them.
-  struct last_lookup {
+  // Each thread remembers where the attributes of the kernels it launched lately are, so a launch
+  // takes no lock even when a program alternates between kernels (a layer's dozen ops, say), where
+  // remembering only the last one would send nearly every launch through the shared lock, whose
+  // count every launching thread writes. Direct-mapped by entry address: a collision costs a trip
+  // to the map. What is remembered never goes stale: an entry's attributes are set once, in a map
+  // whose elements never move or go, of a device that lives as long as the process.
+  struct remembered {
     const cuda_device* device = nullptr;
     const void* entry = nullptr;
     const cudaFuncAttributes* attributes = nullptr;
   };
-  thread_local last_lookup last;
-  if (last.device == this && last.entry == launch.cuda_entry) return *last.attributes;
+  constexpr unsigned remembered_bits = 6;
+  thread_local std::array<remembered, std::size_t{1} << remembered_bits> recent{};
+  // Fibonacci hashing: the top bits of the product depend on every bit of the address.
+  remembered& slot = recent[static_cast<std::size_t>(
+      (reinterpret_cast<std::uintptr_t>(launch.cuda_entry) * std::uint64_t{0x9E3779B97F4A7C15}) >>
+      (64 - remembered_bits))];
+  if (slot.device == this && slot.entry == launch.cuda_entry) return *slot.attributes;
   {
     std::shared_lock lock{attributes_mutex_};
     if (auto found = attributes_.find(launch.cuda_entry); found != attributes_.end()) {
-      last = {this, launch.cuda_entry, &found->second};
+      slot = {this, launch.cuda_entry, &found->second};
       return found->second;
     }
   }
@@ -389,7 +404,7 @@ const cudaFuncAttributes& cuda_device::attributes_of(const launch_descriptor& la
   health_->check(status, "cudaFuncGetAttributes", launch.name);
   std::unique_lock lock{attributes_mutex_};
   auto [at, inserted] = attributes_.emplace(launch.cuda_entry, attributes);
-  last = {this, launch.cuda_entry, &at->second};
+  slot = {this, launch.cuda_entry, &at->second};
   return at->second;
 }
 
@@ -460,7 +475,9 @@ void cuda_stream::validate(const launch_descriptor& launch) {
 void cuda_stream::prepare(const launch_descriptor& launch) { owner_->check_attributes(launch); }
 
 void cuda_stream::launch(const launch_descriptor& launch, const cuda_timing_target& timing) {
-  device_guard on{owner_->index()};
+  // CUDA launches on the calling thread's current device, and refuses a stream of another one. On
+  // a one-GPU machine that is this device on every thread, so the guard asks CUDA nothing.
+  device_guard on{owner_->index(), owner_->only_device()};
   const dim3 grid{launch.geometry.count.x, launch.geometry.count.y, launch.geometry.count.z};
   const dim3 block{launch.geometry.dim.x, launch.geometry.dim.y, launch.geometry.dim.z};
   // cuda_entry<K>(K kernel, cuda_timing_target timing): CUDA copies each argument from these.
@@ -484,6 +501,10 @@ std::uint64_t cuda_stream::note_submitted(std::string_view kernel) {
 }
 
 std::uint64_t cuda_stream::submit(const launch_descriptor& launch) {
+  // Held even on a thread's own stream, which is not the issuing thread's alone: a graph captured
+  // on it may be replayed from any thread (replay() numbers its point here too), a read on another
+  // thread reads recent_ to name a failed kernel, and a pinned client's threads capture and launch
+  // on one stream. The lock keeps a launch, its point and its name one step against all of them.
   std::lock_guard lock{mutex_};
   this->launch(launch, cuda_timing_target{});
   return note_submitted(launch.name);

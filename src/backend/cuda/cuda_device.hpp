@@ -140,11 +140,17 @@ class cuda_device final : public device, public std::enable_shared_from_this<cud
 
   const std::shared_ptr<device_health>& health() const noexcept { return health_; }
 
+  /// Whether this is the only device the process sees, so that no thread can have another one
+  /// current: a launch then needs no device_guard (see its `only_device` constructor). Fixed for
+  /// the process: CUDA's device count does not change once the runtime has started.
+  bool only_device() const noexcept { return only_device_; }
+
  private:
   const cudaFuncAttributes& attributes_of(const launch_descriptor& launch);
   void finish_service_work(std::string_view call);
 
   int index_;
+  bool only_device_ = false;
   std::string name_;
   device_limits limits_;
   std::size_t shared_memory_per_block_ = 0;

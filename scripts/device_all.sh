@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Everything launchwatch checks and measures on a GPU machine, in one command: builds once for sm_90
+# (the `cuda` preset), then runs the CUDA tests and conformance suite (scripts/gpu_check.sh: plain,
+# then under compute-sanitizer, plus the timing-mechanism and launch-cost benchmarks), the peers
+# harness (issue 6), the demo on the GPU, and the CPU-side micro-benchmarks on this host's cores.
+# Prints a short table last.
+#
+# Usage: OUT=dir scripts/device_all.sh     (OUT defaults to build/device-out)
+# Outputs: $OUT/summary.txt, $OUT/demo_cuda.txt, $OUT/peers.json, $OUT/peers_launch_cost.svg, and
+# every log in $OUT/logs.tar.gz (a device run brings back at most 8 files).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-build/device-out}
+BUILD=${BUILD:-build/gpu}
+JOBS=${JOBS:-$(nproc)}
+logs=$BUILD/logs
+mkdir -p "$OUT" "$logs"
+rows=()
+row() { rows+=("$(printf '%-30s | %-4s | %s' "$1" "$2" "$3")"); }
+started=$(date +%s)
+
+echo "== configure and build everything the run uses (-j$JOBS)"
+t=$(date +%s)
+targets=(launchwatch_conformance_cuda_test launchwatch_conformance_cuda_concurrency_test
+         launchwatch_cuda_backend_test launchwatch_cuda_host_test launchwatch_cuda_unavailable_test
+         launchwatch_timing_mechanism_bench launchwatch_launch_cost_bench launchwatch_peers_bench
+         launchwatch launchwatch_observer_bench launchwatch_attribution_bench launchwatch_launch_bench)
+source scripts/find_cupti.sh
+if cmake --preset cuda -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES=90 "${cupti_args[@]}" >"$logs/configure.log" 2>&1 &&
+   ninja -C "$BUILD" -j"$JOBS" "${targets[@]}" >"$logs/build.log" 2>&1; then
+  row "build (cuda, sm_90)" ok "$(( $(date +%s) - t )) s"
+else
+  grep -E "error" -A3 "$logs/build.log" "$logs/configure.log" | head -60
+  row "build (cuda, sm_90)" FAIL "logs/build.log"
+fi
+
+echo "== CUDA tests, compute-sanitizer, timing benchmarks (scripts/gpu_check.sh)"
+BUILD=$BUILD OUT=$logs JOBS=$JOBS timeout 330 scripts/gpu_check.sh >"$logs/gpu_check.txt" 2>&1
+status=$?
+sed -n '/==== gpu_check ====/,$p' "$logs/gpu_check.txt" | tail -n +2 | while IFS= read -r line; do echo "$line"; done >"$logs/gpu_check_rows.txt"
+while IFS= read -r line; do rows+=("$line"); done <"$logs/gpu_check_rows.txt"
+[[ $status -eq 0 ]] || row "gpu_check.sh" FAIL "exit $status (logs/gpu_check.txt)"
+
+echo "== demo on the GPU"
+t=$(date +%s)
+if timeout 60 "$BUILD/apps/launchwatch/launchwatch" demo --backend cuda --no-progress --out "$logs/demo-cuda" \
+     >"$OUT/demo_cuda.txt" 2>&1; then
+  row "launchwatch demo --backend cuda" ok "$(grep -o 'numerics:.*' "$OUT/demo_cuda.txt"), $(( $(date +%s) - t )) s"
+else
+  row "launchwatch demo --backend cuda" FAIL "demo_cuda.txt"
+fi
+
+echo "== peers harness"
+t=$(date +%s)
+if timeout 200 "$BUILD/bench/peers/launchwatch_peers_bench" --json "$OUT/peers.json" --max-seconds 170 \
+     >"$logs/peers_tables.txt" 2>&1; then
+  python3 scripts/plot_benchmarks.py "$OUT/peers.json" --svg "$OUT/peers_launch_cost.svg" --summary \
+    >"$logs/peers_summary.txt" 2>&1
+  row "peers harness" ok "$(( $(date +%s) - t )) s"
+else
+  row "peers harness" FAIL "logs/peers_tables.txt"
+fi
+
+echo "== CPU micro-benchmarks on this host"
+for bench in core/launchwatch_observer_bench attribute/launchwatch_attribution_bench runtime/launchwatch_launch_bench; do
+  name=$(basename "$bench")
+  if timeout 90 "$BUILD/bench/$bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+       >"$logs/$name.txt" 2>&1; then
+    row "$name" ok "logs/$name.txt"
+  else
+    row "$name" FAIL "logs/$name.txt"
+  fi
+done
+
+tar -czf "$OUT/logs.tar.gz" -C "$BUILD" logs
+{
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null
+  sed -n '/Summary/,$p' "$logs/launchwatch_observer_bench.txt" 2>/dev/null | head -30
+  cat "$logs/peers_summary.txt" 2>/dev/null
+  printf '\n==== device_all (%s s) ====\n' "$(( $(date +%s) - started ))"
+  printf '%s\n' "${rows[@]}"
+} | tee "$OUT/summary.txt"

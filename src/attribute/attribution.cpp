@@ -1,11 +1,15 @@
 // The attribution observer: recording on the launch path, reading and assembling in collect().
 
 #include <launchwatch/attribute/attribution.hpp>
+#include <launchwatch/launch_path.hpp>
+#include <launchwatch/logger.hpp>
 
 #include <algorithm>
 #include <exception>
 #include <map>
+#include <optional>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <unordered_map>
 
@@ -171,12 +175,43 @@ pass_record attribution::collect() {
     taken.reserve(r.logs.size());
     for (const auto& log : r.logs) taken.push_back(taken_log{log});
   }
+  // A thread can be caught between reporting a launch and handing over its measurement (it is
+  // submitting the kernel). Taking that launch now would part it from its measurement, so it stays
+  // in the log for the next pass, unless its measurement can no longer come: when nothing is
+  // observing (the launch path delivers measurements only to an installed observer), when nothing
+  // times launches (no timing asked for and the profiling logger not reading), or when the
+  // launch is this thread's own (it is here, not inside a launch).
+  const bool measurements_may_come =
+      launch_path::is_observing() &&
+      (r.timing != timing_request::none ||
+       profiling_logger::instance().level() > profile_level::execution_only);
+  const auto this_thread = std::this_thread::get_id();
+  std::optional<instant> earliest_left;
   for (auto& t : taken) {
-    std::lock_guard lock{t.log->mutex};
-    t.launches = t.log->launches.release();
-    t.intervals = t.log->intervals.release();
-    t.log->awaiting = nullptr;
-    t.unpaired = std::exchange(t.log->unpaired, 0);
+    auto& log = *t.log;
+    std::lock_guard lock{log.mutex};
+    std::optional<detail::launch_entry> in_flight;
+    // `awaiting` is always the last launch the thread recorded (see launched_with).
+    if (measurements_may_come && log.awaiting != nullptr && log.owner != this_thread &&
+        log.awaiting == log.launches.last()) {
+      in_flight.emplace(log.launches.take_last());
+    }
+    t.launches = log.launches.release();
+    t.intervals = log.intervals.release();
+    log.awaiting = nullptr;
+    t.unpaired = std::exchange(log.unpaired, 0);
+    if (!in_flight) continue;
+    const instant issued = in_flight->issued;
+    try {
+      log.awaiting = &log.launches.emplace(r.pools->launches, std::move(*in_flight));
+      earliest_left = std::min(earliest_left.value_or(issued), issued);
+    } catch (...) {
+      // No memory for the next pass's first chunk: the launch goes into this pass, untimed, back
+      // where it was (its chunk has room, since it was just taken from there).
+      auto* last = t.launches;
+      while (last->next != nullptr) last = last->next;
+      last->items.push_back(std::move(*in_flight));
+    }
   }
 
   // The chunks go back to the pool however this ends, emptied, for the next pass to fill.
@@ -192,7 +227,10 @@ pass_record attribution::collect() {
   } on_exit{r, taken};
 
   pass_record pass;
-  pass.origin = std::exchange(r.origin, r.clock());
+  // The next pass starts now, or with the launch left to it if that was issued earlier, so that
+  // every launch of a pass is on its timeline.
+  const instant next_origin = r.clock();
+  pass.origin = std::exchange(r.origin, std::min(next_origin, earliest_left.value_or(next_origin)));
   pass.timing = r.timing;
   pass_builder tables{pass};
   std::string first_failure;

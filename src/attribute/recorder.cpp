@@ -23,29 +23,49 @@ struct recorder_registry {
 
 std::atomic<std::uint64_t> next_generation{1};
 
+/// Set when the calling thread's cache below has been destroyed (the thread is exiting): trivially
+/// destructible, so it can still be read while the thread's other thread_locals are torn down.
+thread_local bool cache_gone = false;
+
 /// A thread's logs for the last few attributions it worked for. Keyed by generation, never by
-/// address: a new attribution can be allocated where an ended one was.
+/// address: a new attribution can be allocated where an ended one was. An ended attribution's log
+/// may stay here until pushed out, but closed, with its storage freed (see thread_log::close).
 struct cached_log {
   std::uint64_t generation = 0;
   std::shared_ptr<thread_log> log;
 };
 constexpr std::size_t cache_size = 4;
-thread_local std::array<cached_log, cache_size> log_cache;
-thread_local std::size_t next_victim = 0;
+struct log_cache_slots {
+  std::array<cached_log, cache_size> slots;
+  std::size_t next_victim = 0;
+  log_cache_slots() = default;
+  log_cache_slots(const log_cache_slots&) = delete;
+  log_cache_slots& operator=(const log_cache_slots&) = delete;
+  ~log_cache_slots() { cache_gone = true; }
+};
+thread_local log_cache_slots log_cache;
 
 thread_log* cached(std::uint64_t generation) noexcept {
-  for (auto& entry : log_cache) {
+  for (auto& entry : log_cache.slots) {
     if (entry.generation == generation) return entry.log.get();
   }
   return nullptr;
 }
 
 thread_log& cache(std::uint64_t generation, std::shared_ptr<thread_log> log) {
-  auto& slot = log_cache[next_victim];
-  next_victim = (next_victim + 1) % cache_size;
+  auto& slot = log_cache.slots[log_cache.next_victim];
+  log_cache.next_victim = (log_cache.next_victim + 1) % cache_size;
   slot.generation = generation;
   slot.log = std::move(log);
   return *slot.log;
+}
+
+/// Drops the calling thread's cached log for `generation`, if it has one.
+void forget_cached(std::uint64_t generation) noexcept {
+  if (cache_gone) return;
+  for (auto& entry : log_cache.slots) {
+    if (entry.generation == generation) entry = cached_log{};
+  }
 }
 
 }  // namespace
@@ -60,6 +80,22 @@ recorder::recorder(const attribution_options& options)
       origin{clock()} {
   pools->launches.reserve(options.reserve_launches);
   pools->intervals.reserve(options.reserve_scopes);
+}
+
+recorder::~recorder() {
+  // The destroying thread's own cache entry goes entirely; other threads' caches cannot be
+  // touched from here, so their entries are closed instead and only the small log object stays
+  // until pushed out.
+  forget_cached(generation);
+  std::vector<std::shared_ptr<thread_log>> ended;
+  {
+    std::lock_guard lock{logs_mutex};
+    ended.swap(logs);
+  }
+  for (const auto& log : ended) log->close();
+  // Last: once every log is closed, no thread takes a chunk from the pools any more.
+  pools->launches.clear();
+  pools->intervals.clear();
 }
 
 std::shared_ptr<thread_log> recorder::log_of_this_thread() {
@@ -99,7 +135,7 @@ thread_log& log_for(recorder& r) {
 thread_log* scope_log() noexcept {
   auto& registry = recorder_registry::get();
   const auto generation = registry.newest.load(std::memory_order_acquire);
-  if (generation == 0) return nullptr;
+  if (generation == 0 || cache_gone) return nullptr;
   if (auto* log = cached(generation)) return log;
   try {
     std::shared_ptr<thread_log> log;

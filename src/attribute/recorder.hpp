@@ -14,6 +14,7 @@
 #include <optional>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -27,7 +28,16 @@ template <class T>
 struct chunk {
   static constexpr std::size_t capacity = 256;
 
-  chunk() { items.reserve(capacity); }
+  /// `touch` fills the chunk once and empties it again, so every page of it has been written and
+  /// the first launches recorded into it take no page fault: what reserving up front is for. A
+  /// chunk added while a pass runs is not touched, since touching it then only moves the faults.
+  explicit chunk(bool touch = false) {
+    items.reserve(capacity);
+    if (touch) {
+      items.resize(capacity);
+      items.clear();
+    }
+  }
 
   std::vector<T> items;
   chunk* next = nullptr;
@@ -77,10 +87,21 @@ class chunk_pool {
     free_ = list;
   }
 
-  /// Makes spare chunks for at least `items` records.
+  /// Makes spare chunks for at least `items` records, their memory written once so that filling
+  /// them takes no page fault (see chunk's constructor).
   void reserve(std::size_t items) {
     const std::size_t chunks = (items + chunk<T>::capacity - 1) / chunk<T>::capacity;
-    for (std::size_t i = 0; i < chunks; ++i) give_back(new chunk<T>);
+    for (std::size_t i = 0; i < chunks; ++i) give_back(new chunk<T>{true});
+  }
+
+  /// Frees the spare chunks: the attribution they served has ended.
+  void clear() noexcept {
+    chunk<T>* spare = nullptr;
+    {
+      std::lock_guard lock{mutex_};
+      spare = std::exchange(free_, nullptr);
+    }
+    delete_chunks(spare);
   }
 
  private:
@@ -110,6 +131,16 @@ class chunk_list {
       tail_ = fresh;
     }
     return tail_->items.emplace_back(std::forward<Args>(args)...);
+  }
+
+  /// The last record appended; null when the list is empty.
+  T* last() noexcept { return tail_ != nullptr && !tail_->items.empty() ? &tail_->items.back() : nullptr; }
+
+  /// Moves the last record out and removes it. Precondition: last() is not null.
+  T take_last() noexcept(std::is_nothrow_move_constructible_v<T>) {
+    T taken = std::move(tail_->items.back());
+    tail_->items.pop_back();
+    return taken;
   }
 
   /// Hands over every chunk and starts empty.
@@ -166,8 +197,8 @@ struct recorder_pools {
 /// Written by its thread only, under `mutex`; `collect` takes the lock just long enough to take the
 /// chunks, so the lock is uncontended on the launch path. Shared between the thread (through its
 /// cache) and the recorder, so it outlives either: a thread that exits before `collect` loses
-/// nothing, and a thread still holding it after its attribution ended writes into a log no one
-/// reads rather than into freed memory.
+/// nothing, and a thread still holding it after its attribution ended finds it closed (its storage
+/// freed, see close()) and records nothing, rather than writing into freed memory.
 struct thread_log {
   thread_log(std::thread::id owner, std::uint32_t index, attribution_clock clock,
              std::shared_ptr<recorder_pools> pools)
@@ -187,11 +218,34 @@ struct thread_log {
   launch_entry* awaiting = nullptr;
   /// Measurements that arrived with no launch awaiting them.
   std::size_t unpaired = 0;
+  /// Set once its attribution has ended: nothing more is recorded, and its storage is freed.
+  bool closed = false;
+
+  /// Frees what the log holds and records nothing from now on. Called when its attribution ends,
+  /// because the thread's cache may keep the log alive long after that (until newer attributions
+  /// push it out, or the thread exits), and with it a pass's worth of storage.
+  void close() noexcept {
+    chunk<launch_entry>* dropped_launches = nullptr;
+    chunk<interval_entry>* dropped_intervals = nullptr;
+    {
+      std::lock_guard lock{mutex};
+      closed = true;
+      awaiting = nullptr;
+      dropped_launches = launches.release();
+      dropped_intervals = intervals.release();
+    }
+    // Outside the lock: dropping an unread measurement may release device resources.
+    delete_chunks(dropped_launches);
+    delete_chunks(dropped_intervals);
+  }
 };
 
 /// An attribution's state.
 struct recorder {
   explicit recorder(const attribution_options& options);
+  /// Closes every thread's log and frees the spare chunks, so nothing of the attribution's storage
+  /// outlives it, whichever threads still hold its logs.
+  ~recorder();
 
   const std::uint64_t generation;
   const timing_request timing;

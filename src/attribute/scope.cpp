@@ -140,6 +140,8 @@ void leave_scope(scope_token token) noexcept {
     if (log == nullptr) continue;
     try {
       std::lock_guard lock{log->mutex};
+      // Its attribution ended since scope_log() found it: nothing reads this log any more.
+      if (log->closed) continue;
       log->intervals.emplace(log->pools->intervals, interval_entry{ended.path, ended.start, end});
     } catch (...) {
       // Out of memory: the interval is lost, the caller's work is not.

@@ -27,9 +27,20 @@ timing_methods method_set(timing_method method) {
   return methods;
 }
 
+/// Counts one measurement by its method and by whether it has a place on the timeline.
+void count_kind(measurement_kinds& kinds, const launch_timing& timing) {
+  const bool device = timing.method == timing_method::device;
+  if (timing.ticks) {
+    ++(device ? kinds.device_stamped : kinds.system_stamped);
+  } else {
+    ++(device ? kinds.device_lengths : kinds.system_lengths);
+  }
+}
+
 /// Adds one launch to a node's own counts (not its total: totals are summed up the tree later).
 void add_launch(summary_node& node, const launch_record& launch) {
   ++node.launches;
+  if (launch.dry_run) ++node.dry_run_launches;
   if (!counts_time(launch)) return;
   ++node.timed_launches;
   node.self += time_of(launch);
@@ -139,6 +150,7 @@ pass_summary summarize(const pass_record& pass) {
     if (!counts_time(launch)) continue;
     ++summary.timed_launches;
     summary.methods |= method_set(launch.timing->method);
+    count_kind(summary.measurements, *launch.timing);
     ++stream.timed_launches;
     stream.kernel_time += time_of(launch);
     if (const auto& ticks = launch.timing->ticks) {
@@ -156,6 +168,7 @@ pass_summary summarize(const pass_record& pass) {
       auto& up = scopes[*parent].node;
       up.launches += child.launches;
       up.timed_launches += child.timed_launches;
+      up.dry_run_launches += child.dry_run_launches;
       up.total += child.total;
       up.methods |= child.methods;
     }

@@ -38,6 +38,15 @@ ordered_json methods_json(timing_methods methods) {
   return list;
 }
 
+ordered_json measurements_json(const measurement_kinds& kinds) {
+  ordered_json j;
+  j["device_stamped"] = kinds.device_stamped;
+  j["device_lengths"] = kinds.device_lengths;
+  j["system_stamped"] = kinds.system_stamped;
+  j["system_lengths"] = kinds.system_lengths;
+  return j;
+}
+
 ordered_json lost_json(const lost_measurements& lost) {
   ordered_json j;
   j["empty"] = lost.empty;
@@ -52,6 +61,7 @@ ordered_json node_json(const summary_node& node) {
   j["name"] = node.name;
   j["launches"] = node.launches;
   j["timed_launches"] = node.timed_launches;
+  j["dry_run_launches"] = node.dry_run_launches;
   j["self_ns"] = node.self.count();
   j["total_ns"] = node.total.count();
   j["methods"] = methods_json(node.methods);
@@ -99,10 +109,23 @@ class summary_reader {
                           "). Update launchwatch to read it."};
     }
     if (version < 1) fail("/version", "expected a version of 1 or more, found " + std::to_string(version));
+    if (version < summary_format_version) {
+      throw summary_error{std::string{source_} + " was written by an older launchwatch (summary " +
+                          "format version " + std::to_string(version) + "; this build reads version " +
+                          std::to_string(summary_format_version) +
+                          ", which records how each kernel was measured and each row's dry runs). "
+                          "Run the pass again and write it again (write_summary_json, or "
+                          "`launchwatch demo`)."};
+    }
 
     pass_summary summary;
     summary.timing = timing(root, "", "timing");
     summary.methods = methods(root, "", "methods");
+    const auto& measurements = object(root, "", "measurements");
+    summary.measurements.device_stamped = count(measurements, "/measurements", "device_stamped");
+    summary.measurements.device_lengths = count(measurements, "/measurements", "device_lengths");
+    summary.measurements.system_stamped = count(measurements, "/measurements", "system_stamped");
+    summary.measurements.system_lengths = count(measurements, "/measurements", "system_lengths");
     summary.launches = count(root, "", "launches");
     summary.timed_launches = count(root, "", "timed_launches");
     summary.dry_run_launches = count(root, "", "dry_run_launches");
@@ -230,6 +253,7 @@ class summary_reader {
     node.name = text(value, where, "name");
     node.launches = count(value, where, "launches");
     node.timed_launches = count(value, where, "timed_launches");
+    node.dry_run_launches = count(value, where, "dry_run_launches");
     node.self = duration(value, where, "self_ns");
     node.total = duration(value, where, "total_ns");
     node.methods = methods(value, where, "methods");
@@ -279,6 +303,7 @@ void write_summary_json(std::ostream& out, const pass_summary& summary) {
   j["version"] = summary_format_version;
   j["timing"] = timing_name(summary.timing);
   j["methods"] = methods_json(summary.methods);
+  j["measurements"] = measurements_json(summary.measurements);
   j["launches"] = summary.launches;
   j["timed_launches"] = summary.timed_launches;
   j["dry_run_launches"] = summary.dry_run_launches;

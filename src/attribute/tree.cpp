@@ -85,7 +85,7 @@ class table {
   void add_node(const summary_node& node, std::size_t depth, std::string label) {
     row r;
     r.label = std::string(2 * depth, ' ') + std::move(label);
-    r.launches = launches_text(node.launches, node.timed_launches);
+    r.launches = launches_text(node);
     if (node.timed_launches > 0) {
       r.self = time_text(node.self, unit_);
       r.total = time_text(node.total, unit_);
@@ -150,10 +150,17 @@ class table {
   bool timed() const { return timed_; }
 
  private:
-  std::string launches_text(std::size_t launches, std::size_t timed) const {
-    // Said only where some launch of the row has no time, in a pass that times launches.
-    if (!timed_ || launches == timed) return std::to_string(launches);
-    return fmt::format("{} ({} untimed)", launches, launches - timed);
+  std::string launches_text(const summary_node& node) const {
+    // Dry runs are said wherever there are some: nothing ran, by design. Launches without time for
+    // any other reason (captured, measurement lost) only in a pass that times launches.
+    std::string notes;
+    if (node.dry_run_launches > 0) notes = fmt::format("{} dry", node.dry_run_launches);
+    const auto accounted = node.timed_launches + node.dry_run_launches;
+    if (timed_ && node.launches > accounted) {
+      notes += fmt::format("{}{} untimed", notes.empty() ? "" : ", ", node.launches - accounted);
+    }
+    if (notes.empty()) return std::to_string(node.launches);
+    return fmt::format("{} ({})", node.launches, notes);
   }
 
   const pass_summary& summary_;
@@ -162,6 +169,77 @@ class table {
   bool timed_;
   std::vector<row> rows_;
 };
+
+/// Why a pass's measurements came as lengths only: the launch path read them on the issuing
+/// thread, because the observer asked it to (`resolved`) or because the profiling logger read
+/// every measurement (whatever was asked).
+const char* why_lengths_only(timing_request timing) {
+  return timing == timing_request::resolved
+             ? "each measurement was read on the issuing thread"
+             : "the profiling logger read each measurement";
+}
+
+/// The header's timing line: how the times below were measured, as the measurements themselves
+/// say (by method, and timestamps or lengths only), with the request in parentheses.
+std::string timing_line(const pass_summary& s) {
+  const char* request = request_text(s.timing);
+  if (s.timed_launches == 0) {
+    if (s.timing == timing_request::none) {
+      return "timing: not requested (timing_request::none): launches are counted, not timed";
+    }
+    return fmt::format("timing: requested ({}), but no launch has a measurement", request);
+  }
+  const auto& m = s.measurements;
+  if (s.methods.mixed()) {
+    auto kinds = [](std::size_t stamped, std::size_t lengths) {
+      if (lengths == 0) return fmt::format("{} with start and end", stamped);
+      const char* only = lengths == 1 ? "length only" : "lengths only";
+      if (stamped == 0) return fmt::format("{} {}", lengths, only);
+      return fmt::format("{} with start and end, {} {}", stamped, lengths, only);
+    };
+    std::string line = fmt::format(
+        "timing: MIXED ({}): device times ({}) and host wall time ({}) are added together below; "
+        "the method column says which each row holds",
+        request, kinds(m.device_stamped, m.device_lengths),
+        kinds(m.system_stamped, m.system_lengths));
+    if (m.device_lengths + m.system_lengths > 0) {
+      line += fmt::format("; lengths only where {}, so those kernels ran one at a time",
+                          why_lengths_only(s.timing));
+    }
+    return line;
+  }
+  const bool device = s.methods.device;
+  const auto stamped = device ? m.device_stamped : m.system_stamped;
+  const auto lengths = device ? m.device_lengths : m.system_lengths;
+  if (lengths == 0) {
+    return device ? fmt::format("timing: device ({}): each kernel's start and end stamped by the "
+                                "device on one clock",
+                                request)
+                  : fmt::format("timing: system ({}): host wall time around each blocking "
+                                "submit, submission and waiting included",
+                                request);
+  }
+  const char* system_note = device ? "" : "; host wall time around each blocking submit, "
+                                          "submission and waiting included";
+  if (stamped == 0) {
+    return fmt::format("timing: {}, lengths only ({}{}): {}, so kernels ran one at a time{}{}",
+                       device ? "device" : "system", request,
+                       s.timing == timing_request::resolved ? "" : " asked",
+                       why_lengths_only(s.timing),
+                       s.timing == timing_request::resolved ? "" : " and only their lengths are known",
+                       system_note);
+  }
+  // Some of each: the profiling logger was turned on or off during the pass, say.
+  return fmt::format(
+      "timing: {} ({}): {} with {} start and end {}, {} known only by length ({}, so they ran one "
+      "at a time){}",
+      device ? "device" : "system", request, plural(stamped, "kernel", "kernels"),
+      stamped == 1 ? "its" : "their",
+      device ? "stamped by the device on one clock" : "on the host clock", lengths,
+      s.timing == timing_request::resolved ? "read on the issuing thread"
+                                           : "the profiling logger read those",
+      system_note);
+}
 
 void write_header(std::ostream& out, const pass_summary& s, const table& t) {
   std::string first = fmt::format("launchwatch: {} from {} on {}", plural(s.launches, "launch", "launches"),
@@ -175,35 +253,30 @@ void write_header(std::ostream& out, const pass_summary& s, const table& t) {
   }
   out << first << '\n';
 
-  const char* request = request_text(s.timing);
-  if (s.timed_launches == 0) {
-    if (s.timing == timing_request::none) {
-      out << "timing: not requested (timing_request::none): launches are counted, not timed\n";
-    } else {
-      out << "timing: requested (" << request << "), but no launch has a measurement\n";
-    }
-  } else if (s.methods.mixed()) {
-    out << "timing: MIXED (" << request
-        << "): device timestamps and host wall time are added together below; the method "
-           "column says which each row holds\n";
-  } else if (s.methods.device) {
-    out << "timing: device (" << request
-        << "): each kernel's start and end stamped by the device on one clock\n";
-  } else {
-    out << "timing: system (" << request
-        << "): host wall time around each blocking submit, submission and waiting included\n";
-  }
+  out << timing_line(s) << '\n';
 
   if (s.window.count() > 0) {
-    std::string window = fmt::format(
-        "100% = {}: first kernel start to last kernel end on each stream, summed over {}",
-        time_text(s.window, t.unit()), plural(s.streams.size(), "stream", "streams"));
-    if (s.unplaced.count() > 0) {
-      window += fmt::format(", plus {} of kernels known only by length (idle time around them is "
-                            "unknown)",
-                            time_text(s.unplaced, t.unit()));
+    const auto streams = plural(s.streams.size(), "stream", "streams");
+    const auto& m = s.measurements;
+    const auto stamped = m.device_stamped + m.system_stamped;
+    const auto lengths = m.device_lengths + m.system_lengths;
+    if (lengths == 0) {
+      out << fmt::format(
+          "100% = {}: first kernel start to last kernel end on each stream, summed over {}\n",
+          time_text(s.window, t.unit()), streams);
+    } else if (stamped == 0) {
+      out << fmt::format(
+          "100% = {}: the lengths of {}, summed over {}; they have no place on a timeline, so "
+          "idle time around them is unknown\n",
+          time_text(s.window, t.unit()), plural(lengths, "kernel", "kernels"), streams);
+    } else {
+      // The window is the two parts added: say both, so neither reads as added to the 100%.
+      out << fmt::format(
+          "100% = {}: {} from first kernel start to last kernel end on each stream, summed over "
+          "{}, and {} of kernels known only by length (idle time around them is unknown)\n",
+          time_text(s.window, t.unit()), time_text(s.window - s.unplaced, t.unit()), streams,
+          time_text(s.unplaced, t.unit()));
     }
-    out << window << '\n';
   }
 
   const auto lost = s.lost.empty + s.lost.failed + s.lost.unpaired;

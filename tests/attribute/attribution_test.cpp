@@ -4,6 +4,7 @@
 #include <launchwatch/attribute/attribution.hpp>
 #include <launchwatch/launch_path.hpp>
 
+#include <future>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -256,6 +257,78 @@ TEST(Attribution, OrdersLaunchesByWhenTheyWereIssuedAcrossThreads) {
   for (const auto& l : pass.launches) order.push_back(pass.kernels[l.kernel]);
   EXPECT_THAT(order, ElementsAre("first", "second", "third"));
   EXPECT_THAT(pass.kernels, ElementsAre("third", "first", "second"));
+}
+
+TEST(Attribution, ALaunchInFlightDuringACollectIsLeftForTheNextPass) {
+  auto observer = make_attribution();
+  std::promise<void> launched;
+  std::promise<void> collected;
+  std::optional<pass_record> first;
+  {
+    launch_observation watching{observer};
+    std::thread launching{[&] {
+      launch_path::notify_launch(info_for("k"));
+      launched.set_value();
+      collected.get_future().wait();
+      launch_path::notify_profiled("k", device_window(200ns, 450ns));
+    }};
+    launched.get_future().wait();
+    first = observer->collect();
+    collected.set_value();
+    launching.join();
+  }
+  const auto second = observer->collect();
+  EXPECT_TRUE(first->launches.empty()) << "the launch was collected before its measurement came";
+  ASSERT_EQ(second.launches.size(), 1u);
+  ASSERT_TRUE(second.launches[0].timing.has_value());
+  EXPECT_EQ(second.launches[0].timing->length, 250ns);
+  EXPECT_EQ(second.lost, lost_measurements{});
+}
+
+TEST(Attribution, APassHoldingALaunchLeftByTheCollectBeforeStartsNoLaterThanThatLaunch) {
+  auto observer = make_attribution();
+  std::promise<void> launched;
+  std::promise<void> collected;
+  {
+    launch_observation watching{observer};
+    std::thread launching{[&] {
+      fake_clock::set(100ns);
+      launch_path::notify_launch(info_for("k"));
+      launched.set_value();
+      collected.get_future().wait();
+      launch_path::notify_profiled("k", device_window(200ns, 450ns));
+    }};
+    launched.get_future().wait();
+    fake_clock::set(300ns);
+    (void)observer->collect();
+    collected.set_value();
+    launching.join();
+  }
+  const auto second = observer->collect();
+  ASSERT_EQ(second.launches.size(), 1u);
+  EXPECT_EQ(second.origin, fake_clock::at(100ns));
+}
+
+TEST(Attribution, ALaunchWhoseMeasurementCanNoLongerArriveIsCollectedUntimed) {
+  auto observer = make_attribution();
+  {
+    launch_observation watching{observer};
+    // Reported, and its thread gone before any measurement was handed over.
+    std::thread{[] { launch_path::notify_launch(info_for("k")); }}.join();
+  }
+  const auto pass = observer->collect();
+  ASSERT_EQ(pass.launches.size(), 1u);
+  EXPECT_FALSE(pass.launches[0].timing.has_value());
+}
+
+TEST(Attribution, CollectTakesTheCallingThreadsOwnLaunchWhileStillObserving) {
+  auto observer = make_attribution();
+  launch_observation watching{observer};
+  // The calling thread is in collect, not between a launch and its measurement.
+  launch_path::notify_launch(info_for("k"));
+  const auto pass = observer->collect();
+  ASSERT_EQ(pass.launches.size(), 1u);
+  EXPECT_FALSE(pass.launches[0].timing.has_value());
 }
 
 TEST(Attribution, AttributePassWatchesExactlyTheCall) {

@@ -92,6 +92,75 @@ TEST(TreeReport, SaysWhatMeasurementsWereLost) {
                         "launches have no time"));
 }
 
+TEST(TreeReport, CountsDryRunsAsDryRunsNotAsUntimed) {
+  testing::pass_builder b;
+  const auto t = b.thread("t");
+  const auto s1 = b.stream(1);
+  b.kernel({t, "k", {"s"}, s1}, 0us, 10us).dry_run = true;
+  b.kernel({t, "k", {"s"}, s1}, 20us, 45us);
+  b.launch({t, "k", {"s"}, s1});  // measured by nothing
+  const auto table = render_tree(summarize(b.pass()));
+  EXPECT_THAT(table, ContainsRegex("\ns +3 \\(1 dry, 1 untimed\\) +25\\.000 us"));
+  EXPECT_THAT(table, ContainsRegex("\n  k +3 \\(1 dry, 1 untimed\\) +25\\.000 us"));
+}
+
+TEST(TreeReport, CountsDryRunsInAPassThatIsNotTimed) {
+  testing::pass_builder b{timing_request::none};
+  const auto t = b.thread("t");
+  b.launch({t, "k", {"s"}, b.stream(1)}).dry_run = true;
+  b.launch({t, "k", {"s"}, b.stream(1)});
+  EXPECT_THAT(render_tree(summarize(b.pass())), ContainsRegex("\ns +2 \\(1 dry\\)\n"));
+}
+
+TEST(TreeReport, SaysTheWindowIsTheTimelinePlusTheKernelsKnownOnlyByLength) {
+  // The mixed pass: 43us from first start to last end, and 8us known only by length.
+  EXPECT_THAT(render_tree(summarize(testing::mixed_pass())),
+              HasSubstr("\n100% = 51.000 us: 43.000 us from first kernel start to last kernel end "
+                        "on each stream, summed over 1 stream, and 8.000 us of kernels known only "
+                        "by length (idle time around them is unknown)\n"));
+}
+
+TEST(TreeReport, SaysTheWindowIsTheLengthsWhenNoKernelHasAPlaceOnTheTimeline) {
+  testing::pass_builder b{timing_request::resolved};
+  const auto t = b.thread("t");
+  b.timed({t, "a", {"s"}, b.stream(1)}, 30us, timing_method::device);
+  b.timed({t, "b", {"s"}, b.stream(1)}, 50us, timing_method::device);
+  EXPECT_THAT(render_tree(summarize(b.pass())),
+              HasSubstr("\n100% = 80.000 us: the lengths of 2 kernels, summed over 1 stream; they "
+                        "have no place on a timeline, so idle time around them is unknown\n"));
+}
+
+/// A pass that asked for deferred timing and got device lengths only: what the launch path
+/// reports while the profiling logger reads every measurement.
+pass_record deferred_pass_read_by_the_logger() {
+  testing::pass_builder b{timing_request::deferred};
+  const auto t = b.thread("t");
+  b.timed({t, "a", {"s"}, b.stream(1)}, 3us, timing_method::device);
+  b.timed({t, "b", {"s"}, b.stream(1)}, 5us, timing_method::device);
+  return b.pass();
+}
+
+TEST(TreeReport, SaysLengthsOnlyWhenTheProfilingLoggerReadTheMeasurements) {
+  const auto table = render_tree(summarize(deferred_pass_read_by_the_logger()));
+  EXPECT_THAT(table, HasSubstr("\ntiming: device, lengths only (deferred asked): the profiling "
+                               "logger read each measurement, so kernels ran one at a time and "
+                               "only their lengths are known\n"));
+  EXPECT_THAT(table, Not(HasSubstr("start and end stamped")));
+}
+
+TEST(TreeReport, SaysHowManyKernelsWereStampedAndHowManyKnownOnlyByLength) {
+  auto pass = deferred_pass_read_by_the_logger();
+  testing::pass_builder more{timing_request::deferred};
+  const auto t = more.thread("t");
+  more.kernel({t, "c", {"s"}, more.stream(1)}, 10us, 20us);
+  pass.launches.push_back(more.pass().launches.at(0));
+  pass.launches.back().kernel = pass.add_kernel("c");
+  EXPECT_THAT(render_tree(summarize(pass)),
+              HasSubstr("\ntiming: device (deferred): 1 kernel with its start and end stamped by "
+                        "the device on one clock, 2 known only by length (the profiling logger "
+                        "read those, so they ran one at a time)\n"));
+}
+
 // Reads the table back: the top-level rows' totals (scopes, outside, idle, overlap) must add up to
 // the total row. The sample's times are whole microseconds printed to three decimals, so the printed
 // numbers are exact and the sum can be compared exactly.

@@ -2,15 +2,18 @@
 
 #include <launchwatch/attribute/render.hpp>
 #include <launchwatch/attribute/summary.hpp>
+#include <launchwatch/runtime/errors.hpp>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "sample_passes.hpp"
 
@@ -85,6 +88,39 @@ TEST(SummaryJson, SaysWhichFileCouldNotBeOpened) {
   }
 }
 
+TEST(SummaryJson, ASummaryThatCannotBeReadThrowsALaunchwatchError) {
+  // Like every exception launchwatch throws on purpose, so one handler catches them all.
+  EXPECT_THROW((void)load_summary("/nonexistent/launchwatch/summary.json"), launchwatch::error);
+  EXPECT_THROW((void)from_json("launches: 3"), launchwatch::error);
+}
+
+TEST(SummaryJson, WritesTheFieldsItsDocumentationNames) {
+  // The names write_summary_json's documentation and docs/report_format.md give, in order.
+  const auto root = nlohmann::json::parse(to_json(summarize(testing::sample_pass())));
+  std::vector<std::string> top;
+  for (const auto& [key, value] : root.items()) top.push_back(key);
+  EXPECT_THAT(top, ::testing::UnorderedElementsAre(
+                       "format", "version", "timing", "methods", "measurements", "launches",
+                       "timed_launches", "dry_run_launches", "captured_launches", "host_threads",
+                       "lost", "window_ns", "kernel_ns", "idle_ns", "overlap_ns", "unplaced_ns",
+                       "scopes", "outside_scopes", "streams"));
+  std::vector<std::string> row;
+  for (const auto& [key, value] : root["scopes"][0].items()) row.push_back(key);
+  EXPECT_THAT(row, ::testing::UnorderedElementsAre("kind", "name", "launches", "timed_launches",
+                                                   "dry_run_launches", "self_ns", "total_ns",
+                                                   "methods", "children"));
+  std::vector<std::string> stream;
+  for (const auto& [key, value] : root["streams"][0].items()) stream.push_back(key);
+  EXPECT_THAT(stream, ::testing::UnorderedElementsAre("backend", "device", "stream", "launches",
+                                                      "timed_launches", "window_ns", "kernel_ns",
+                                                      "idle_ns", "overlap_ns", "unplaced_ns"));
+  std::vector<std::string> measurements;
+  for (const auto& [key, value] : root["measurements"].items()) measurements.push_back(key);
+  EXPECT_THAT(measurements,
+              ::testing::UnorderedElementsAre("device_stamped", "device_lengths", "system_stamped",
+                                              "system_lengths"));
+}
+
 TEST(SummaryJson, RefusesTextThatIsNotJson) {
   EXPECT_THAT(error_reading("launches: 3"), AllOf(HasSubstr("summary.json is not valid JSON"),
                                                    HasSubstr("parse error")));
@@ -99,8 +135,14 @@ TEST(SummaryJson, RefusesJsonThatIsNotALaunchwatchSummary) {
 }
 
 TEST(SummaryJson, RefusesANewerFormatVersionAndSaysToUpdate) {
-  EXPECT_THAT(error_reading(edited("\"version\": 1", "\"version\": 2")),
-              AllOf(HasSubstr("newer launchwatch"), HasSubstr("version 2"), HasSubstr("Update")));
+  EXPECT_THAT(error_reading(edited("\"version\": 2", "\"version\": 3")),
+              AllOf(HasSubstr("newer launchwatch"), HasSubstr("version 3"), HasSubstr("Update")));
+}
+
+TEST(SummaryJson, RefusesAnOlderFormatVersionAndSaysToWriteItAgain) {
+  EXPECT_THAT(error_reading(edited("\"version\": 2", "\"version\": 1")),
+              AllOf(HasSubstr("older launchwatch"), HasSubstr("version 1"),
+                    HasSubstr("write it again")));
 }
 
 TEST(SummaryJson, NamesTheLocationOfAMissingField) {

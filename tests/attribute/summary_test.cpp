@@ -90,6 +90,36 @@ TEST(Summary, DryRunLaunchesAreCountedButGivenNoTime) {
   EXPECT_EQ(s.scopes.at(0).total, 5us);
 }
 
+TEST(Summary, CountsDryRunsInEveryRowAboveThem) {
+  const auto s = summarize(testing::sample_pass());
+  EXPECT_EQ(s.outside.dry_run_launches, 1u);
+  EXPECT_EQ(child(s.outside, testing::matmul).dry_run_launches, 1u);
+  EXPECT_EQ(child(s.outside, testing::copy).dry_run_launches, 0u);
+  EXPECT_EQ(s.scopes.at(0).dry_run_launches, 0u);
+
+  pass_builder b;
+  const auto t = b.thread("t");
+  b.launch({t, "k", {"outer", "inner"}, b.stream(1)}).dry_run = true;
+  const auto nested = summarize(b.pass());
+  EXPECT_EQ(nested.scopes.at(0).dry_run_launches, 1u);
+  EXPECT_EQ(child(nested.scopes.at(0), "inner").dry_run_launches, 1u);
+}
+
+TEST(Summary, CountsHowEachTimedLaunchWasMeasured) {
+  pass_builder b;
+  const auto t = b.thread("t");
+  const auto s1 = b.stream(1);
+  b.kernel({t, "a", {}, s1}, 0us, 10us);
+  b.kernel({t, "a", {}, s1}, 10us, 20us);
+  b.kernel({t, "b", {}, s1}, 20us, 30us, timing_method::system);
+  b.timed({t, "c", {}, s1}, 5us, timing_method::device);
+  b.timed({t, "d", {}, s1}, 5us, timing_method::system);
+  b.timed({t, "d", {}, s1}, 5us, timing_method::system);
+  b.timed({t, "d", {}, s1}, 5us, timing_method::system).dry_run = true;  // not timed: nothing ran
+  const auto s = summarize(b.pass());
+  EXPECT_EQ(s.measurements, (measurement_kinds{2, 1, 1, 2}));
+}
+
 TEST(Summary, SelfIsTheScopesOwnKernelsAndTotalIncludesItsChildren) {
   const auto s = summarize(testing::sample_pass());
   ASSERT_EQ(s.scopes.size(), 2u);

@@ -40,11 +40,14 @@ struct attribution_options {
   /// timestamps are mapped onto, or host and device events will not line up.
   attribution_clock clock = nullptr;
 
-  /// Launches to make room for up front, so the pass allocates nothing while it runs (storage is
-  /// otherwise added in chunks as it fills, and reused after each `collect`).
+  /// Launches to make room for up front, so the pass neither allocates nor takes a page fault
+  /// while it runs: the storage is allocated and written once when the attribution is created
+  /// (about 200 bytes a launch), so the operating system has handed over every page of it before
+  /// the first launch. Without it, storage is added in chunks as the pass fills it, each chunk's
+  /// pages faulting in as they are first written; either way it is reused after each `collect`.
   std::size_t reserve_launches = 0;
 
-  /// Scope intervals to make room for up front, likewise.
+  /// Scope intervals to make room for up front, likewise (about 24 bytes an interval).
   std::size_t reserve_scopes = 0;
 };
 
@@ -61,14 +64,19 @@ struct attribution_options {
 /// since scopes cost more while it lives. `attribute_pass` does all of that for one callable.
 ///
 /// Thread safety: observer methods may run on many threads at once, and `collect` may run while
-/// they do (launches it misses go to the next pass). Cost per launch while installed: a
-/// thread-local lookup, a clock read and an uncontended lock; no heap allocation once its storage
-/// has grown to the pass's size (see `attribution_options::reserve_launches`).
+/// they do (launches it misses, and launches still waiting for their measurement, go to the next
+/// pass). Cost per launch while installed: a thread-local lookup, a clock read and an uncontended
+/// lock; no heap allocation once its storage has grown to the pass's size (see
+/// `attribution_options::reserve_launches`).
 class attribution final : public launch_observer {
  public:
   /// Starts recording: scopes entered from now on are part of launches' paths.
   explicit attribution(attribution_options options = {});
-  /// Stops recording. Measurements never collected are dropped unread.
+  /// Stops recording and frees its storage. Measurements never collected are dropped unread.
+  ///
+  /// A thread that recorded for it may keep a small handle on its log until the thread exits or
+  /// works for newer attributions, but none of the pass's storage: that is freed here, whichever
+  /// threads still run. Precondition: no other thread is in one of its methods.
   ~attribution() override;
 
   attribution(const attribution&) = delete;
@@ -95,6 +103,12 @@ class attribution final : public launch_observer {
   /// work is issued (after the observation ends, typically). A measurement whose read throws (a
   /// kernel that faulted) or carries nothing is counted in `pass_record::lost` and its launch kept
   /// without timing, with one warning per collect. Scopes still open are not included.
+  ///
+  /// A launch another thread has reported but not yet handed the measurement of (it is submitting
+  /// the kernel) is left for the next pass, so a collect never parts a launch from its measurement;
+  /// that pass's origin is then no later than the launch. This holds only while an observer is
+  /// installed and launches are timed: with no observer installed no measurement can arrive any
+  /// more, and such a launch is collected now, untimed.
   /// Thread safety: safe while launches are reported; calls to `collect` are serialised.
   pass_record collect();
 

@@ -129,7 +129,9 @@ struct lost_measurements {
 /// kernel name and scope path once. Instants are on the host's steady clock (device timestamps are
 /// mapped onto it), so renderers lay host scopes and kernels on one axis.
 struct pass_record {
-  /// Where the pass's timeline starts: reports and traces measure time from here.
+  /// Where the pass's timeline starts: reports and traces measure time from here. The
+  /// attribution's creation or its previous `collect`, or, when that collect left a launch still
+  /// waiting for its measurement to this pass, that launch's `issued` if earlier.
   instant origin;
   /// The timing the attribution asked of the launch path.
   timing_request timing = timing_request::none;

@@ -19,11 +19,13 @@ struct tree_options {
 };
 
 /// Writes the tree table: one row per scope, with its kernels and child scopes indented under it
-/// (launches, self time, total time, share of the pass), then a row for launches outside any
-/// scope, a row for device idle time, a row subtracting overlap when kernels on one stream
-/// overlapped, and a total row. The rows' totals add up to the pass's device window, so the table
-/// accounts for 100% of it; the header says how the time was measured and what was lost, and when
-/// measurement methods were mixed each row says which it holds.
+/// (launches, with dry runs and launches without time counted apart; self time, total time, share
+/// of the pass), then a row for launches outside any scope, a row for device idle time, a row
+/// subtracting overlap when kernels on one stream overlapped, and a total row. The rows' totals add
+/// up to the pass's device window, so the table accounts for 100% of it; the header says how the
+/// time was measured (by method, and whether kernels have their start and end or only a length),
+/// what the 100% is made of, and what was lost, and when measurement methods were mixed each row
+/// says which it holds.
 ///
 /// Times use one unit for the whole table, chosen from the window's size. Thread safety: reads only
 /// its arguments.

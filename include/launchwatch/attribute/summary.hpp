@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <iosfwd>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +14,7 @@
 #include <launchwatch/attribute/pass_record.hpp>
 #include <launchwatch/observe.hpp>
 #include <launchwatch/profile.hpp>
+#include <launchwatch/runtime/errors.hpp>
 
 namespace launchwatch {
 
@@ -39,6 +39,30 @@ struct timing_methods {
   friend bool operator==(const timing_methods&, const timing_methods&) = default;
 };
 
+/// How the launches whose time counts were measured: by method, and whether each measurement
+/// came with its start and end on the pass's timeline or as a length only.
+///
+/// Kept because the two tell different stories: a measurement handed over unread (`deferred`) has
+/// its start and end, from a pass whose kernels ran back to back; one the launch path read on the
+/// issuing thread (`resolved`, or any request while the profiling logger reads every measurement)
+/// has a length only, and its kernel ran alone. The tree's header says which the pass received.
+struct measurement_kinds {
+  /// Device timestamps: start and end on the device's clock.
+  std::size_t device_stamped = 0;
+  /// Device lengths, without a start or an end.
+  std::size_t device_lengths = 0;
+  /// Host wall time with its start and end.
+  std::size_t system_stamped = 0;
+  /// Host wall time as a length only.
+  std::size_t system_lengths = 0;
+
+  /// How many launches these are, all kinds together.
+  std::size_t total() const noexcept {
+    return device_stamped + device_lengths + system_stamped + system_lengths;
+  }
+  friend bool operator==(const measurement_kinds&, const measurement_kinds&) = default;
+};
+
 /// One row of the tree: a scope with everything launched under it, or a kernel within a scope.
 struct summary_node {
   /// What a row stands for.
@@ -54,6 +78,9 @@ struct summary_node {
   std::size_t launches = 0;
   /// Of those, the ones with a measurement that counts as device time (not dry runs).
   std::size_t timed_launches = 0;
+  /// Of those launches, the dry runs: reported, not executed, so never timed. Counted apart so a
+  /// report can tell a dry run from a launch whose measurement is missing.
+  std::size_t dry_run_launches = 0;
   /// Time of kernels launched directly in this scope; a kernel's own time for a kernel row.
   std::chrono::nanoseconds self{0};
   /// Time of everything under this node.
@@ -101,6 +128,8 @@ struct pass_summary {
   timing_request timing = timing_request::none;
   /// How the measurements that count were taken.
   timing_methods methods;
+  /// The same measurements counted by method and by kind (timestamps or lengths only).
+  measurement_kinds measurements;
   /// Every launch reported.
   std::size_t launches = 0;
   /// Launches whose time counts: measured, and not dry runs.
@@ -140,30 +169,44 @@ struct pass_summary {
 pass_summary summarize(const pass_record& pass);
 
 /// A summary file that could not be read: says which file, where in it, and what was expected.
-class summary_error : public std::runtime_error {
+///
+/// A launchwatch::error (and so a std::runtime_error), like every exception launchwatch throws on
+/// purpose, so one handler catches them all.
+class summary_error : public error {
  public:
-  using std::runtime_error::runtime_error;
+  using error::error;
 };
 
-/// The version of the summary JSON format this build writes and reads.
-inline constexpr int summary_format_version = 1;
+/// The version of the summary JSON format this build writes, and the only one it reads.
+///
+/// Version 2 added `measurements` and each row's `dry_run_launches`, which the tree's header and
+/// launches column need; version 1 summaries are refused with a message saying to write them
+/// again.
+inline constexpr int summary_format_version = 2;
 
 /// Writes `summary` as JSON, so a program or a regression test can read a pass without parsing a
 /// table, and `read_summary_json` gives back an equal summary.
 ///
 /// The format: an object with `"format": "launchwatch-summary"` and `"version"` (this build's
-/// summary_format_version; a reader refuses a newer one), then every field of pass_summary under its
-/// own name, times as integer nanoseconds with a `_ns` suffix (`window_ns`, `self_ns`), timing
-/// methods as a list of "device"/"system", `timing` as "none"/"resolved"/"deferred", scope and kernel
-/// rows as objects with `kind` ("scope"/"kernel") and `children`. Kernel names are full names.
+/// summary_format_version), then pass_summary's fields, each under its own name except where said:
+/// `timing` as "none"/"resolved"/"deferred"; `methods` (and every row's) as a list of
+/// "device"/"system"; `measurements` as an object of its four counts; `launches`,
+/// `timed_launches`, `dry_run_launches`, `captured_launches`, `host_threads`; `lost` as an object
+/// of its three counts; the times as integer nanoseconds named with a `_ns` suffix, `kernel_time`
+/// shortened: `window_ns`, `kernel_ns`, `idle_ns`, `overlap_ns`, `unplaced_ns`; `scopes`; `outside`
+/// written as `outside_scopes`; `streams`. A row (a summary_node) has `kind` ("scope"/"kernel"),
+/// `name`, `launches`, `timed_launches`, `dry_run_launches`, `self_ns`, `total_ns`, `methods`, and
+/// for a scope `children`. A stream has `backend`, `device` and `stream` (its stream_info, flat),
+/// `launches`, `timed_launches`, `window_ns`, `kernel_ns` (its `kernel_time`), `idle_ns`,
+/// `overlap_ns`, `unplaced_ns`. Kernel names are full names. docs/report_format.md has an example.
 void write_summary_json(std::ostream& out, const pass_summary& summary);
 
 /// Reads a summary written by `write_summary_json`.
 ///
 /// `source` names the input in error messages (a file name). Throws summary_error naming the
 /// source, the JSON location (`/scopes/0/launches`) and what was expected, for text that is not
-/// JSON, not a launchwatch summary, from a newer format version, or with a field missing or of
-/// the wrong type.
+/// JSON, not a launchwatch summary, of another format version than this build's, or with a field
+/// missing or of the wrong type. Fields it does not know are ignored.
 pass_summary read_summary_json(std::istream& in, std::string_view source = "summary");
 
 /// Reads the summary in file `path`; throws summary_error when it cannot be opened or read.

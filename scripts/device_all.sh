@@ -5,7 +5,9 @@
 # harness (issue 6), the demo on the GPU, and the CPU-side micro-benchmarks on this host's cores.
 # Prints a short table last.
 #
-# Usage: OUT=dir scripts/device_all.sh     (OUT defaults to build/device-out)
+# Usage: OUT=dir scripts/device_all.sh [step ...]   (OUT defaults to build/device-out)
+#   steps: checks (gpu_check.sh), demo, peers, cpu; all of them by default. The build is incremental,
+#   so a machine kept warm between two calls builds once: `... checks demo` then `... peers cpu`.
 # Outputs: $OUT/summary.txt, $OUT/demo_cuda.txt, $OUT/peers.json, $OUT/peers_launch_cost.svg, and
 # every log in $OUT/logs.tar.gz (a device run brings back at most 8 files).
 set -uo pipefail
@@ -15,6 +17,8 @@ BUILD=${BUILD:-build/gpu}
 JOBS=${JOBS:-$(nproc)}
 logs=$BUILD/logs
 mkdir -p "$OUT" "$logs"
+steps=" ${*:-checks demo peers cpu} "
+want() { [[ $steps == *" $1 "* ]]; }
 rows=()
 row() { rows+=("$(printf '%-30s | %-4s | %s' "$1" "$2" "$3")"); }
 started=$(date +%s)
@@ -34,13 +38,16 @@ else
   row "build (cuda, sm_90)" FAIL "logs/build.log"
 fi
 
-echo "== CUDA tests, compute-sanitizer, timing benchmarks (scripts/gpu_check.sh)"
-BUILD=$BUILD OUT=$logs JOBS=$JOBS timeout 330 scripts/gpu_check.sh >"$logs/gpu_check.txt" 2>&1
-status=$?
-sed -n '/==== gpu_check ====/,$p' "$logs/gpu_check.txt" | tail -n +2 | while IFS= read -r line; do echo "$line"; done >"$logs/gpu_check_rows.txt"
-while IFS= read -r line; do rows+=("$line"); done <"$logs/gpu_check_rows.txt"
-[[ $status -eq 0 ]] || row "gpu_check.sh" FAIL "exit $status (logs/gpu_check.txt)"
+if want checks; then
+  echo "== CUDA tests, compute-sanitizer, timing benchmarks (scripts/gpu_check.sh)"
+  BUILD=$BUILD OUT=$logs JOBS=$JOBS QUICK=${QUICK:-1} timeout 360 scripts/gpu_check.sh >"$logs/gpu_check.txt" 2>&1
+  status=$?
+  sed -n '/==== gpu_check ====/,$p' "$logs/gpu_check.txt" | tail -n +2 >"$logs/gpu_check_rows.txt"
+  while IFS= read -r line; do rows+=("$line"); done <"$logs/gpu_check_rows.txt"
+  [[ $status -eq 0 ]] || row "gpu_check.sh" FAIL "exit $status (logs/gpu_check.txt)"
+fi
 
+if want demo; then
 echo "== demo on the GPU"
 t=$(date +%s)
 if timeout 60 "$BUILD/apps/launchwatch/launchwatch" demo --backend cuda --no-progress --out "$logs/demo-cuda" \
@@ -49,10 +56,12 @@ if timeout 60 "$BUILD/apps/launchwatch/launchwatch" demo --backend cuda --no-pro
 else
   row "launchwatch demo --backend cuda" FAIL "demo_cuda.txt"
 fi
+fi
 
+if want peers; then
 echo "== peers harness"
 t=$(date +%s)
-if timeout 200 "$BUILD/bench/peers/launchwatch_peers_bench" --json "$OUT/peers.json" --max-seconds 170 \
+if timeout 200 "$BUILD/bench/peers/launchwatch_peers_bench" --json "$OUT/peers.json" --max-seconds 170 ${PEERS_ARGS:-} \
      >"$logs/peers_tables.txt" 2>&1; then
   python3 scripts/plot_benchmarks.py "$OUT/peers.json" --svg "$OUT/peers_launch_cost.svg" --summary \
     >"$logs/peers_summary.txt" 2>&1
@@ -60,19 +69,22 @@ if timeout 200 "$BUILD/bench/peers/launchwatch_peers_bench" --json "$OUT/peers.j
 else
   row "peers harness" FAIL "logs/peers_tables.txt"
 fi
+fi
 
+if want cpu; then
 echo "== CPU micro-benchmarks on this host"
 for bench in core/launchwatch_observer_bench attribute/launchwatch_attribution_bench runtime/launchwatch_launch_bench; do
   name=$(basename "$bench")
-  if timeout 90 "$BUILD/bench/$bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+  if timeout 60 "$BUILD/bench/$bench" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
        >"$logs/$name.txt" 2>&1; then
     row "$name" ok "logs/$name.txt"
   else
     row "$name" FAIL "logs/$name.txt"
   fi
 done
+fi
 
-tar -czf "$OUT/logs.tar.gz" -C "$BUILD" logs
+tar -czf "$OUT/logs_$(echo $steps | tr ' ' '_').tar.gz" -C "$BUILD" logs
 {
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null
   sed -n '/Summary/,$p' "$logs/launchwatch_observer_bench.txt" 2>/dev/null | head -30

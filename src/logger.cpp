@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -484,7 +485,10 @@ struct logger_state {
   std::uint64_t written = 0;  // of those, entries the writer has finished (and flushed)
   std::thread writer;
   std::thread::id writer_id;
-  ::pid_t writer_process = 0;  // a forked child has the writer's handle but not its thread
+  // The process the writer runs in. A forked child inherits the writer's handle, queue and lock
+  // (held, if the writer held it at the fork) but not its thread, so its exit must touch none of
+  // them: read without the lock.
+  std::atomic<::pid_t> writer_process{0};
   bool stopping = false;
   bool accepting = true;       // false once shut down at exit
   bool exit_hook_registered = false;
@@ -581,7 +585,7 @@ void ensure_writer(logger_state& state) {
   state.stopping = false;
   state.writer = std::thread{run_writer, std::ref(state), state.output};
   state.writer_id = state.writer.get_id();
-  state.writer_process = ::getpid();
+  state.writer_process.store(::getpid(), std::memory_order_relaxed);
   if (!std::exchange(state.exit_hook_registered, true)) {
     // Exit handlers and static destructors run in reverse order of registration: whatever the
     // handler may use (the diagnostics logger and spdlog's registry) is created first, so it is
@@ -650,6 +654,7 @@ std::uint64_t stop_writer(logger_state& state, std::optional<std::chrono::second
   }
   lock.lock();
   state.writer_id = {};
+  state.writer_process.store(0, std::memory_order_relaxed);
   state.stopping = false;
   state.progress.notify_all();
   return lost;
@@ -657,11 +662,12 @@ std::uint64_t stop_writer(logger_state& state, std::optional<std::chrono::second
 
 void shut_down_at_exit() noexcept {
   auto& state = logger_state::get();
+  // A forked child exiting: the writer thread, and what it had queued, stayed with the parent.
+  const auto writer_process = state.writer_process.load(std::memory_order_relaxed);
+  if (writer_process != 0 && writer_process != ::getpid()) return;
   {
     std::lock_guard lock{state.mutex};
     state.accepting = false;
-    // A forked child exiting: the writer thread, and what it had queued, stayed with the parent.
-    if (state.writer.joinable() && state.writer_process != ::getpid()) return;
   }
   try {
     const auto lost = stop_writer(state, exit_drain_limit, true);

@@ -620,6 +620,13 @@ TEST_F(ProfilingLoggerAtExit, AForkedChildExitsAtOnceWithoutWaitingForItsParents
   logger().set_level(profile_level::medium);
   logger().start();
   std::latch kernel_done{1};
+  struct finish_the_kernel {  // on every way out, and before the latch goes, which the writer reads
+    std::latch& done;
+    ~finish_the_kernel() {
+      done.count_down();
+      logger().flush();
+    }
+  } finishing{kernel_done};
   // Forks land at any point of the writer's cycle, its lock held or not: the child inherits the
   // writer's handle, queue and lock state, but not its thread.
   for (int round = 0; round < 20; ++round) {
@@ -641,7 +648,6 @@ TEST_F(ProfilingLoggerAtExit, AForkedChildExitsAtOnceWithoutWaitingForItsParents
     EXPECT_EQ(WEXITSTATUS(*status), 0);
 #endif
   }
-  kernel_done.count_down();
 }
 
 }  // namespace

@@ -92,9 +92,6 @@ std::string format_offset(nanoseconds offset) {
                      magnitude % 1'000'000);
 }
 
-std::string_view method_name(timing_method method) {
-  return method == timing_method::device ? "device" : "system";
-}
 
 std::string display_name(std::string_view kernel, profile_level level) {
   return format_kernel_name(kernel, level == profile_level::full ? name_format::full
@@ -126,7 +123,7 @@ struct reading_outcome {
 std::string timing_text(const reading_outcome& outcome) {
   if (outcome.ticks) {
     return fmt::format("took {} ({})", format_duration(outcome.ticks->length()),
-                       method_name(outcome.method));
+                       to_string(outcome.method));
   }
   if (!outcome.failure.empty()) return fmt::format("untimed (reading failed: {})", outcome.failure);
   return "untimed (no measurement)";
@@ -235,7 +232,7 @@ std::vector<std::string> render_timed_table(timing_method method, std::vector<su
   cells.push_back({"total", format_duration(all.time), std::to_string(all.count),
                    shareable ? format_share(10'000) : std::string{"-"}});
   std::vector<std::string> lines{fmt::format("profile summary ({} timing): {} launch{}, {}",
-                                             method_name(method), all.count,
+                                             to_string(method), all.count,
                                              all.count == 1 ? "" : "es", format_duration(all.time))};
   for (auto& line : lay_out(cells)) lines.push_back(std::move(line));
   return lines;

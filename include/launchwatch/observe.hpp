@@ -39,6 +39,19 @@ enum class timing_request {
   deferred,
 };
 
+/// The request's name as reports and saved summaries spell it: "none", "resolved" or "deferred".
+constexpr std::string_view to_string(timing_request request) noexcept {
+  switch (request) {
+    case timing_request::resolved:
+      return "resolved";
+    case timing_request::deferred:
+      return "deferred";
+    case timing_request::none:
+      break;
+  }
+  return "none";
+}
+
 /// Everything the launch path knows about a launch when it reports it, for observers that want more
 /// than the name: where it runs (to put kernels on one track per device stream), its grid, and
 /// whether it will run at all.

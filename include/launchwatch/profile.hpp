@@ -6,6 +6,7 @@
 #include <memory>
 #include <new>
 #include <optional>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -27,6 +28,11 @@ enum class timing_method {
   system,  ///< Host wall time around a blocking submit.
   device,  ///< Start and end stamped by the device, on one clock, with nothing waited.
 };
+
+/// The method's name as reports, logs and saved summaries spell it: "system" or "device".
+constexpr std::string_view to_string(timing_method method) noexcept {
+  return method == timing_method::device ? "device" : "system";
+}
 
 /// Start and end of one measured window, on one clock.
 ///

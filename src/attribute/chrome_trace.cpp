@@ -213,7 +213,7 @@ class trace_builder {
                     json_string(label), device.pid, device.tid, micros(start), micros(length),
                     json_string(kernel), json_string(scope_text(launch.scope)),
                     json_string(pass_.threads.at(launch.thread).name),
-                    json_string(timing.method == timing_method::device ? "device" : "system"))});
+                    json_string(to_string(timing.method)))});
 
     // Each end of the arrow sits inside its slice (halfway), not on an edge, so it binds to that
     // slice and not to one that ends or begins at the same instant. A slice of zero length has no

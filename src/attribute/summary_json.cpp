@@ -19,18 +19,6 @@ using ordered_json = nlohmann::ordered_json;
 using json = nlohmann::json;
 constexpr const char* format_tag = "launchwatch-summary";
 
-const char* timing_name(timing_request timing) {
-  switch (timing) {
-    case timing_request::none:
-      return "none";
-    case timing_request::resolved:
-      return "resolved";
-    case timing_request::deferred:
-      return "deferred";
-  }
-  return "none";
-}
-
 ordered_json methods_json(timing_methods methods) {
   auto list = ordered_json::array();
   if (methods.device) list.push_back("device");
@@ -301,7 +289,7 @@ void write_summary_json(std::ostream& out, const pass_summary& summary) {
   ordered_json j;
   j["format"] = format_tag;
   j["version"] = summary_format_version;
-  j["timing"] = timing_name(summary.timing);
+  j["timing"] = to_string(summary.timing);
   j["methods"] = methods_json(summary.methods);
   j["measurements"] = measurements_json(summary.measurements);
   j["launches"] = summary.launches;

@@ -49,18 +49,6 @@ const char* methods_text(timing_methods methods) {
   return "-";
 }
 
-const char* request_text(timing_request timing) {
-  switch (timing) {
-    case timing_request::none:
-      return "none";
-    case timing_request::resolved:
-      return "resolved";
-    case timing_request::deferred:
-      return "deferred";
-  }
-  return "none";
-}
-
 std::string plural(std::size_t n, const char* one, const char* many) {
   return fmt::format("{} {}", n, n == 1 ? one : many);
 }
@@ -182,7 +170,7 @@ const char* why_lengths_only(timing_request timing) {
 /// The header's timing line: how the times below were measured, as the measurements themselves
 /// say (by method, and timestamps or lengths only), with the request in parentheses.
 std::string timing_line(const pass_summary& s) {
-  const char* request = request_text(s.timing);
+  const std::string_view request = to_string(s.timing);
   if (s.timed_launches == 0) {
     if (s.timing == timing_request::none) {
       return "timing: not requested (timing_request::none): launches are counted, not timed";

@@ -363,3 +363,15 @@ TEST(LaunchObservation, ALaunchReportedWithItsInfoReachesLaunchedWithAndByDefaul
 
 }  // namespace
 }  // namespace launchwatch
+
+namespace launchwatch {
+namespace {
+
+TEST(LaunchObservation, TimingRequestsAreNamedAsReportsSpellThem) {
+  EXPECT_EQ(to_string(timing_request::none), "none");
+  EXPECT_EQ(to_string(timing_request::resolved), "resolved");
+  EXPECT_EQ(to_string(timing_request::deferred), "deferred");
+}
+
+}  // namespace
+}  // namespace launchwatch

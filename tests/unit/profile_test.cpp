@@ -104,3 +104,14 @@ TEST(ProfileDuration, DestroysAnUnreadResolverExactlyOnce) {
 
 }  // namespace
 }  // namespace launchwatch
+
+namespace launchwatch {
+namespace {
+
+TEST(ProfileTicks, TimingMethodsAreNamedAsReportsSpellThem) {
+  EXPECT_EQ(to_string(timing_method::device), "device");
+  EXPECT_EQ(to_string(timing_method::system), "system");
+}
+
+}  // namespace
+}  // namespace launchwatch

@@ -53,7 +53,7 @@ ctest --test-dir "$BUILD" -L gpu --no-tests=error --output-on-failure --timeout 
   >"$OUT/ctest_gpu.log" 2>&1
 status=$?
 summary=$(grep -E 'tests passed|tests failed' "$OUT/ctest_gpu.log" | tail -1)
-skipped=$(grep -c 'Skipped' "$OUT/ctest_gpu.log" || true)
+skipped=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*\*\*\*Skipped' "$OUT/ctest_gpu.log" || true)
 if [[ $status -eq 0 ]]; then
   row "ctest -L gpu" ok "$summary, $skipped skipped, $(seconds_since "$t") s"
 else

@@ -285,8 +285,15 @@ void write_tree(std::ostream& out, const pass_summary& summary, const tree_optio
     t.add_node(summary.outside, 0, "[outside any scope]");
   }
   if (summary.window.count() > 0) {
-    t.add_plain("[device idle]", "", time_text(summary.idle, t.unit()),
-                share_text(summary.idle, summary.window));
+    const auto& m = summary.measurements;
+    if (m.device_stamped + m.system_stamped == 0) {
+      // Only lengths: no kernel has a place on a timeline, so there is no idle time to show, and a
+      // zero would claim the device never waited.
+      t.add_plain("[device idle: unknown, lengths only]", "", "-", "-");
+    } else {
+      t.add_plain("[device idle]", "", time_text(summary.idle, t.unit()),
+                  share_text(summary.idle, summary.window));
+    }
   }
   if (summary.overlap.count() > 0) {
     t.add_plain("[overlap, counted twice above]", "", time_text(-summary.overlap, t.unit()),

@@ -130,6 +130,19 @@ TEST(TreeReport, SaysTheWindowIsTheLengthsWhenNoKernelHasAPlaceOnTheTimeline) {
                         "have no place on a timeline, so idle time around them is unknown\n"));
 }
 
+TEST(TreeReport, ShowsIdleTimeAsUnknownNotZeroWhenNoKernelHasAPlaceOnTheTimeline) {
+  testing::pass_builder b{timing_request::resolved};
+  const auto t = b.thread("t");
+  b.timed({t, "a", {"s"}, b.stream(1)}, 30us, timing_method::device);
+  const auto table = render_tree(summarize(b.pass()));
+  EXPECT_THAT(table, HasSubstr("\n[device idle: unknown, lengths only]"));
+  EXPECT_THAT(table, Not(HasSubstr("\n[device idle] ")));
+}
+
+TEST(TreeReport, ShowsIdleTimeWhenKernelsHaveAPlaceOnTheTimeline) {
+  EXPECT_THAT(render_tree(summarize(testing::mixed_pass())), HasSubstr("\n[device idle] "));
+}
+
 /// A pass that asked for deferred timing and got device lengths only: what the launch path
 /// reports while the profiling logger reads every measurement.
 pass_record deferred_pass_read_by_the_logger() {

@@ -56,17 +56,30 @@ void attribution::launched_with(const launch_info& info) {
 
 timing_request attribution::timing() const { return recorder_->timing; }
 
+namespace {
+
+/// The launch a measurement of `kernel` belongs to: the thread's launch still awaiting one. A
+/// measurement follows its launch on the same thread; anything else belongs to a launch this
+/// attribution never saw, and is counted as unpaired (null is returned). The caller holds
+/// `log.mutex`.
+template <class Log>
+auto* take_awaiting(Log& log, std::string_view kernel) {
+  auto* entry = std::exchange(log.awaiting, nullptr);
+  if (entry == nullptr || entry->kernel != kernel) {
+    ++log.unpaired;
+    return decltype(entry){nullptr};
+  }
+  return entry;
+}
+
+}  // namespace
+
 void attribution::profiled(std::string_view kernel, profile_duration profile) {
   auto& log = detail::log_for(*recorder_);
   const instant now = log.clock();
   std::lock_guard lock{log.mutex};
-  // The measurement follows its launch on the same thread; anything else belongs to a launch this
-  // attribution never saw.
-  auto* entry = std::exchange(log.awaiting, nullptr);
-  if (entry == nullptr || entry->kernel != kernel) {
-    ++log.unpaired;
-    return;
-  }
+  auto* entry = take_awaiting(log, kernel);
+  if (entry == nullptr) return;
   entry->method = profile.method();
   entry->pending.emplace(std::move(profile));
   entry->state = detail::measurement_state::pending;
@@ -78,11 +91,8 @@ void attribution::timed(std::string_view kernel, std::chrono::nanoseconds length
   auto& log = detail::log_for(*recorder_);
   const instant now = log.clock();
   std::lock_guard lock{log.mutex};
-  auto* entry = std::exchange(log.awaiting, nullptr);
-  if (entry == nullptr || entry->kernel != kernel) {
-    ++log.unpaired;
-    return;
-  }
+  auto* entry = take_awaiting(log, kernel);
+  if (entry == nullptr) return;
   entry->length = length;
   entry->method = method;
   entry->state = detail::measurement_state::length;

@@ -39,7 +39,7 @@
 #include <launchwatch/attribute/summary.hpp>
 #include <launchwatch/observe.hpp>
 #include <launchwatch/runtime/client.hpp>
-#include <launchwatch/runtime/errors.hpp>
+#include <launchwatch/errors.hpp>
 #include <limits>
 #include <memory>
 #include <optional>

@@ -8,6 +8,7 @@
 #include <launchwatch/attribute/summary.hpp>
 #include <launchwatch/config.hpp>
 #include <launchwatch/dry_run.hpp>
+#include <launchwatch/errors.hpp>
 #include <launchwatch/kernel_name.hpp>
 #include <launchwatch/logger.hpp>
 #include <launchwatch/observe.hpp>

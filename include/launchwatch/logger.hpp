@@ -43,7 +43,7 @@
 
 #include <launchwatch/observe.hpp>
 #include <launchwatch/profile.hpp>
-#include <launchwatch/runtime/errors.hpp>
+#include <launchwatch/errors.hpp>
 
 namespace launchwatch {
 

@@ -2,7 +2,7 @@
 
 #include <launchwatch/attribute/render.hpp>
 #include <launchwatch/attribute/summary.hpp>
-#include <launchwatch/runtime/errors.hpp>
+#include <launchwatch/errors.hpp>
 
 #include <cstdio>
 #include <filesystem>

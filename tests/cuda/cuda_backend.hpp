@@ -7,7 +7,7 @@
 #include <string>
 
 #include <launchwatch/runtime/client.hpp>
-#include <launchwatch/runtime/errors.hpp>
+#include <launchwatch/errors.hpp>
 
 namespace launchwatch::conformance {
 

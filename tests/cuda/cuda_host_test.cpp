@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <launchwatch/runtime/client.hpp>
-#include <launchwatch/runtime/errors.hpp>
+#include <launchwatch/errors.hpp>
 
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/device_clock.hpp"

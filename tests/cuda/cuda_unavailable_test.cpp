@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <launchwatch/runtime/client.hpp>
-#include <launchwatch/runtime/errors.hpp>
+#include <launchwatch/errors.hpp>
 
 namespace launchwatch::cuda_testing {
 namespace {

@@ -14,7 +14,7 @@
 #include <launchwatch/attribute/pass_record.hpp>
 #include <launchwatch/observe.hpp>
 #include <launchwatch/profile.hpp>
-#include <launchwatch/runtime/errors.hpp>
+#include <launchwatch/errors.hpp>
 
 namespace launchwatch {
 

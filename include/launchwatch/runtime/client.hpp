@@ -15,7 +15,7 @@
 #include <launchwatch/kernel_name.hpp>
 #include <launchwatch/runtime/buffer.hpp>
 #include <launchwatch/runtime/device_span.hpp>
-#include <launchwatch/runtime/errors.hpp>
+#include <launchwatch/errors.hpp>
 #include <launchwatch/runtime/geometry.hpp>
 #include <launchwatch/runtime/graph.hpp>
 #include <launchwatch/runtime/kernel.hpp>

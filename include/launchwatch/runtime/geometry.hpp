@@ -12,7 +12,7 @@
 #include <limits>
 #include <string>
 
-#include <launchwatch/runtime/errors.hpp>
+#include <launchwatch/errors.hpp>
 
 /// Marks a function callable on the host and, in a translation unit nvcc compiles, on a device:
 /// a kernel's call operator carries it so one definition serves every backend.

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include <launchwatch/runtime/client.hpp>
-#include <launchwatch/runtime/errors.hpp>
+#include <launchwatch/errors.hpp>
 
 #include "backend/cpu/cpu_pool.hpp"
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <launchwatch/runtime/errors.hpp>
+#include <launchwatch/errors.hpp>
 
 namespace launchwatch::detail::cuda {
 

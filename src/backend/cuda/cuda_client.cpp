@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include <launchwatch/runtime/client.hpp>
-#include <launchwatch/runtime/errors.hpp>
+#include <launchwatch/errors.hpp>
 
 #include "cuda_device.hpp"
 

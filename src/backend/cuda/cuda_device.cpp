@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include <launchwatch/runtime/errors.hpp>
+#include <launchwatch/errors.hpp>
 
 #include "cuda_check.hpp"
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include <launchwatch/runtime/errors.hpp>
+#include <launchwatch/errors.hpp>
 
 #include "cuda_check.hpp"
 

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include <launchwatch/runtime/client.hpp>
-#include <launchwatch/runtime/errors.hpp>
+#include <launchwatch/errors.hpp>
 
 namespace launchwatch {
 

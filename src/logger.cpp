@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <exception>
 #include <memory>
+#include <new>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -21,12 +22,14 @@
 #include <utility>
 #include <vector>
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 #include <spdlog/logger.h>
 
 #include "diagnostics.hpp"
+#include "launch_watch_writer.hpp"
 #include "logger/environment.hpp"
 #include "logger/lines.hpp"
 #include "logger/output.hpp"
@@ -106,10 +109,59 @@ struct logger_state {
   running_totals running;
 
   static logger_state& get() {
-    static auto* const state = new logger_state;
+    static auto* const state = [] {
+      auto* created = new logger_state;
+      register_fork_handlers();
+      return created;
+    }();
     return *state;
   }
+
+  /// A forked child has only the thread that forked: the writer stayed with the parent. The locks
+  /// are held across the fork (so the child gets them free, not held by a thread it lacks), and the
+  /// child forgets the writer and what was queued for it, so its own launches start a writer of its
+  /// own, and its syncs and exit wait for nothing of the parent's.
+  static void register_fork_handlers() noexcept;
+  void forget_parents_writer() noexcept;
 };
+
+void logger_state::register_fork_handlers() noexcept {
+  (void)::pthread_atfork(
+      [] {
+        auto& state = get();
+        state.config_mutex.lock();
+        state.mutex.lock();
+      },
+      [] {
+        auto& state = get();
+        state.mutex.unlock();
+        state.config_mutex.unlock();
+      },
+      [] {
+        auto& state = get();
+        state.forget_parents_writer();
+        state.mutex.unlock();
+        state.config_mutex.unlock();
+      });
+}
+
+void logger_state::forget_parents_writer() noexcept {
+  // Neither joined nor destroyed: both would wait for a thread this process does not have. The
+  // handles and the parent's queue (whose measurements could only be read by the parent's
+  // streams) are left where nothing will touch them again.
+  if (writer.joinable()) new (std::nothrow) std::thread{std::move(writer)};
+  if (!queue.empty()) new (std::nothrow) std::vector<queued>{std::move(queue)};
+  queue.clear();
+  // The parent's waiters do not exist here: start the condition variables afresh.
+  new (&work) std::condition_variable;
+  new (&progress) std::condition_variable;
+  pushed = 0;
+  written = 0;
+  writer_id = {};
+  writer_process.store(0, std::memory_order_relaxed);
+  stopping = false;
+  running = running_totals{};
+}
 
 void shut_down_at_exit() noexcept;
 
@@ -309,6 +361,7 @@ void reset_profiling_logger_for_testing() {
   stop_writer(state, std::nullopt, false);
   std::lock_guard lock{state.mutex};
   profiling_logger::instance().level_.store(profile_level::disabled, std::memory_order_relaxed);
+  launch_watch_writer::set(launch_watch::logging, false);
   state.started = false;
   state.level_set_by_code = false;
   state.output_set_by_code = false;
@@ -351,6 +404,7 @@ void profiling_logger::set_level(profile_level level) {
   std::lock_guard lock{state.mutex};
   if (opened) detail::install_output(state, std::move(opened));
   level_.store(level, std::memory_order_relaxed);
+  detail::launch_watch_writer::set(detail::launch_watch::logging, level != profile_level::disabled);
   if (active && state.accepting) detail::ensure_writer(state);
 }
 
@@ -403,6 +457,7 @@ void profiling_logger::start() {
   state.has_origin = true;
   if (opened) detail::install_output(state, std::move(opened));
   level_.store(level, std::memory_order_relaxed);
+  detail::launch_watch_writer::set(detail::launch_watch::logging, level != profile_level::disabled);
   if (level != profile_level::disabled && state.accepting) detail::ensure_writer(state);
 }
 

@@ -301,7 +301,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--objdump", default="objdump")
     parser.add_argument("--object", required=True, help="the probe's object file")
-    parser.add_argument("--flag", default="launchwatch::detail::observing",
+    parser.add_argument("--flag", default="launchwatch::detail::launch_watch::word_",
                         help="the demangled name of the observing flag")
     parser.add_argument("--pic", action="store_true",
                         help="the object is position-independent: allow one GOT load")

@@ -23,4 +23,15 @@ bool launchwatch_idle_probe_timing_wanted() {
   return launchwatch::launch_path::timing_wanted();
 }
 
+// The guard every launch source puts before issue(): with nothing watching (the path returning
+// false), the source submits directly, having paid this and nothing else.
+bool launchwatch_idle_probe_watched(const launchwatch::launch_info& info,
+                                    launchwatch::launch_path::submitter& source) {
+  if (!launchwatch::launch_path::watched()) [[likely]] {
+    return false;
+  }
+  launchwatch::launch_path::issue(info, source);
+  return true;
+}
+
 }  // extern "C"

@@ -1,25 +1,30 @@
-// The hooks a launch path calls: for code that issues kernels (a backend, a runtime built on
+// The launch path: for code that issues kernels (a backend, the CUDA bridge, a runtime built on
 // launchwatch), not for observers.
 //
-// The order a launch path follows: decide the launch mode, call notify_launch(name); if the
-// profiling logger is past execution_only, bracket the launch, call
-// warn_logger_takes_deferred_measurements(), and hand the measurement to read_and_notify_timed(),
-// passing its result to the logger; else if timing_wanted(), bracket the launch and hand the
-// measurement to notify_profiled(); else just submit.
+// Every launch source calls one function, issue(), with what only it can do (submit the launch, or
+// submit it between profile markers) and the launch's description; issue() reports the launch,
+// decides whether to time it, and routes the measurement to the observer and the profiling logger
+// as DESIGN.md §3 says. The rule is written there once, so no source and no observer re-derives it.
+// A source checks watched() first, and when nothing watches submits directly and builds nothing.
+//
+// The finer hooks below issue() (notify_launch, timing_wanted, notify_profiled,
+// read_and_notify_timed) are the specification's: kept for runtimes written against them, which
+// then follow this order: decide the launch mode, call notify_launch(name); if the profiling logger
+// is past execution_only, bracket the launch, call warn_logger_takes_deferred_measurements(), and
+// hand the measurement to read_and_notify_timed(), passing its result to the logger; else if
+// timing_wanted(), bracket the launch and hand the measurement to notify_profiled(); else just
+// submit.
 #pragma once
 
-#include <atomic>
+#include <optional>
 #include <string_view>
 
+#include <launchwatch/detail/launch_watch.hpp>
 #include <launchwatch/observe.hpp>
 #include <launchwatch/profile.hpp>
 
 namespace launchwatch {
 namespace detail {
-
-/// Set only after the observer slot is filled, cleared only after it is emptied, so the idle path
-/// can skip the slot on one relaxed load. Inline so that load is visible at every call site.
-inline std::atomic<bool> observing{false};
 
 void notify_launch_observed(std::string_view kernel);
 void notify_launch_info_observed(const launch_info& info);
@@ -29,13 +34,73 @@ bool timing_wanted_observed();
 
 namespace launch_path {
 
+/// Whether anything watches launches right now: an installed observer, or the profiling logger
+/// past `disabled`. When not, a launch source submits its launch directly and calls nothing else.
+///
+/// Cost: one relaxed load and one branch at the call site. The answer can be stale by the time the
+/// caller acts on it; issue() rechecks what it needs under the locks it takes.
+[[nodiscard]] inline bool watched() noexcept { return detail::launch_watch::bits() != 0; }
+
 /// Whether an observer is installed right now.
 ///
 /// Cost: one relaxed atomic load. The answer can be stale by the time the caller acts on it; every
 /// hook below rechecks under the slot's lock.
 [[nodiscard]] inline bool is_observing() noexcept {
-  return detail::observing.load(std::memory_order_relaxed);
+  return (detail::launch_watch::bits() & detail::launch_watch::observing) != 0;
 }
+
+/// What a launch submitted between profile markers gave back: its measurement, unread, or, when the
+/// source could not measure it (a graph capture window records launches that run only at replay),
+/// nothing and why.
+struct measured_submission {
+  std::optional<profile_duration> profile;
+  /// Why no measurement was taken, when `profile` is empty: static storage, for the warning.
+  std::string_view refusal;
+};
+
+/// What only the source of a launch can do for it, handed to issue().
+///
+/// A source implements it per launch (on the stack: issue() keeps no reference past its return).
+/// Whatever a source must track once the launch is queued (which buffers it used) it tracks inside
+/// these calls, right after the queue took the launch, so an exception later in the routing never
+/// leaves a queued kernel untracked.
+class submitter {
+ public:
+  /// Submits the launch untimed (under a dry run: prepares it, or records it into a capture).
+  virtual void submit() = 0;
+  /// Submits the launch between profile markers and returns its measurement unread; or submits it
+  /// untimed and says why it could not be measured. Under a dry run the measurement is the host time
+  /// of the preparation (method `system`), since no kernel runs.
+  virtual measured_submission submit_profiled() = 0;
+
+ protected:
+  submitter() = default;
+  ~submitter() = default;
+  submitter(const submitter&) = default;
+  submitter& operator=(const submitter&) = default;
+};
+
+/// Issues one launch: steps 4 and 5 of DESIGN.md §3, the part every launch source shares.
+///
+/// Reports `info` to the installed observer (`launched_with`), asks its timing() once, then either
+/// submits the launch untimed, or submits it profiled and routes the measurement: unread to
+/// `profiled` under `deferred`; read (slot unlocked) and told to `timed` under `resolved`; past the
+/// logger's `execution_only`, read once, told to a timing observer's `timed` and handed to the
+/// logger, or handed to the logger unread when the observer asked for no timing (so a names-only
+/// observer never makes launches wait for their kernels). A duration goes only to the observation
+/// the launch was reported to, and only while it is still installed. A measurement without ticks is
+/// skipped with a warning, a refused profile is warned about (the launch is still submitted), and an
+/// observer that throws is contained.
+///
+/// Call on the issuing thread, after the launch was validated, with `info` built once (its views
+/// outliving every launch, as kernel names do). Exceptions from `source` propagate, and so does a
+/// failure of a blocking read (a sticky device fault); the launch was submitted by then.
+/// Must not be called from inside an observer method (aborts, with LAUNCHWATCH_CHECK_REENTRY).
+/// Cost: one shared lock of the observer slot around `launched_with` and `timing()` when an
+/// observer is installed, a second one around delivering a measurement; the logger's queue push
+/// when it is on; a blocking read only under `resolved`, or when the logger and a timing observer
+/// both want the reading.
+void issue(const launch_info& info, submitter& source);
 
 /// Tells the installed observer, if any, that `kernel` is being issued. Call on the issuing thread,
 /// before the launch is submitted.
@@ -44,7 +109,7 @@ namespace launch_path {
 /// Exceptions thrown by the observer are caught and logged once per process.
 /// Cost: one relaxed load and one branch when nothing is installed; nothing is built before it.
 inline void notify_launch(std::string_view kernel) {
-  if (!detail::observing.load(std::memory_order_relaxed)) [[likely]] {
+  if (!is_observing()) [[likely]] {
     return;
   }
   detail::notify_launch_observed(kernel);
@@ -56,7 +121,7 @@ inline void notify_launch(std::string_view kernel) {
 /// Cost: one relaxed load and one branch when nothing is installed; build `info` only after
 /// is_observing() said yes, so the idle path builds nothing.
 inline void notify_launch(const launch_info& info) {
-  if (!detail::observing.load(std::memory_order_relaxed)) [[likely]] {
+  if (!is_observing()) [[likely]] {
     return;
   }
   detail::notify_launch_info_observed(info);
@@ -66,7 +131,7 @@ inline void notify_launch(const launch_info& info) {
 ///
 /// Cost: one relaxed load when nothing is installed; otherwise a shared lock and a virtual call.
 [[nodiscard]] inline bool timing_wanted() {
-  if (!detail::observing.load(std::memory_order_relaxed)) [[likely]] {
+  if (!is_observing()) [[likely]] {
     return false;
   }
   return detail::timing_wanted_observed();

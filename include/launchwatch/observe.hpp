@@ -170,6 +170,9 @@ class [[nodiscard]] launch_observation {
   // an observer whose observation has already ended. Neither copyable nor movable, so these links
   // stay valid.
   std::shared_ptr<launch_observer> observer_;
+  // Unique in the process and never reused: a launch remembers the observation it was reported to
+  // by this, and a measurement arriving later goes to it only if it is still the installed one.
+  std::uint64_t serial_ = 0;
   launch_observation* below_ = nullptr;
   launch_observation* above_ = nullptr;
 };

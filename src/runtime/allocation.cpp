@@ -1,20 +1,30 @@
 #include "runtime/allocation.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
-#include <shared_mutex>
+#include <shared_mutex>  // std::shared_lock
 #include <unordered_map>
+
+#include "reader_lock.hpp"
 
 namespace launchwatch::detail {
 namespace {
 
 struct registry {
-  std::shared_mutex mutex;
+  // Read on every launch, for every span, from every launching thread; written only when a buffer
+  // is created or destroyed. std::shared_mutex would make every reader write one shared count.
+  distributed_shared_mutex mutex;
   std::unordered_map<std::uint64_t, allocation*> entries;
 
   static registry& get() {
     // Never destroyed: buffers may be released by threads still running while statics are torn down.
-    static auto* const instance = new registry;
+    static auto* const instance = [] {
+      auto* created = new registry;
+      allocation::register_fork_handlers();
+      return created;
+    }();
     return *instance;
   }
 };
@@ -24,9 +34,9 @@ std::uint64_t next_allocation_id() noexcept {
   return next.fetch_add(1, std::memory_order_relaxed);
 }
 
-// Uses kept per allocation before the finished ones are pruned: a long-lived buffer read by many
+// Streams kept per allocation before the finished ones are pruned: a long-lived buffer read by many
 // short-lived threads would otherwise keep every one of their streams alive.
-constexpr std::size_t uses_before_pruning = 8;
+constexpr std::size_t streams_before_pruning = 8;
 
 }  // namespace
 
@@ -44,37 +54,70 @@ allocation::~allocation() {
     r.entries.erase(id);
   }
   std::vector<stream_point> after;
-  after.reserve(uses_.size());
-  for (const auto& u : uses_) after.push_back(stream_point{u.on.get(), u.point});
+  after.reserve(streams_.size());
+  for (const auto& s : streams_) {
+    std::lock_guard lock{s->uses.mutex};
+    const auto it = s->uses.last_point.find(id);
+    if (it == s->uses.last_point.end()) continue;
+    after.push_back(stream_point{s.get(), it->second});
+    s->uses.last_point.erase(it);
+  }
   owner->deallocate(memory, bytes, after);
 }
 
 void allocation::add_use(const std::shared_ptr<stream>& on, std::uint64_t point) {
-  std::lock_guard lock{mutex_};
-  for (auto& u : uses_) {
-    if (u.on == on) {
-      u.point = std::max(u.point, point);
+  {
+    std::lock_guard lock{on->uses.mutex};
+    const auto it = on->uses.last_point.find(id);
+    if (it != on->uses.last_point.end()) {
+      it->second = std::max(it->second, point);
       return;
     }
   }
-  if (uses_.size() >= uses_before_pruning) {
-    std::erase_if(uses_, [](const use& u) { return u.on->passed(u.point); });
+  // The first use by this stream (or the first since its last one was pruned): listed here first,
+  // then given its point, so that whoever finds the point also finds the stream listed.
+  std::lock_guard lock{mutex_};
+  if (streams_.size() >= streams_before_pruning) {
+    std::erase_if(streams_, [&](const std::shared_ptr<stream>& s) {
+      std::lock_guard stream_lock{s->uses.mutex};
+      const auto it = s->uses.last_point.find(id);
+      // Checked under the stream's lock, so a point raised just now by a launch keeps its stream.
+      if (it != s->uses.last_point.end() && !s->passed(it->second)) return false;
+      if (it != s->uses.last_point.end()) s->uses.last_point.erase(it);
+      return true;
+    });
   }
-  uses_.push_back(use{on, point});
+  if (std::find(streams_.begin(), streams_.end(), on) == streams_.end()) streams_.push_back(on);
+  std::lock_guard stream_lock{on->uses.mutex};
+  auto& last = on->uses.last_point[id];
+  last = std::max(last, point);
 }
 
 std::vector<allocation::use> allocation::uses() const {
   std::lock_guard lock{mutex_};
-  return uses_;
+  std::vector<use> found;
+  found.reserve(streams_.size());
+  for (const auto& s : streams_) {
+    std::lock_guard stream_lock{s->uses.mutex};
+    const auto it = s->uses.last_point.find(id);
+    if (it != s->uses.last_point.end()) found.push_back(use{s, it->second});
+  }
+  return found;
 }
 
-std::shared_ptr<allocation> allocation::find(std::uint64_t id) {
+allocation* allocation::find(std::uint64_t id) {
   auto& r = registry::get();
   std::shared_lock lock{r.mutex};
   const auto it = r.entries.find(id);
-  // An allocation whose last owner is being destroyed is still listed until its destructor takes
-  // the lock: weak_from_this() then gives null, the same answer as after it is gone.
-  return it == r.entries.end() ? nullptr : it->second->weak_from_this().lock();
+  return it == r.entries.end() ? nullptr : it->second;
+}
+
+void allocation::register_fork_handlers() noexcept {
+  // A thread caught looking a span up at the fork would leave its reader count in the child, where
+  // the first buffer created would wait for it forever.
+  (void)::pthread_atfork([] { registry::get().mutex.lock(); },
+                         [] { registry::get().mutex.unlock(); },
+                         [] { registry::get().mutex.unlock(); });
 }
 
 }  // namespace launchwatch::detail

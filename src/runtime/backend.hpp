@@ -21,15 +21,21 @@
 //   the stream; several threads may call one stream at once only through a pinned client, so a
 //   stream guards itself. Each `submit*` returns an *ordering point*: a number, increasing per
 //   stream from 1, that `wait` blocks on (0 = nothing to wait for, returned for a launch recorded by
-//   a capture). `wait` must not throw a kernel's failure: failures are kept, and `take_failure`
-//   hands over the first one not yet taken (as a `kernel_failure` naming the kernel), after which
-//   the stream stays usable where the device allows.
+//   a capture). `wait` must not throw a kernel's failure: failures are kept with the ordering point
+//   of the launch that failed (the earliest it can have been, when the device cannot say which);
+//   `failure_through(point)` shows the first one at or before `point` without taking it (a read
+//   reports a failure of what it waited for, and the thread that launched it still sees it), and
+//   `take_failure` hands over the first one not yet taken (as a `kernel_failure` naming the kernel
+//   when it is known), after which the stream stays usable where the device allows.
 // - Launches: `validate` adds backend-specific checks to the runtime's (CUDA: the kernel was compiled
 //   as CUDA, its attributes fit) and throws invalid_launch; `prepare` does what a launch needs short
 //   of running (load a module) for a dry run; `submit` queues the launch; `submit_profiled` queues it
 //   bracketed by a measurement and returns the unread `profile_duration` (method `device` when both
 //   ends are stamped on the device clock and nothing waits), or a refusal with its reason when the
-//   stream cannot measure (it is capturing). A refused launch is still submitted (recorded).
+//   stream cannot measure (it is capturing, checked under the stream's own lock, so a capture that
+//   another thread opens on a pinned stream never records a live measurement). A refused launch is
+//   still submitted (recorded). `record` adds a launch to an open capture window (a dry run inside a
+//   capture records, since recording runs nothing) and says false, doing nothing, when none is open.
 // - Capture: between `begin_capture` and `end_capture`, `submit*` record instead of running and
 //   return point 0. `end_capture` returns a graph that `replay` runs, in order, on any stream of the
 //   same device, returning that stream's ordering point after the replay. The runtime refuses reads
@@ -45,10 +51,13 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include <launchwatch/profile.hpp>
 #include <launchwatch/runtime/geometry.hpp>
@@ -57,6 +66,24 @@
 namespace launchwatch::detail {
 
 class stream;
+struct allocation;
+
+/// The allocations referenced by the launches an open capture window recorded: kept alive until
+/// the window closes (the graph then keeps them) or the stream goes, whichever comes first, so a
+/// capture that fails or is abandoned, or whose thread ends mid-window, keeps nothing alive. The
+/// runtime's bookkeeping, kept on the stream because it lives exactly as long as the window can.
+struct capture_references {
+  std::mutex mutex;
+  std::vector<std::shared_ptr<allocation>> kept;
+};
+
+/// The ordering point of the last launch on a stream that referenced each allocation, by
+/// allocation id: the runtime's, kept on the stream so recording a use writes only to the issuing
+/// stream's own memory (see allocation::add_use), never to a line every launching thread shares.
+struct stream_uses {
+  std::mutex mutex;
+  std::unordered_map<std::uint64_t, std::uint64_t> last_point;
+};
 
 /// A device's launch limits; the runtime rejects a launch over any of them with invalid_launch.
 struct device_limits {
@@ -113,6 +140,9 @@ class stream {
   virtual std::uint64_t submit(const launch_descriptor& launch) = 0;
   /// Queues the launch bracketed by a measurement, or records it and refuses the measurement.
   virtual profiled_submission submit_profiled(const launch_descriptor& launch) = 0;
+  /// Records the launch into the capture window open on this stream and returns true; returns
+  /// false, doing nothing, when none is open.
+  virtual bool record(const launch_descriptor& launch) = 0;
 
   /// Blocks until the stream has passed `point`. Does not throw a kernel's failure.
   virtual void wait(std::uint64_t point) = 0;
@@ -124,6 +154,8 @@ class stream {
   virtual bool passed(std::uint64_t point) const noexcept { return point == 0; }
   /// The first kernel failure not yet taken, or null; taking it clears it.
   virtual std::exception_ptr take_failure() noexcept = 0;
+  /// The first failure not yet taken whose launch is at or before `point`, or null; left in place.
+  virtual std::exception_ptr failure_through(std::uint64_t point) const noexcept = 0;
 
   /// Starts recording; throws capture_error if already recording.
   virtual void begin_capture() = 0;
@@ -131,6 +163,11 @@ class stream {
   virtual std::unique_ptr<recorded_graph> end_capture() = 0;
   /// Whether a capture window is open. Safe from any thread.
   virtual bool capturing() const noexcept = 0;
+
+  /// The runtime's record of what the open window's launches reference (not the backend's).
+  capture_references captured;
+  /// The runtime's record of which allocations this stream's launches referenced, and when.
+  stream_uses uses;
 
  protected:
   stream();

@@ -140,9 +140,11 @@ class recording_stream final : public detail::stream {
   detail::profiled_submission submit_profiled(const detail::launch_descriptor& launch) override {
     return detail::profiled_submission{submit(launch), std::nullopt, "recording only"};
   }
+  bool record(const detail::launch_descriptor&) override { return false; }
   void wait(std::uint64_t) override {}
   std::uint64_t last_point() const noexcept override { return point_; }
   std::exception_ptr take_failure() noexcept override { return nullptr; }
+  std::exception_ptr failure_through(std::uint64_t) const noexcept override { return nullptr; }
   void begin_capture() override {}
   std::unique_ptr<detail::recorded_graph> end_capture() override { return nullptr; }
   bool capturing() const noexcept override { return false; }

@@ -34,7 +34,8 @@ class graph {
   /// Runs every recorded launch again, in order, on the stream they were recorded on.
   ///
   /// Throws capture_error if that stream is recording a capture now. A kernel that fails during a
-  /// replay surfaces at the next sync or read, like any launch.
+  /// replay surfaces at the next sync or read, like any launch. Under a dry run (dry_run()) a
+  /// replay runs nothing and leaves every buffer as it was.
   /// Cost: one submission for the whole graph, no observer call.
   void replay() const;
 

@@ -12,6 +12,7 @@
 #include <launchwatch/errors.hpp>
 
 #include "backend/cpu/cpu_pool.hpp"
+#include "fork_generation.hpp"
 
 namespace launchwatch {
 namespace detail {
@@ -99,11 +100,86 @@ cpu_launch cpu_launch::copy_of(const launch_descriptor& launch) {
 }
 
 // -----------------------------------------------------------------------------------------------
+// cpu_timing_pool
+
+cpu_timing_pool::record* cpu_timing_pool::acquire() {
+  std::lock_guard lock{mutex_};
+  if (free_ == nullptr) {
+    chunks_.push_back(std::make_unique<record[]>(chunk_size));
+    record* chunk = chunks_.back().get();
+    for (std::size_t i = 0; i < chunk_size; ++i) {
+      chunk[i].next_free = free_;
+      free_ = &chunk[i];
+    }
+  }
+  record* taken = free_;
+  free_ = taken->next_free;
+  taken->done.store(false, std::memory_order_relaxed);
+  taken->holders.store(2, std::memory_order_relaxed);
+  return taken;
+}
+
+void cpu_timing_pool::let_go(record* taken) noexcept {
+  if (taken->holders.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  std::lock_guard lock{mutex_};
+  taken->next_free = free_;
+  free_ = taken;
+}
+
+namespace {
+
+/// Reads one timed CPU launch's record: waits for this launch only, not the stream. Small enough
+/// to sit inside a profile_duration without an allocation.
+class cpu_resolver {
+ public:
+  cpu_resolver(std::shared_ptr<cpu_timing_pool> pool, cpu_timing_pool::record* taken) noexcept
+      : pool_{std::move(pool)}, taken_{taken} {}
+  cpu_resolver(cpu_resolver&& other) noexcept
+      : pool_{std::move(other.pool_)}, taken_{std::exchange(other.taken_, nullptr)} {}
+  cpu_resolver& operator=(cpu_resolver&&) = delete;
+  cpu_resolver(const cpu_resolver&) = delete;
+  cpu_resolver& operator=(const cpu_resolver&) = delete;
+  ~cpu_resolver() {
+    if (taken_ != nullptr) pool_->let_go(taken_);
+  }
+
+  std::optional<profile_ticks> operator()() {
+    auto* const taken = std::exchange(taken_, nullptr);
+    while (!taken->done.load(std::memory_order_acquire)) {
+      taken->done.wait(false, std::memory_order_acquire);
+    }
+    const auto ticks = profile_ticks::from_start_end(taken->start, taken->end);
+    pool_->let_go(taken);
+    return ticks;
+  }
+
+ private:
+  std::shared_ptr<cpu_timing_pool> pool_;
+  cpu_timing_pool::record* taken_;
+};
+
+static_assert(sizeof(cpu_resolver) <= detail::profile_resolver::inline_size,
+              "a deferred CPU measurement must not allocate per launch");
+
+}  // namespace
+
+// -----------------------------------------------------------------------------------------------
 // cpu_stream
 
-cpu_stream::cpu_stream(std::shared_ptr<cpu_device> owner) : owner_{std::move(owner)} {}
+cpu_stream::cpu_stream(std::shared_ptr<cpu_device> owner)
+    : owner_{std::move(owner)}, generation_{fork_generation()} {}
+
+bool cpu_stream::inherited_through_fork() const noexcept {
+  return generation_ != fork_generation();
+}
 
 cpu_stream::~cpu_stream() {
+  if (inherited_through_fork()) [[unlikely]] {
+    // A forked child: the worker is the parent's, and its lock may have been held at the fork.
+    // Touch neither; the handle is let go without joining a thread this process does not have.
+    if (worker_.joinable()) new std::thread{std::move(worker_)};
+    return;
+  }
   {
     std::lock_guard lock{mutex_};
     stopping_ = true;
@@ -132,21 +208,31 @@ std::uint64_t cpu_stream::submit(const launch_descriptor& launch) {
 }
 
 profiled_submission cpu_stream::submit_profiled(const launch_descriptor& launch) {
-  auto timing = std::make_shared<cpu_timing>();
-  const std::uint64_t point = enqueue(work_item{cpu_launch::copy_of(launch), nullptr, timing, 0});
+  auto* const timing = timings_->acquire();
+  std::uint64_t point = 0;
+  try {
+    point = enqueue(work_item{cpu_launch::copy_of(launch), nullptr, timing, 0});
+  } catch (...) {
+    timings_->let_go(timing);
+    timings_->let_go(timing);
+    throw;
+  }
   if (point == 0) {
+    // Recorded, not queued: neither the worker nor a measurement will hold the record.
+    timings_->let_go(timing);
+    timings_->let_go(timing);
     return profiled_submission{0, std::nullopt, "the stream is recording a graph capture"};
   }
-  // Read on whatever thread holds the measurement: waits for this launch only, not the stream.
-  profile_duration measurement{
-      [timing = std::move(timing)]() -> std::optional<profile_ticks> {
-        while (!timing->done.load(std::memory_order_acquire)) {
-          timing->done.wait(false, std::memory_order_acquire);
-        }
-        return profile_ticks::from_start_end(timing->start, timing->end);
-      },
-      timing_method::device};
-  return profiled_submission{point, std::move(measurement), {}};
+  return profiled_submission{
+      point, profile_duration{cpu_resolver{timings_, timing}, timing_method::device}, {}};
+}
+
+bool cpu_stream::record(const launch_descriptor& launch) {
+  auto copy = cpu_launch::copy_of(launch);
+  std::lock_guard lock{mutex_};
+  if (!capturing_.load(std::memory_order_relaxed)) return false;
+  recording_.push_back(std::move(copy));
+  return true;
 }
 
 std::uint64_t cpu_stream::submit_replay(std::shared_ptr<const std::vector<cpu_launch>> launches) {
@@ -154,6 +240,13 @@ std::uint64_t cpu_stream::submit_replay(std::shared_ptr<const std::vector<cpu_la
 }
 
 std::uint64_t cpu_stream::enqueue(work_item item) {
+  if (inherited_through_fork()) [[unlikely]] {
+    throw device_error{fmt::format(
+        "launchwatch: stream {} of {}:{} was made before this process was forked, and its worker "
+        "thread stayed with the parent; make the pinned client again in the child (a thread's own "
+        "streams are made anew there by themselves)",
+        id(), owner_->backend(), owner_->index())};
+  }
   std::uint64_t point = 0;
   {
     std::lock_guard lock{mutex_};
@@ -188,17 +281,19 @@ void cpu_stream::run_worker() {
 
 void cpu_stream::run(work_item& item) {
   if (item.replay) {
-    for (const auto& launch : *item.replay) execute(launch);
-  } else if (item.timing) {
+    for (const auto& launch : *item.replay) execute(launch, item.point);
+  } else if (item.timing != nullptr) {
     // The worker stamps the window itself, around the kernel and nothing else: both ends on the
     // steady clock, and nobody waited for it.
-    item.timing->start = std::chrono::steady_clock::now();
-    execute(item.launch);
-    item.timing->end = std::chrono::steady_clock::now();
-    item.timing->done.store(true, std::memory_order_release);
-    item.timing->done.notify_all();
+    auto* const timing = std::exchange(item.timing, nullptr);
+    timing->start = std::chrono::steady_clock::now();
+    execute(item.launch, item.point);
+    timing->end = std::chrono::steady_clock::now();
+    timing->done.store(true, std::memory_order_release);
+    timing->done.notify_all();
+    timings_->let_go(timing);
   } else {
-    execute(item.launch);
+    execute(item.launch, item.point);
   }
   {
     std::lock_guard lock{mutex_};
@@ -208,7 +303,7 @@ void cpu_stream::run(work_item& item) {
   progressed_.notify_all();
 }
 
-void cpu_stream::execute(const cpu_launch& launch) noexcept {
+void cpu_stream::execute(const cpu_launch& launch, std::uint64_t point) noexcept {
   const std::uint64_t cubes = launch.geometry.count.total();
   const std::uint64_t units = cubes * launch.geometry.dim.total();
   try {
@@ -228,6 +323,7 @@ void cpu_stream::execute(const cpu_launch& launch) noexcept {
     const auto thrown = std::current_exception();
     std::lock_guard lock{mutex_};
     if (!failure_) {
+      failure_point_ = point;
       try {
         failure_ = std::make_exception_ptr(kernel_failure{
             launch.name,
@@ -242,6 +338,8 @@ void cpu_stream::execute(const cpu_launch& launch) noexcept {
 }
 
 void cpu_stream::wait(std::uint64_t point) {
+  // In a forked child nothing will ever run here: what was queued stayed with the parent.
+  if (inherited_through_fork()) [[unlikely]] return;
   std::unique_lock lock{mutex_};
   progressed_.wait(lock, [&] { return completed_ >= point || point > submitted_; });
 }
@@ -256,8 +354,15 @@ bool cpu_stream::passed(std::uint64_t point) const noexcept {
 }
 
 std::exception_ptr cpu_stream::take_failure() noexcept {
+  if (inherited_through_fork()) [[unlikely]] return nullptr;
   std::lock_guard lock{mutex_};
   return std::exchange(failure_, nullptr);
+}
+
+std::exception_ptr cpu_stream::failure_through(std::uint64_t point) const noexcept {
+  if (inherited_through_fork()) [[unlikely]] return nullptr;
+  std::lock_guard lock{mutex_};
+  return failure_ && failure_point_ <= point ? failure_ : nullptr;
 }
 
 void cpu_stream::begin_capture() {

@@ -53,12 +53,40 @@ struct cpu_launch {
   static cpu_launch copy_of(const launch_descriptor& launch);
 };
 
-/// Where the worker stamps a timed launch's start and end: its measurement, read by whoever holds
-/// the profile_duration.
-struct cpu_timing {
-  instant start{};
-  instant end{};
-  std::atomic<bool> done{false};
+/// Where a stream's worker stamps its timed launches' starts and ends, record by record.
+///
+/// Records are reused from launch to launch, so a timed launch allocates nothing once the stream has
+/// timed a chunk's worth; a measurement holds its pool (not its stream, which it may outlive) and
+/// its record. A record has two holders, the worker that stamps it and the measurement that reads
+/// it, and goes back to the pool when the last of them is done, so a measurement dropped unread
+/// before its kernel ran never frees a record the worker is about to write.
+///
+/// Thread safety: acquire and release from any thread.
+class cpu_timing_pool {
+ public:
+  struct record {
+    instant start{};
+    instant end{};
+    std::atomic<bool> done{false};
+    std::atomic<int> holders{0};
+    record* next_free = nullptr;
+  };
+
+  cpu_timing_pool() = default;
+  cpu_timing_pool(const cpu_timing_pool&) = delete;
+  cpu_timing_pool& operator=(const cpu_timing_pool&) = delete;
+
+  /// A record for one launch, with both holders counted. Cost: a lock; an allocation of a chunk of
+  /// records when none is free.
+  record* acquire();
+  /// Says one holder of `taken` is done with it; the last one hands it back.
+  void let_go(record* taken) noexcept;
+
+ private:
+  static constexpr std::size_t chunk_size = 64;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<record[]>> chunks_;
+  record* free_ = nullptr;
 };
 
 class cpu_device;
@@ -74,10 +102,12 @@ class cpu_stream final : public stream {
   void prepare(const launch_descriptor& launch) override;
   std::uint64_t submit(const launch_descriptor& launch) override;
   profiled_submission submit_profiled(const launch_descriptor& launch) override;
+  bool record(const launch_descriptor& launch) override;
   void wait(std::uint64_t point) override;
   std::uint64_t last_point() const noexcept override;
   bool passed(std::uint64_t point) const noexcept override;
   std::exception_ptr take_failure() noexcept override;
+  std::exception_ptr failure_through(std::uint64_t point) const noexcept override;
   void begin_capture() override;
   std::unique_ptr<recorded_graph> end_capture() override;
   bool capturing() const noexcept override;
@@ -91,7 +121,7 @@ class cpu_stream final : public stream {
   struct work_item {
     cpu_launch launch;
     std::shared_ptr<const std::vector<cpu_launch>> replay;
-    std::shared_ptr<cpu_timing> timing;
+    cpu_timing_pool::record* timing = nullptr;
     std::uint64_t point = 0;
   };
 
@@ -99,9 +129,14 @@ class cpu_stream final : public stream {
   std::uint64_t enqueue(work_item item);
   void run_worker();
   void run(work_item& item);
-  void execute(const cpu_launch& launch) noexcept;
+  void execute(const cpu_launch& launch, std::uint64_t point) noexcept;
+  /// Whether this stream was made in this process, not inherited through fork() (its worker is not
+  /// in the child).
+  bool inherited_through_fork() const noexcept;
 
   std::shared_ptr<cpu_device> owner_;
+  std::shared_ptr<cpu_timing_pool> timings_ = std::make_shared<cpu_timing_pool>();
+  const std::uint64_t generation_;
 
   mutable std::mutex mutex_;
   std::condition_variable work_ready_;
@@ -110,6 +145,7 @@ class cpu_stream final : public stream {
   std::uint64_t submitted_ = 0;          // guarded by mutex_
   std::uint64_t completed_ = 0;          // guarded by mutex_
   std::exception_ptr failure_;           // guarded by mutex_
+  std::uint64_t failure_point_ = 0;      // guarded by mutex_: the launch that failed
   std::vector<cpu_launch> recording_;    // guarded by mutex_
   bool stopping_ = false;                // guarded by mutex_
   std::atomic<bool> capturing_{false};

@@ -4,6 +4,8 @@
 #include <atomic>
 #include <exception>
 
+#include "fork_generation.hpp"
+
 namespace launchwatch::detail {
 
 /// One launch offered to the pool. Shared, because a pool thread may still hold it (finding no chunk
@@ -45,7 +47,26 @@ struct cpu_pool::job {
 };
 
 cpu_pool& cpu_pool::instance() {
-  static cpu_pool* const pool = new cpu_pool{std::max(1u, std::thread::hardware_concurrency())};
+  // Never destroyed: streams may run at exit. A forked child has none of the pool's threads, so it
+  // starts a pool of its own and leaves the inherited one (its queue and lock included) untouched.
+  struct current {
+    std::atomic<cpu_pool*> pool{nullptr};
+    std::atomic<std::uint64_t> generation{0};
+    std::mutex mutex;
+  };
+  static auto* const state = new current;
+  cpu_pool* pool = state->pool.load(std::memory_order_acquire);
+  const std::uint64_t now = fork_generation();
+  if (pool != nullptr && state->generation.load(std::memory_order_relaxed) == now) [[likely]] {
+    return *pool;
+  }
+  std::lock_guard lock{state->mutex};
+  pool = state->pool.load(std::memory_order_relaxed);
+  if (pool == nullptr || state->generation.load(std::memory_order_relaxed) != now) {
+    state->generation.store(now, std::memory_order_relaxed);
+    pool = new cpu_pool{std::max(1u, std::thread::hardware_concurrency())};
+    state->pool.store(pool, std::memory_order_release);
+  }
   return *pool;
 }
 

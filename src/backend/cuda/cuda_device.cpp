@@ -511,15 +511,21 @@ std::uint64_t cuda_stream::submit(const launch_descriptor& launch) {
 }
 
 profiled_submission cuda_stream::submit_profiled(const launch_descriptor& launch) {
-  if (capturing()) {
-    const std::uint64_t point = submit(launch);
-    return profiled_submission{
-        point, std::nullopt,
-        "the stream is recording a CUDA graph: its launches run at each replay, not now"};
-  }
+  constexpr std::string_view capturing_refusal =
+      "the stream is recording a CUDA graph: its launches run at each replay, not now";
+  // Checked first without the lock so a launch inside a capture window never creates the device's
+  // timing state (an allocation a capturing thread must not make), and again under it below.
+  if (capturing()) return profiled_submission{submit(launch), std::nullopt, capturing_refusal};
   const std::shared_ptr<device_timing>& timing = owner_->timing();
   timing->note_timed_launch();
   std::lock_guard lock{mutex_};
+  if (capturing_.load(std::memory_order_relaxed)) {
+    // Another thread opened a capture on this (pinned) stream since the check above: a timed launch
+    // recorded now would replay into a slot that was long given back, and its measurement would
+    // never arrive. Recorded untimed instead, and the profile refused.
+    this->launch(launch, cuda_timing_target{});
+    return profiled_submission{note_submitted(launch.name), std::nullopt, capturing_refusal};
+  }
   const timing_slot_pool::lease taken = timing->slots.acquire();
   try {
     this->launch(launch, timing->slots.target(taken));
@@ -530,6 +536,14 @@ profiled_submission cuda_stream::submit_profiled(const launch_descriptor& launch
   const std::uint64_t point = note_submitted(launch.name);
   return profiled_submission{
       point, profile_duration{slot_resolver{timing, taken, launch.name}, timing_method::device}, {}};
+}
+
+bool cuda_stream::record(const launch_descriptor& launch) {
+  std::lock_guard lock{mutex_};
+  if (!capturing_.load(std::memory_order_relaxed)) return false;
+  this->launch(launch, cuda_timing_target{});
+  (void)note_submitted(launch.name);
+  return true;
 }
 
 std::string cuda_stream::pending_kernels(std::uint64_t after, std::uint64_t upto) const {
@@ -564,13 +578,25 @@ void cuda_stream::wait(std::uint64_t point) {
   if (failure_) return;  // the first failure not yet taken is kept
   const std::uint64_t done = completed_.load(std::memory_order_relaxed);
   const std::uint64_t first = done + 1;
-  std::string_view culprit = graph_replay_name;
-  if (first <= target && target - first < recent_capacity) culprit = recent_[first % recent_capacity];
+  // The earliest launch the fault can have come from: a read that waited for an earlier point did
+  // not wait for the culprit.
+  failure_point_ = first;
+  if (first == target) {
+    // One launch was not known to have finished: that one faulted.
+    const std::string_view culprit = recent_[first % recent_capacity];
+    failure_ = std::make_exception_ptr(kernel_failure{
+        culprit, fmt::format("launchwatch: kernel '{}' failed on CUDA device {}: {}", culprit,
+                             owner_->index(), cause)});
+    return;
+  }
+  // CUDA reports a fault per context, not per kernel: with several launches not known to have
+  // finished, naming one of them would accuse a kernel that may have run fine.
   failure_ = std::make_exception_ptr(kernel_failure{
-      culprit,
-      fmt::format("launchwatch: kernel '{}' failed on CUDA device {}: it is the first launch on its "
-                  "stream not known to have finished (launches not known to have finished: {}). {}",
-                  culprit, owner_->index(), pending_kernels(done, target), cause)});
+      std::string_view{},
+      fmt::format("launchwatch: a kernel failed on CUDA device {}, and CUDA does not say which: one "
+                  "of the launches on this stream not known to have finished ({}). {} Run it under "
+                  "compute-sanitizer, or synchronise after each launch, to find the culprit",
+                  owner_->index(), pending_kernels(done, target), cause)});
 }
 
 std::uint64_t cuda_stream::last_point() const noexcept {
@@ -580,6 +606,11 @@ std::uint64_t cuda_stream::last_point() const noexcept {
 std::exception_ptr cuda_stream::take_failure() noexcept {
   std::lock_guard lock{mutex_};
   return std::exchange(failure_, nullptr);
+}
+
+std::exception_ptr cuda_stream::failure_through(std::uint64_t point) const noexcept {
+  std::lock_guard lock{mutex_};
+  return failure_ && failure_point_ <= point ? failure_ : nullptr;
 }
 
 void cuda_stream::order_before(cudaStream_t waiter) {

@@ -183,10 +183,12 @@ class cuda_stream final : public stream {
   void prepare(const launch_descriptor& launch) override;
   std::uint64_t submit(const launch_descriptor& launch) override;
   profiled_submission submit_profiled(const launch_descriptor& launch) override;
+  bool record(const launch_descriptor& launch) override;
 
   void wait(std::uint64_t point) override;
   std::uint64_t last_point() const noexcept override;
   std::exception_ptr take_failure() noexcept override;
+  std::exception_ptr failure_through(std::uint64_t point) const noexcept override;
 
   void begin_capture() override;
   std::unique_ptr<recorded_graph> end_capture() override;
@@ -222,6 +224,7 @@ class cuda_stream final : public stream {
   std::size_t captured_launches_ = 0;
   cudaEvent_t before_capture_ = nullptr;  // marks the work submitted before the window
   std::exception_ptr failure_;
+  std::uint64_t failure_point_ = 0;  // the earliest launch the failure can have come from
 
   // The names of the last launches, by ordering point, so a fault found at a wait can name the
   // kernels that may have caused it.

@@ -1,0 +1,18 @@
+// Telling a forked child from the process that made its threads.
+#pragma once
+
+#include <cstdint>
+
+namespace launchwatch::detail {
+
+/// How many fork()s separate this process from the one that started it: 0 in the original process,
+/// one more in each child (counted by a pthread_atfork child handler).
+///
+/// A child inherits every thread's state but only the forking thread: a stream worker, the CPU pool
+/// and the logger's writer are gone there. Whatever keeps such a thread records the generation it
+/// was started in, and a mismatch says the thread is not there (the child starts its own, or says
+/// clearly that an inherited object cannot be used).
+/// Cost: one relaxed load.
+std::uint64_t fork_generation() noexcept;
+
+}  // namespace launchwatch::detail

@@ -1,0 +1,271 @@
+// The launch path every launch source calls (issue), and the specification's finer hooks.
+
+#include <launchwatch/launch_path.hpp>
+
+#include <launchwatch/logger.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>  // std::shared_lock
+#include <utility>
+
+#include "diagnostics.hpp"
+#include "observation_slot.hpp"
+
+namespace launchwatch {
+namespace detail {
+namespace {
+
+void warn_no_measurement(std::string_view kernel) {
+  diagnostics().warn(
+      "Skipped timing a launch of `{}` for its observer: the profiled window carried no "
+      "measurement, and a zero would report a launch that was never timed.",
+      kernel);
+}
+
+void warn_logger_takes_deferred_once() {
+  if (first_time(once_warning::logger_takes_deferred_measurements)) {
+    diagnostics().warn(
+        "The profiling logger is reading every launch's measurement, so this run's launch observer "
+        "is told durations through `timed` instead of keeping them unread, and its kernels run one "
+        "at a time. Set LAUNCHWATCH_PROFILE=disabled (or minimal) to measure the pass as it runs.");
+  }
+}
+
+std::shared_ptr<launch_observer> installed_observer() {
+  check_not_in_callback("read a launch's measurement");
+  auto& stack = observation_stack::get();
+  std::shared_lock lock{stack.mutex};
+  return stack.installed;
+}
+
+/// Tells `observer` the duration if it is still the installed one: a measurement belongs to the
+/// observer its launch was reported to, and one whose observation ended during the read is done
+/// receiving, while the observer that replaced it never saw the launch. Identity, not equality.
+void deliver_timed(const launch_observer* observer, std::string_view kernel,
+                   std::chrono::nanoseconds length, timing_method method) {
+  auto& stack = observation_stack::get();
+  std::shared_lock lock{stack.mutex};
+  if (stack.installed.get() == observer) {
+    call_observer("timed", kernel, [&] { stack.installed->timed(kernel, length, method); });
+  }
+}
+
+profile_duration no_measurement() {
+  return profile_duration{[]() noexcept -> std::optional<profile_ticks> { return std::nullopt; },
+                          timing_method::system};
+}
+
+/// What issue() learnt when it reported a launch: what its observer asked for, and which
+/// observation that was.
+struct reported_launch {
+  timing_request request = timing_request::none;
+  /// The serial of the observation the launch was reported to; 0 when none was installed. Enough
+  /// to deliver to it later without keeping its observer alive meanwhile: serials are never reused,
+  /// and the slot holds the observer while its observation is installed.
+  std::uint64_t observation = 0;
+};
+
+/// Reports `info` and asks timing() once, under one shared lock.
+reported_launch report(const launch_info& info) {
+  reported_launch reported;
+  auto& stack = observation_stack::get();
+  std::shared_lock lock{stack.mutex};
+  if (!stack.installed) return reported;
+  launch_observer& observer = *stack.installed;
+  call_observer("launched", info.kernel, [&] { observer.launched_with(info); });
+  reported.request = ask_timing(observer);
+  reported.observation = stack.installed_serial;
+  return reported;
+}
+
+/// Hands a deferred measurement, unread, to the observation its launch was reported to, if that
+/// one is still installed. Otherwise the measurement is lost (behaviour 9), which is said once.
+void deliver_unread(const reported_launch& reported, std::string_view kernel,
+                    profile_duration profile) {
+  {
+    auto& stack = observation_stack::get();
+    std::shared_lock lock{stack.mutex};
+    if (stack.installed && stack.installed_serial == reported.observation) {
+      call_observer("profiled", kernel,
+                    [&] { stack.installed->profiled(kernel, std::move(profile)); });
+      return;
+    }
+  }
+  if (first_time(once_warning::timing_dropped_by_observer_asking_none)) {
+    diagnostics().warn(
+        "Dropped a timing of `{}`: the observation its launch was reported to had ended (or been "
+        "replaced) by the time the measurement arrived, and no other observer saw that launch.",
+        kernel);
+  }
+}
+
+/// Reads `profile` once (no lock held: this waits for the kernel) and tells the observation its
+/// launch was reported to, if it is still installed. Returns the ticks read, empty when none.
+std::optional<profile_ticks> read_for(const reported_launch& reported, std::string_view kernel,
+                                      profile_duration profile) {
+  const auto method = profile.method();
+  const auto ticks = std::move(profile).resolve();
+  if (!ticks) {
+    warn_no_measurement(kernel);
+    return ticks;
+  }
+  auto& stack = observation_stack::get();
+  std::shared_lock lock{stack.mutex};
+  if (stack.installed && stack.installed_serial == reported.observation) {
+    call_observer("timed", kernel,
+                  [&] { stack.installed->timed(kernel, ticks->length(), method); });
+  }
+  return ticks;
+}
+
+}  // namespace
+
+void notify_launch_observed(std::string_view kernel) {
+  check_not_in_callback("launch a kernel");
+  auto& stack = observation_stack::get();
+  std::shared_lock lock{stack.mutex};
+  if (stack.installed) {
+    call_observer("launched", kernel, [&] { stack.installed->launched(kernel); });
+  }
+}
+
+void notify_launch_info_observed(const launch_info& info) {
+  check_not_in_callback("launch a kernel");
+  auto& stack = observation_stack::get();
+  std::shared_lock lock{stack.mutex};
+  if (stack.installed) {
+    call_observer("launched", info.kernel, [&] { stack.installed->launched_with(info); });
+  }
+}
+
+bool timing_wanted_observed() {
+  check_not_in_callback("ask whether launches are timed");
+  auto& stack = observation_stack::get();
+  std::shared_lock lock{stack.mutex};
+  return stack.installed && ask_timing(*stack.installed) != timing_request::none;
+}
+
+}  // namespace detail
+
+namespace launch_path {
+
+void issue(const launch_info& info, submitter& source) {
+  detail::check_not_in_callback("launch a kernel");
+  auto& logger = profiling_logger::instance();
+  const profile_level level = logger.level();
+  const bool logger_reads = level > profile_level::execution_only;
+  const detail::reported_launch reported =
+      is_observing() ? detail::report(info) : detail::reported_launch{};
+
+  if (!logger_reads && reported.request == timing_request::none) {
+    source.submit();
+    if (level == profile_level::execution_only) logger.record_execution(info);
+    return;
+  }
+
+  measured_submission submitted = source.submit_profiled();
+  if (!submitted.profile) {
+    warn_profile_refused(info.kernel, submitted.refusal);
+    // Still written, as untimed: the log lists every launch, and a zero would lie.
+    if (logger_reads) logger.record(info, detail::no_measurement());
+    return;
+  }
+  profile_duration& profile = *submitted.profile;
+  if (!logger_reads) {
+    if (reported.request == timing_request::deferred) {
+      detail::deliver_unread(reported, info.kernel, std::move(profile));
+    } else {
+      (void)detail::read_for(reported, info.kernel, std::move(profile));
+    }
+    return;
+  }
+  if (reported.request == timing_request::none) {
+    // Only the logger wants this measurement: its writer reads it off the launch path, and the
+    // kernels keep running back to back.
+    logger.record(info, std::move(profile));
+    return;
+  }
+  // The observer and the logger both want it, and a measurement is read once: read here, tell the
+  // observer, hand the same reading on (behaviour 7).
+  if (reported.request == timing_request::deferred) detail::warn_logger_takes_deferred_once();
+  const auto method = profile.method();
+  const auto ticks = detail::read_for(reported, info.kernel, std::move(profile));
+  logger.record(info, profile_duration{[ticks]() noexcept { return ticks; }, method});
+}
+
+void warn_logger_takes_deferred_measurements() {
+  if (!is_observing()) return;
+  auto observer = detail::installed_observer();
+  if (!observer || detail::ask_timing(*observer) != timing_request::deferred) return;
+  detail::warn_logger_takes_deferred_once();
+}
+
+profile_duration read_and_notify_timed(std::string_view kernel, profile_duration profile) {
+  const auto method = profile.method();
+  auto observer = detail::installed_observer();
+  const auto ticks = std::move(profile).resolve();
+  if (!ticks) {
+    detail::warn_no_measurement(kernel);
+  } else if (observer) {
+    detail::deliver_timed(observer.get(), kernel, ticks->length(), method);
+  }
+  return profile_duration{[ticks]() noexcept { return ticks; }, method};
+}
+
+void notify_profiled(std::string_view kernel, profile_duration profile) {
+  if (!is_observing()) return;
+  detail::check_not_in_callback("hand over a launch's measurement");
+  std::shared_ptr<launch_observer> reader;
+  {
+    auto& stack = detail::observation_stack::get();
+    std::shared_lock lock{stack.mutex};
+    if (!stack.installed) return;
+    switch (detail::ask_timing(*stack.installed)) {
+      case timing_request::deferred:
+        // Kept unread: the observer reads it once the work it measures is over.
+        detail::call_observer("profiled", kernel, [&] {
+          stack.installed->profiled(kernel, std::move(profile));
+        });
+        return;
+      case timing_request::none:
+        // The launch was bracketed for an observer that no longer wants the measurement (it ended,
+        // or its answer changed, which timing_request forbids). Said because it was paid for, and a
+        // gap in a breakdown with nothing in the log cannot be explained.
+        if (detail::first_time(detail::once_warning::timing_dropped_by_observer_asking_none)) {
+          detail::diagnostics().warn(
+              "Dropped a timing of `{}`: its observer asked for no timing by the time the "
+              "measurement arrived. An observer's timing() must not change while it is installed.",
+              kernel);
+        }
+        return;
+      case timing_request::resolved:
+        reader = stack.installed;
+        break;
+    }
+  }
+  // Read with the lock released: holding it for the length of the kernel would stall every other
+  // launching thread behind this one.
+  const auto method = profile.method();
+  const auto ticks = std::move(profile).resolve();
+  if (!ticks) {
+    detail::warn_no_measurement(kernel);
+    return;
+  }
+  detail::deliver_timed(reader.get(), kernel, ticks->length(), method);
+}
+
+void warn_profile_refused(std::string_view kernel, std::string_view reason) {
+  const auto level = detail::first_time(detail::once_warning::profile_refused)
+                         ? spdlog::level::warn
+                         : spdlog::level::debug;
+  detail::diagnostics().log(level,
+                            "Skipped timing a launch of `{}`: {}. The kernel is still launched and "
+                            "reported; only its measurement is missing.",
+                            kernel, reason);
+}
+
+}  // namespace launch_path
+}  // namespace launchwatch

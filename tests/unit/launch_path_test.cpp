@@ -1,0 +1,373 @@
+// The one launch path (launch_path::issue): behaviours 3-10 of DESIGN.md §2 as decisions, against a
+// fake submitter that records what the launch path asked of it and hands out measurements whose
+// reads the tests can see.
+
+#include <launchwatch/launch_path.hpp>
+#include <launchwatch/logger.hpp>
+#include <launchwatch/observe.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "support/capturing_sink.hpp"
+#include "support/observers.hpp"
+
+namespace launchwatch {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::captured_log;
+using testing::keeper;
+using testing::recorder;
+using testing::timed_call;
+using testing::timer;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+/// What a launch source gives the launch path: it records which submission was asked for, and
+/// hands out a measurement of `length` whose reads it counts (or a refusal, or one without ticks).
+class fake_submitter final : public launch_path::submitter {
+ public:
+  enum class measurement { taken, refused, without_ticks };
+
+  explicit fake_submitter(measurement kind = measurement::taken,
+                          std::chrono::nanoseconds length = 7us)
+      : kind_{kind}, length_{length} {}
+
+  void submit() override { calls.push_back("submit"); }
+
+  launch_path::measured_submission submit_profiled() override {
+    calls.push_back("submit_profiled");
+    if (while_submitting) while_submitting();
+    switch (kind_) {
+      case measurement::refused:
+        return {std::nullopt, "the stream is recording a graph capture"};
+      case measurement::without_ticks:
+        return {profile_duration{[] { return std::optional<profile_ticks>{}; },
+                                 timing_method::device},
+                {}};
+      case measurement::taken:
+        break;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    return {profile_duration{[this, ticks = profile_ticks::from_start_end(start, start + length_)] {
+              reads.fetch_add(1);
+              read_on = std::this_thread::get_id();
+              return std::optional<profile_ticks>{ticks};
+            },
+                             timing_method::device},
+            {}};
+  }
+
+  std::vector<std::string> calls;
+  std::atomic<int> reads{0};
+  std::thread::id read_on;
+  /// Runs inside submit_profiled, as another thread would while this one submits.
+  std::function<void()> while_submitting;
+
+ private:
+  measurement kind_;
+  std::chrono::nanoseconds length_;
+};
+
+launch_info info_of(std::string_view kernel) {
+  launch_info info;
+  info.kernel = kernel;
+  info.stream = 3;
+  return info;
+}
+
+/// Counts every call the launch path makes on it, and answers `request`.
+class counting_observer : public keeper {
+ public:
+  explicit counting_observer(timing_request request) : request_{request} {}
+  void launched_with(const launch_info& info) override {
+    ++reported;
+    keeper::launched_with(info);
+  }
+  timing_request timing() const override {
+    ++asked;
+    return request_;
+  }
+  std::atomic<int> reported{0};
+  mutable std::atomic<int> asked{0};
+
+ private:
+  timing_request request_;
+};
+
+/// The profiling logger writing to a string for one test, put back as a fresh process has it after.
+class with_logger {
+ public:
+  explicit with_logger(profile_level level) {
+    detail::reset_profiling_logger_for_testing();
+    profiling_logger::instance().set_output(log_output::stream(out_));
+    profiling_logger::instance().set_level(level);
+  }
+  ~with_logger() { detail::reset_profiling_logger_for_testing(); }
+  with_logger(const with_logger&) = delete;
+  with_logger& operator=(const with_logger&) = delete;
+
+  std::string written() {
+    profiling_logger::instance().write_summary();
+    profiling_logger::instance().flush();
+    return out_.str();
+  }
+
+ private:
+  std::ostringstream out_;
+};
+
+TEST(LaunchPath, WithNothingWatchingALaunchIsNotWatchedAndIssueSubmitsItUntimed) {
+  EXPECT_FALSE(launch_path::watched());
+  fake_submitter source;
+  launch_path::issue(info_of("a_kernel"), source);
+  EXPECT_THAT(source.calls, ElementsAre("submit"));
+}
+
+TEST(LaunchPath, AnInstalledObserverOrTheLoggerMakesLaunchesWatched) {
+  {
+    launch_observation watching{std::make_shared<recorder>()};
+    EXPECT_TRUE(launch_path::watched());
+  }
+  EXPECT_FALSE(launch_path::watched());
+  {
+    with_logger logging{profile_level::execution_only};
+    EXPECT_TRUE(launch_path::watched());
+  }
+  EXPECT_FALSE(launch_path::watched());
+}
+
+// 3. timing() defaults to none; the launch path asks before bracketing.
+TEST(LaunchPath, AnObserverAskingForNoTimingIsToldOfTheLaunchWhichIsSubmittedUntimed) {
+  auto observer = std::make_shared<recorder>();
+  launch_observation watching{observer};
+  fake_submitter source;
+  launch_path::issue(info_of("a_kernel"), source);
+  EXPECT_THAT(observer->names(), ElementsAre("a_kernel"));
+  EXPECT_THAT(source.calls, ElementsAre("submit"));
+}
+
+TEST(LaunchPath, ALaunchIsReportedOnceAndItsTimingAskedOnce) {
+  auto observer = std::make_shared<counting_observer>(timing_request::deferred);
+  launch_observation watching{observer};
+  fake_submitter source;
+  launch_path::issue(info_of("a_kernel"), source);
+  EXPECT_EQ(observer->reported.load(), 1);
+  EXPECT_EQ(observer->asked.load(), 1);
+}
+
+// 1. `launched` comes before the launch reaches the backend.
+TEST(LaunchPath, TheLaunchIsReportedBeforeItIsSubmitted) {
+  auto observer = std::make_shared<counting_observer>(timing_request::deferred);
+  launch_observation watching{observer};
+  fake_submitter source;
+  int reported_at_submission = -1;
+  source.while_submitting = [&] { reported_at_submission = observer->reported.load(); };
+  launch_path::issue(info_of("a_kernel"), source);
+  EXPECT_EQ(reported_at_submission, 1);
+}
+
+// 4. deferred: handed to `profiled` unread, right after the launch, on the issuing thread.
+TEST(LaunchPath, ADeferredObserverIsHandedTheMeasurementUnreadRightAfterTheSubmission) {
+  auto observer = std::make_shared<keeper>();
+  launch_observation watching{observer};
+  fake_submitter source;
+  launch_path::issue(info_of("a_kernel"), source);
+  EXPECT_THAT(source.calls, ElementsAre("submit_profiled"));
+  EXPECT_EQ(source.reads.load(), 0) << "read on the launch path";
+  auto kept = observer->take();
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept[0].first, "a_kernel");
+  EXPECT_EQ(std::move(kept[0].second).resolve()->length(), 7us);
+}
+
+// 5. resolved: read with the slot's lock released, then `timed` with the duration and the method.
+TEST(LaunchPath, AResolvedObserverIsToldTheDurationReadOnTheIssuingThreadWithTheSlotUnlocked) {
+  auto observer = std::make_shared<timer>();
+  launch_observation watching{observer};
+  fake_submitter source;
+  launch_path::issue(info_of("a_kernel"), source);
+  EXPECT_EQ(source.reads.load(), 1);
+  EXPECT_EQ(source.read_on, std::this_thread::get_id());
+  EXPECT_THAT(observer->calls(), ElementsAre(timed_call{"a_kernel", 7us, timing_method::device}));
+}
+
+// 6. A duration reaches only the observation the launch was reported to (finding 9 of the review:
+// identity taken at `launched`, not when the measurement is delivered).
+TEST(LaunchPath, ADurationGoesToTheObservationTheLaunchWasReportedToNotOneThatReplacedIt) {
+  auto reported_to = std::make_shared<keeper>();
+  auto replacement = std::make_shared<keeper>();
+  launch_observation watching{reported_to};
+  std::optional<launch_observation> replacing;
+  fake_submitter source;
+  // Another thread installs an observer while this one submits the launch.
+  source.while_submitting = [&] {
+    std::thread{[&] { replacing.emplace(replacement); }}.join();
+  };
+  launch_path::issue(info_of("a_kernel"), source);
+  EXPECT_TRUE(replacement->take().empty()) << "the replacement never saw the launch";
+  EXPECT_TRUE(reported_to->take().empty()) << "no longer installed when the measurement came";
+  replacing.reset();
+}
+
+TEST(LaunchPath, AMeasurementReachesItsObservationAgainOnceAReplacementIsDropped) {
+  auto reported_to = std::make_shared<keeper>();
+  launch_observation watching{reported_to};
+  fake_submitter source;
+  source.while_submitting = [&] {
+    std::thread{[] { launch_observation briefly{std::make_shared<keeper>()}; }}.join();
+  };
+  launch_path::issue(info_of("a_kernel"), source);
+  EXPECT_EQ(reported_to->take().size(), 1u) << "installed again when its measurement came";
+}
+
+TEST(LaunchPath, AResolvedReadWhoseObservationEndedMidReadIsNotToldAnyone) {
+  auto reader = std::make_shared<timer>();
+  auto replacement = std::make_shared<timer>();
+  launch_observation watching{reader};
+  std::optional<launch_observation> replacing;
+  fake_submitter source;
+  source.while_submitting = [&] {
+    std::thread{[&] { replacing.emplace(replacement); }}.join();
+  };
+  launch_path::issue(info_of("a_kernel"), source);
+  EXPECT_THAT(reader->calls(), IsEmpty());
+  EXPECT_THAT(replacement->calls(), IsEmpty());
+  replacing.reset();
+}
+
+// 7. Past execution_only: read once, told `timed` (even a deferred observer), the same reading to
+// the logger, and one warning per process for a deferred observer.
+TEST(LaunchPath, WithTheLoggerReadingADeferredObserverIsToldTimedAndTheLoggerGetsTheSameReading) {
+  captured_log log;
+  with_logger logging{profile_level::medium};
+  auto observer = std::make_shared<keeper>();
+  launch_observation watching{observer};
+  fake_submitter first;
+  fake_submitter second;
+  launch_path::issue(info_of("a_kernel"), first);
+  launch_path::issue(info_of("a_kernel"), second);
+  EXPECT_EQ(first.reads.load() + second.reads.load(), 2) << "each measurement read exactly once";
+  EXPECT_TRUE(observer->take().empty()) << "profiled is not called while the logger reads";
+  EXPECT_EQ(observer->calls().size(), 2u);
+  EXPECT_THAT(logging.written(), HasSubstr("launch a_kernel took 7.000 us (device)"));
+  EXPECT_EQ(log->count_containing("profiling logger is reading"), 1u);
+}
+
+// Review finding 8: a names-only observer and the logger together must not serialise kernels.
+TEST(LaunchPath, WithTheLoggerReadingAnObserverAskingForNoTimingDoesNotMakeTheLaunchWait) {
+  captured_log log;
+  with_logger logging{profile_level::medium};
+  auto observer = std::make_shared<recorder>();
+  launch_observation watching{observer};
+  fake_submitter source;
+  launch_path::issue(info_of("a_kernel"), source);
+  EXPECT_THAT(observer->names(), ElementsAre("a_kernel"));
+  const auto written = logging.written();
+  EXPECT_NE(source.read_on, std::this_thread::get_id())
+      << "the issuing thread read the measurement: it waited for the kernel";
+  EXPECT_EQ(source.reads.load(), 1) << "the logger's writer reads it";
+  EXPECT_THAT(written, HasSubstr("launch a_kernel took 7.000 us (device)"));
+  EXPECT_EQ(log->count_containing("profiling logger is reading"), 0u);
+}
+
+TEST(LaunchPath, WithOnlyTheLoggerReadingTheMeasurementIsReadOffTheIssuingThread) {
+  with_logger logging{profile_level::medium};
+  fake_submitter source;
+  launch_path::issue(info_of("a_kernel"), source);
+  EXPECT_THAT(logging.written(), HasSubstr("launch a_kernel took 7.000 us (device)"));
+  EXPECT_NE(source.read_on, std::this_thread::get_id());
+}
+
+TEST(LaunchPath, WithTheLoggerAtExecutionOnlyTheLaunchIsWrittenAndSubmittedUntimed) {
+  with_logger logging{profile_level::execution_only};
+  fake_submitter source;
+  launch_path::issue(info_of("a_kernel"), source);
+  EXPECT_THAT(source.calls, ElementsAre("submit"));
+  EXPECT_THAT(logging.written(), HasSubstr("launch a_kernel on cpu:0 stream 3"));
+}
+
+// 8. A measurement without ticks is skipped with a warning, never reported as zero.
+TEST(LaunchPath, AMeasurementWithoutTicksIsSkippedWithAWarningNotReportedAsZero) {
+  captured_log log;
+  auto observer = std::make_shared<timer>();
+  launch_observation watching{observer};
+  fake_submitter source{fake_submitter::measurement::without_ticks};
+  launch_path::issue(info_of("a_kernel"), source);
+  EXPECT_THAT(observer->calls(), IsEmpty());
+  EXPECT_EQ(log->count_containing("carried no measurement"), 1u);
+}
+
+// 9. A measurement whose observation is gone by the time it arrives is lost, said once.
+TEST(LaunchPath, ADeferredMeasurementWhoseObservationEndedIsLostWithOneWarning) {
+  captured_log log;
+  auto observer = std::make_shared<keeper>();
+  auto watching = std::make_unique<launch_observation>(observer);
+  for (int i = 0; i < 2; ++i) {
+    fake_submitter source;
+    source.while_submitting = [&] {
+      std::thread{[&] { watching.reset(); }}.join();
+    };
+    launch_path::issue(info_of("a_kernel"), source);
+    watching = std::make_unique<launch_observation>(observer);
+  }
+  EXPECT_TRUE(observer->take().empty());
+  EXPECT_EQ(log->count_containing("Dropped a timing"), 1u);
+}
+
+// 10. A refused profile: warned about, the kernel still submitted and reported.
+TEST(LaunchPath, ARefusedProfileIsWarnedAboutAndTheLaunchIsStillSubmittedAndReported) {
+  captured_log log;
+  auto observer = std::make_shared<keeper>();
+  launch_observation watching{observer};
+  fake_submitter source{fake_submitter::measurement::refused};
+  launch_path::issue(info_of("a_kernel"), source);
+  EXPECT_THAT(source.calls, ElementsAre("submit_profiled"));
+  EXPECT_TRUE(observer->take().empty());
+  EXPECT_EQ(log->count_containing("graph capture"), 1u);
+}
+
+TEST(LaunchPath, ARefusedProfileIsWrittenByTheLoggerAsUntimed) {
+  with_logger logging{profile_level::medium};
+  fake_submitter source{fake_submitter::measurement::refused};
+  launch_path::issue(info_of("a_kernel"), source);
+  EXPECT_THAT(logging.written(), HasSubstr("launch a_kernel untimed (no measurement)"));
+}
+
+TEST(LaunchPath, AnObserverThatThrowsDoesNotStopTheLaunch) {
+  captured_log log;
+  struct thrower : launch_observer {
+    void launched(std::string_view) override { throw std::runtime_error{"observer broke"}; }
+  };
+  launch_observation watching{std::make_shared<thrower>()};
+  fake_submitter source;
+  launch_path::issue(info_of("a_kernel"), source);
+  EXPECT_THAT(source.calls, ElementsAre("submit"));
+  EXPECT_EQ(log->count_containing("observer broke"), 1u);
+}
+
+TEST(LaunchPath, AnExceptionFromTheSubmissionPropagatesAfterTheLaunchWasReported) {
+  auto observer = std::make_shared<recorder>();
+  launch_observation watching{observer};
+  struct failing : launch_path::submitter {
+    void submit() override { throw std::runtime_error{"queue full"}; }
+    launch_path::measured_submission submit_profiled() override { return {}; }
+  } source;
+  EXPECT_THROW(launch_path::issue(info_of("a_kernel"), source), std::runtime_error);
+  EXPECT_THAT(observer->names(), ElementsAre("a_kernel"));
+}
+
+}  // namespace
+}  // namespace launchwatch

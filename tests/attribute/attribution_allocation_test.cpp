@@ -6,6 +6,7 @@
 #include <launchwatch/attribute/attribution.hpp>
 #include <launchwatch/attribute/scope.hpp>
 #include <launchwatch/launch_path.hpp>
+#include <launchwatch/runtime/client.hpp>
 
 #include <atomic>
 #include <cstdlib>
@@ -22,10 +23,13 @@ namespace {
 /// Allocations made, and allocations made and not yet freed.
 std::atomic<long> allocations{0};
 std::atomic<long> live{0};
+/// Allocations made by this thread.
+thread_local long allocations_here = 0;
 }  // namespace
 
 void* operator new(std::size_t size) {
   allocations.fetch_add(1, std::memory_order_relaxed);
+  ++allocations_here;
   if (void* p = std::malloc(size == 0 ? 1 : size)) {
     live.fetch_add(1, std::memory_order_relaxed);
     return p;
@@ -175,6 +179,32 @@ TEST(AttributionAllocation, ADestroyedAttributionReleasesTheStorageOfThreadsStil
   // What a running thread keeps of an ended attribution does not grow with what it recorded.
   const auto after_one = left_allocated_while_its_thread_runs(1);
   EXPECT_EQ(left_allocated_while_its_thread_runs(3000), after_one);
+}
+
+struct touch {
+  device_span<int> out;
+  void operator()(unit u) const {
+    if (u.absolute_pos() < out.size()) out[u.absolute_pos()] += 1;
+  }
+};
+
+// Review finding 12: each timed CPU launch used to allocate its timing record.
+TEST(AttributionAllocation, TimedLaunchesOnTheCpuBackendDoNotAllocatePerLaunch) {
+  auto client = client::cpu();
+  auto values = client.empty<int>(64);
+  auto observer = std::make_shared<attribution>();  // deferred timing
+  launch_observation watching{observer};
+  const auto timed_pass = [&] {
+    const long before = allocations_here;
+    for (int i = 0; i < 3000; ++i) client.launch(touch{values.view()}, cube_count{1}, cube_dim{64});
+    const long during = allocations_here - before;
+    client.sync();
+    EXPECT_EQ(observer->collect().launches.size(), 3000u);
+    return during;
+  };
+  (void)timed_pass();  // storage grows to the pass's size
+  // The queue's storage may still grow once in a while; a launch's own allocations would be 3000.
+  EXPECT_LT(timed_pass(), 30) << "the issuing thread allocated per timed launch";
 }
 
 TEST(ScopeAllocation, WithNoAttributionAScopeAllocatesNothing) {

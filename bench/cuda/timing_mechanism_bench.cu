@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include <launchwatch/runtime/cuda_entry.hpp>
+#include <launchwatch/detail/cuda_entry.hpp>
 
 #include "cuda_check.hpp"
 #include "device_clock.hpp"

@@ -8,9 +8,21 @@
 #include <atomic>
 
 namespace launchwatch {
+
+class dry_run_scope;
+class real_run_scope;
+bool dry_run() noexcept;
+
 namespace detail {
-inline std::atomic<int> dry_run_depth{0};
-inline thread_local int real_run_depth = 0;
+/// The depths of the scopes in force, readable only through dry_run() and changed only by the
+/// scopes: no other code can turn a dry run on or off behind their backs.
+class dry_run_state {
+  static inline std::atomic<int> depth_{0};
+  static inline thread_local int real_depth_ = 0;
+  friend class ::launchwatch::dry_run_scope;
+  friend class ::launchwatch::real_run_scope;
+  friend bool ::launchwatch::dry_run() noexcept;
+};
 }  // namespace detail
 
 /// Whether a launch is executed or only validated, prepared and reported.
@@ -29,8 +41,8 @@ enum class launch_mode {
 /// land on either side. Cost: one relaxed atomic increment and decrement.
 class [[nodiscard]] dry_run_scope {
  public:
-  dry_run_scope() noexcept { detail::dry_run_depth.fetch_add(1, std::memory_order_relaxed); }
-  ~dry_run_scope() { detail::dry_run_depth.fetch_sub(1, std::memory_order_relaxed); }
+  dry_run_scope() noexcept { detail::dry_run_state::depth_.fetch_add(1, std::memory_order_relaxed); }
+  ~dry_run_scope() { detail::dry_run_state::depth_.fetch_sub(1, std::memory_order_relaxed); }
   dry_run_scope(const dry_run_scope&) = delete;
   dry_run_scope& operator=(const dry_run_scope&) = delete;
   dry_run_scope(dry_run_scope&&) = delete;
@@ -43,8 +55,8 @@ class [[nodiscard]] dry_run_scope {
 /// the issuing thread knows what it is doing; nests. Cost: a thread-local increment and decrement.
 class [[nodiscard]] real_run_scope {
  public:
-  real_run_scope() noexcept { ++detail::real_run_depth; }
-  ~real_run_scope() { --detail::real_run_depth; }
+  real_run_scope() noexcept { ++detail::dry_run_state::real_depth_; }
+  ~real_run_scope() { --detail::dry_run_state::real_depth_; }
   real_run_scope(const real_run_scope&) = delete;
   real_run_scope& operator=(const real_run_scope&) = delete;
   real_run_scope(real_run_scope&&) = delete;
@@ -57,7 +69,8 @@ class [[nodiscard]] real_run_scope {
 /// and a duration measured over a dry launch has no kernel under it.
 /// Cost: one relaxed load, and a thread-local read when a dry run is on.
 [[nodiscard]] inline bool dry_run() noexcept {
-  return detail::dry_run_depth.load(std::memory_order_relaxed) > 0 && detail::real_run_depth == 0;
+  return detail::dry_run_state::depth_.load(std::memory_order_relaxed) > 0 &&
+         detail::dry_run_state::real_depth_ == 0;
 }
 
 /// The mode a launch issued now, on this thread, runs in. The launch path decides it on the issuing

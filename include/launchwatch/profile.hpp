@@ -10,6 +10,8 @@
 #include <type_traits>
 #include <utility>
 
+#include <launchwatch/detail/profile_resolver.hpp>
+
 namespace launchwatch {
 
 /// A point on the one timeline launchwatch reports on.
@@ -69,103 +71,8 @@ class profile_ticks {
 };
 
 namespace detail {
-
-/// Type-erased, move-only holder of the callable behind a profile_duration.
-///
-/// C++20 has no std::move_only_function, and the deferred-timing path builds one of these per
-/// launch, so small resolvers (a pointer and an index, say) are stored inline rather than on the
-/// heap.
-class profile_resolver {
- public:
-  static constexpr std::size_t inline_size = 6 * sizeof(void*);
-
-  profile_resolver() noexcept = default;
-
-  template <class F>
-  explicit profile_resolver(F&& resolve) {
-    using stored = std::decay_t<F>;
-    if constexpr (fits_inline<stored>()) {
-      ::new (static_cast<void*>(storage_)) stored(std::forward<F>(resolve));
-      ops_ = &inline_ops<stored>;
-    } else {
-      heap_ = new stored(std::forward<F>(resolve));
-      ops_ = &heap_ops<stored>;
-    }
-  }
-
-  profile_resolver(profile_resolver&& other) noexcept { take(other); }
-  profile_resolver& operator=(profile_resolver&& other) noexcept {
-    if (this != &other) {
-      reset();
-      take(other);
-    }
-    return *this;
-  }
-  profile_resolver(const profile_resolver&) = delete;
-  profile_resolver& operator=(const profile_resolver&) = delete;
-  ~profile_resolver() { reset(); }
-
-  explicit operator bool() const noexcept { return ops_ != nullptr; }
-
-  /// Runs the callable once and empties the holder, whether it returns or throws.
-  std::optional<profile_ticks> call_once() {
-    struct empties {
-      profile_resolver* self;
-      ~empties() { self->reset(); }
-    } on_exit{this};
-    return ops_->call(target());
-  }
-
- private:
-  struct operations {
-    std::optional<profile_ticks> (*call)(void* target);
-    void (*relocate)(void* from, void* to) noexcept;  // inline storage only
-    void (*destroy)(void* target) noexcept;
-  };
-
-  template <class F>
-  static constexpr bool fits_inline() {
-    return sizeof(F) <= inline_size && alignof(F) <= alignof(std::max_align_t) &&
-           std::is_nothrow_move_constructible_v<F>;
-  }
-
-  template <class F>
-  static constexpr operations inline_ops{
-      [](void* target) -> std::optional<profile_ticks> { return (*static_cast<F*>(target))(); },
-      [](void* from, void* to) noexcept {
-        ::new (to) F(std::move(*static_cast<F*>(from)));
-        static_cast<F*>(from)->~F();
-      },
-      [](void* target) noexcept { static_cast<F*>(target)->~F(); }};
-
-  template <class F>
-  static constexpr operations heap_ops{
-      [](void* target) -> std::optional<profile_ticks> { return (*static_cast<F*>(target))(); },
-      nullptr, [](void* target) noexcept { delete static_cast<F*>(target); }};
-
-  void* target() noexcept { return ops_->relocate ? static_cast<void*>(storage_) : heap_; }
-
-  void take(profile_resolver& other) noexcept {
-    ops_ = std::exchange(other.ops_, nullptr);
-    if (ops_ == nullptr) return;
-    if (ops_->relocate) {
-      ops_->relocate(other.storage_, storage_);
-    } else {
-      heap_ = std::exchange(other.heap_, nullptr);
-    }
-  }
-
-  void reset() noexcept {
-    if (ops_ != nullptr) ops_->destroy(target());
-    ops_ = nullptr;
-    heap_ = nullptr;
-  }
-
-  const operations* ops_ = nullptr;
-  void* heap_ = nullptr;
-  alignas(std::max_align_t) std::byte storage_[inline_size];
-};
-
+/// The holder every profile_duration keeps its read in.
+using profile_resolver = basic_profile_resolver<std::optional<profile_ticks>>;
 }  // namespace detail
 
 /// One launch's measurement, not yet read.

@@ -126,20 +126,6 @@ void validate_spans(const device& d, const launch_descriptor& launch,
 }
 
 launch_info describe(const launch_descriptor& launch, const device& d, const stream& s,
-                     launch_mode mode, bool capturing) {
-  launch_info info;
-  info.kernel = launch.name;
-  info.backend = d.backend();
-  info.device = d.index();
-  info.stream = s.id();
-  info.cube_count = {launch.geometry.count.x, launch.geometry.count.y, launch.geometry.count.z};
-  info.cube_dim = {launch.geometry.dim.x, launch.geometry.dim.y, launch.geometry.dim.z};
-  info.dry_run = mode == launch_mode::skip;
-  info.capturing = capturing;
-  return info;
-}
-
-launch_info describe(const launch_descriptor& launch, const device& d, const stream& s,
                      launch_mode mode) {
   launch_info info;
   info.kernel = launch.name;

@@ -263,6 +263,23 @@ TEST_F(CudaFaults, AnIllegalAddressNamesTheKernelCudasErrorAndThatTheFaultIsStic
   }
 }
 
+// Review finding 5: CUDA reports a fault per context, so with several launches pending the culprit
+// is not known, and naming the first of them would accuse a kernel that may have run fine.
+TEST_F(CudaFaults, AStickyFaultWithSeveralLaunchesPendingNamesNoKernelButListsThem) {
+  auto values = client().empty<int>(8);
+  client().launch(fill{values.view(), 1}, cube_count{1}, cube_dim{8});
+  client().launch(fail_at{values.view(), 0}, cube_count{1}, cube_dim{8});
+  client().launch(fill{values.view(), 2}, cube_count{1}, cube_dim{8});
+  try {
+    client().sync();
+    FAIL() << "the fault went unreported";
+  } catch (const kernel_failure& failure) {
+    EXPECT_TRUE(failure.kernel().empty()) << "named '" << failure.kernel() << "' as the culprit";
+    EXPECT_THAT(failure.what(), ::testing::HasSubstr("does not say which"));
+    EXPECT_THAT(failure.what(), ::testing::HasSubstr("fail_at"));
+  }
+}
+
 TEST_F(CudaFaults, AfterAStickyFaultEveryLaterOperationFailsAndNoneSucceeds) {
   auto values = client().empty<int>(8);
   client().launch(fail_at{values.view(), 0}, cube_count{1}, cube_dim{8});

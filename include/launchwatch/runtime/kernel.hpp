@@ -44,7 +44,7 @@
 
 #if defined(__CUDACC__)
 // Defines `template <class K> __global__ void launchwatch::detail::cuda_entry(K kernel, ...)`.
-#include <launchwatch/runtime/cuda_entry.hpp>
+#include <launchwatch/detail/cuda_entry.hpp>
 #endif
 
 namespace launchwatch::detail {

@@ -1,4 +1,5 @@
-// The CUDA backend: a device, its streams, its graphs, and how its launches are timed.
+// The CUDA backend: a device, its streams and its graphs (its health and timing state have headers
+// of their own).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -16,96 +17,11 @@
 #include <thread>
 #include <unordered_map>
 
-#include "device_clock.hpp"
+#include "device_health.hpp"
+#include "device_timing.hpp"
 #include "runtime/backend.hpp"
-#include "timing_slots.hpp"
 
 namespace launchwatch::detail::cuda {
-
-/// Whether a device's CUDA context is still usable, and if not, the fault that ended it.
-///
-/// A sticky fault (an illegal address, say) leaves the context unusable for the rest of the process.
-/// CUDA repeats the error on every later call, but launchwatch also remembers the first one, so the
-/// exception every later operation throws says which fault ended the device, and no code path can
-/// read a stale buffer or a timing record as if nothing had happened.
-///
-/// Thread safety: every member may be called from any thread.
-class device_health {
- public:
-  explicit device_health(int device) : device_{device} {}
-
-  /// Throws device_error describing the first sticky fault, if there was one.
-  /// Cost: one relaxed load while healthy.
-  void throw_if_failed() const {
-    if (failed_.load(std::memory_order_acquire)) [[unlikely]] throw_failed();
-  }
-  bool failed() const noexcept { return failed_.load(std::memory_order_acquire); }
-
-  /// Throws for `status` from `call` (naming `kernel` when one is involved), remembering a sticky
-  /// fault first. Use for every failed CUDA call on this device.
-  [[noreturn]] void fail(cudaError_t status, std::string_view call, std::string_view kernel = {});
-
-  /// Remembers `status` if it is sticky; returns the description of the failure either way.
-  std::string note(cudaError_t status, std::string_view call, std::string_view kernel = {});
-
-  /// Checks `status`; throws through fail() unless it is cudaSuccess.
-  void check(cudaError_t status, std::string_view call, std::string_view kernel = {}) {
-    if (status != cudaSuccess) [[unlikely]] fail(status, call, kernel);
-  }
-
- private:
-  [[noreturn]] void throw_failed() const;
-
-  int device_;
-  std::atomic<bool> failed_{false};
-  mutable std::mutex mutex_;
-  std::string first_fault_;
-};
-
-/// Deferred timing's state for one device: the slots launches stamp, the clock that maps their
-/// stamps onto the host's steady clock, and the keeper thread that re-anchors that clock once a
-/// second while launches are being timed (so no launch and no read ever waits for an anchor, and
-/// the mapping's error does not grow with the length of a run). Created at the device's first timed
-/// launch and shared with every unread measurement, which may outlive the client that made it.
-class device_timing {
- public:
-  device_timing(int device, std::shared_ptr<device_health> health);
-  /// Stops the keeper.
-  ~device_timing();
-  device_timing(const device_timing&) = delete;
-  device_timing& operator=(const device_timing&) = delete;
-
-  /// Notes that a launch is being timed. Cost: one relaxed load, except once per anchor interval.
-  void note_timed_launch() noexcept {
-    if (!active_.load(std::memory_order_relaxed)) [[unlikely]] mark_active();
-  }
-
-  /// Blocks until the launch holding `taken` has written its window; throws the device's fault
-  /// (naming `kernel`) instead of waiting forever when the device failed.
-  device_window wait(const timing_slot_pool::lease& taken, std::string_view kernel);
-
-  /// Stops every device's keeper: at exit, before CUDA's runtime tears itself down.
-  static void stop_all_keepers() noexcept;
-
-  const int device;
-  const std::shared_ptr<device_health> health;
-  timing_slot_pool slots;
-  device_clock clock;
-
- private:
-  void mark_active() noexcept;
-  void keep();
-  void stop() noexcept;
-
-  cudaStream_t watch_ = nullptr;  // an idle stream whose query reports a sticky fault
-  std::atomic<bool> active_{false};
-  std::atomic<bool> idle_{true};
-  std::mutex keeper_mutex_;
-  std::condition_variable keeper_wake_;
-  bool woken_ = false;
-  bool stopping_ = false;
-  std::thread keeper_;
-};
 
 class cuda_stream;
 

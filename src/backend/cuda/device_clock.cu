@@ -7,7 +7,7 @@
 #include <limits>
 #include <thread>
 
-#include <launchwatch/runtime/cuda_entry.hpp>
+#include <launchwatch/detail/cuda_entry.hpp>
 
 #include "cuda_check.hpp"
 

@@ -11,7 +11,7 @@
 #include <optional>
 #include <vector>
 
-#include <launchwatch/runtime/cuda_entry.hpp>
+#include <launchwatch/detail/cuda_entry.hpp>
 
 namespace launchwatch::detail::cuda {
 

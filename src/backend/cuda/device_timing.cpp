@@ -1,0 +1,144 @@
+// Deferred timing's per-device state: its slots, its clock and the keeper that re-anchors it.
+
+#include "cuda_device.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include <launchwatch/errors.hpp>
+
+#include "capture_mode.hpp"
+#include "cuda_check.hpp"
+
+namespace launchwatch::detail::cuda {
+
+namespace {
+
+// Every device_timing alive, so the keepers can be stopped at exit while CUDA still works.
+struct keeper_registry {
+  std::mutex mutex;
+  std::vector<device_timing*> timings;
+  static keeper_registry& get() {
+    static auto* const instance = new keeper_registry;  // never destroyed: used at exit
+    return *instance;
+  }
+};
+
+}  // namespace
+
+device_timing::device_timing(int index, std::shared_ptr<device_health> device_health)
+    : device{index}, health{std::move(device_health)}, slots{index}, clock{index} {
+  device_guard on{device};
+  health->check(cudaStreamCreateWithFlags(&watch_, cudaStreamNonBlocking),
+                "cudaStreamCreateWithFlags");
+  {
+    relaxed_capture_mode relaxed;
+    clock.ensure_anchored();
+  }
+  keeper_ = std::thread{[this] { keep(); }};
+  auto& registry = keeper_registry::get();
+  std::lock_guard lock{registry.mutex};
+  // Registered after CUDA started, so this runs before CUDA's own teardown at exit.
+  static const bool registered = (std::atexit(&device_timing::stop_all_keepers), true);
+  (void)registered;
+  registry.timings.push_back(this);
+}
+
+device_timing::~device_timing() {
+  {
+    auto& registry = keeper_registry::get();
+    std::lock_guard lock{registry.mutex};
+    std::erase(registry.timings, this);
+  }
+  stop();
+  if (watch_ != nullptr) (void)cudaStreamDestroy(watch_);
+}
+
+void device_timing::stop_all_keepers() noexcept {
+  auto& registry = keeper_registry::get();
+  std::lock_guard lock{registry.mutex};
+  for (device_timing* t : registry.timings) t->stop();
+}
+
+void device_timing::stop() noexcept {
+  {
+    std::lock_guard lock{keeper_mutex_};
+    stopping_ = true;
+  }
+  keeper_wake_.notify_all();
+  if (keeper_.joinable()) keeper_.join();
+}
+
+void device_timing::mark_active() noexcept {
+  if (active_.exchange(true)) return;
+  // Timing resumed after a quiet spell: anchor now rather than at the next tick, so the first
+  // launches of a pass are not mapped by extrapolating across the pause.
+  if (idle_.load()) {
+    {
+      std::lock_guard lock{keeper_mutex_};
+      woken_ = true;
+    }
+    keeper_wake_.notify_one();
+  }
+}
+
+void device_timing::keep() {
+  std::unique_lock lock{keeper_mutex_};
+  while (!stopping_) {
+    keeper_wake_.wait_for(lock, device_clock::reanchor_interval,
+                          [&] { return stopping_ || woken_; });
+    if (stopping_) break;
+    const bool woken = std::exchange(woken_, false);
+    const bool was_active = active_.exchange(false);
+    idle_.store(!was_active && !woken);
+    if (!was_active && !woken) continue;
+    lock.unlock();
+    try {
+      // Waits briefly: when the device is saturated, the probe tries again next tick.
+      if (!health->failed()) (void)clock.anchor(std::chrono::milliseconds{20});
+    } catch (...) {
+      // A failed device reports itself to whoever waits on it; the keeper just stops anchoring.
+    }
+    lock.lock();
+  }
+}
+
+device_window device_timing::wait(const timing_slot_pool::lease& taken, std::string_view kernel) {
+  const auto began = std::chrono::steady_clock::now();
+  for (std::uint32_t round = 0;; ++round) {
+    if (const std::optional<device_window> window = slots.poll(taken)) return *window;
+    // Short kernels: spin on the record, which costs no CUDA call.
+    if (round < 2048) {
+      cpu_relax();
+      continue;
+    }
+    // Longer ones: check now and then that the device has not failed, since a faulted kernel never
+    // writes its record and waiting for it would never end.
+    health->throw_if_failed();
+    if (round % 64 == 0) {
+      device_guard on{device};
+      relaxed_capture_mode relaxed;
+      const cudaError_t status = cudaStreamQuery(watch_);
+      if (status != cudaSuccess && status != cudaErrorNotReady) {
+        if (const std::optional<device_window> window = slots.poll(taken)) return *window;
+        health->fail(status, "cudaStreamQuery (waiting for a timed kernel to finish)", kernel);
+      }
+    }
+    if (std::chrono::steady_clock::now() - began < std::chrono::milliseconds{1}) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds{50});
+    }
+  }
+}
+
+}  // namespace launchwatch::detail::cuda

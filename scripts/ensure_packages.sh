@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian packages launchwatch builds with, when they are missing. Sourced by the two
-# README commands, so a fresh Debian machine needs nothing done by hand.
+# Installs the Debian packages launchwatch builds with (and, for scripts/test, those its tests run
+# with), when they are missing. Sourced by the two README commands, so a fresh Debian machine needs
+# nothing done by hand.
 set -euo pipefail
 
 launchwatch_packages=(
@@ -9,9 +10,15 @@ launchwatch_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 
+# What only the tests need: chromium for the browser test (tests/browser), and node with npm for its
+# npm packages; Debian's nodejs and npm only where no node is on PATH already (NodeSource's has npm).
+launchwatch_test_packages=(chromium)
+command -v npm >/dev/null 2>&1 || launchwatch_test_packages+=(nodejs npm)
+
+# Installs launchwatch_packages and any packages named as arguments, when missing.
 ensure_packages() {
   local missing=()
-  for package in "${launchwatch_packages[@]}"; do
+  for package in "${launchwatch_packages[@]}" "$@"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
       missing+=("$package")
   done
@@ -28,6 +35,17 @@ ensure_packages() {
   fi
   "${sudo[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# Installs a folder's npm packages exactly as its package-lock.json pins them, when node_modules is
+# missing or older than the lock file.
+ensure_npm_packages() {
+  local folder=$1
+  if [ ! -f "$folder/node_modules/.package-lock.json" ] ||
+    [ "$folder/package-lock.json" -nt "$folder/node_modules/.package-lock.json" ]; then
+    echo "launchwatch: installing the npm packages of $folder"
+    (cd "$folder" && npm ci --no-audit --no-fund)
+  fi
 }
 
 # Configures (once) and builds one CMake preset.

@@ -6,7 +6,9 @@
 # Prints a short table last.
 #
 # Usage: OUT=dir scripts/device_all.sh [step ...]   (OUT defaults to build/device-out)
-#   steps: checks (gpu_check.sh), demo, peers, cpu; all of them by default. The build is incremental,
+#   steps: checks (gpu_check.sh), demo, peers, cpu, threads; all but threads by default. threads
+#   runs scripts/bench_before_after.sh against the source tree in $BASE_SRC (unobserved launches
+#   from 1, 2, 4 and 16 threads on this host's cores, a base commit against this tree). The build is incremental,
 #   so a machine kept warm between two calls builds once: `... checks demo` then `... peers cpu`.
 # Outputs: $OUT/summary.txt, $OUT/demo_cuda.txt, $OUT/peers.json, $OUT/peers_launch_cost.svg, and
 # every log in $OUT/logs.tar.gz (a device run brings back at most 8 files).
@@ -71,6 +73,17 @@ else
 fi
 fi
 
+if want threads; then
+echo "== threaded launches, before and after (scripts/bench_before_after.sh $BASE_SRC)"
+t=$(date +%s)
+if [[ -d ${BASE_SRC:-} ]] && timeout 400 scripts/bench_before_after.sh "$BASE_SRC" 3 >"$logs/threads.txt" 2>&1; then
+  sed -n '/unobserved launch, ns per launch/,$p' "$logs/threads.txt" >"$OUT/threads.txt"
+  row "threaded launches before/after" ok "threads.txt, $(( $(date +%s) - t )) s"
+else
+  row "threaded launches before/after" FAIL "logs/threads.txt (BASE_SRC=${BASE_SRC:-unset})"
+fi
+fi
+
 if want cpu; then
 echo "== CPU micro-benchmarks on this host"
 for bench in core/launchwatch_observer_bench attribute/launchwatch_attribution_bench runtime/launchwatch_launch_bench; do
@@ -89,6 +102,7 @@ tar -czf "$OUT/logs_$(echo $steps | tr ' ' '_').tar.gz" -C "$BUILD" logs
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null
   sed -n '/Summary/,$p' "$logs/launchwatch_observer_bench.txt" 2>/dev/null | head -30
   cat "$logs/peers_summary.txt" 2>/dev/null
+  cat "$OUT/threads.txt" 2>/dev/null
   printf '\n==== device_all (%s s) ====\n' "$(( $(date +%s) - started ))"
   printf '%s\n' "${rows[@]}"
 } | tee "$OUT/summary.txt"

@@ -67,7 +67,8 @@ class launch_counter;
 /// Counts the launches reported while it lives.
 ///
 /// Installs a names-only observer (no timing), so counting adds one lock and a map lookup per
-/// launch and leaves the kernels running as they would. Like every observation, it replaces the
+/// launch and leaves the kernels running as they would, the profiling logger on or not (the logger
+/// reads its measurements on its own thread). Like every observation, it replaces the
 /// installed observer while it lives. Wrap the counted work in a dry_run_scope to count without
 /// running anything.
 ///

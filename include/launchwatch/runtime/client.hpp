@@ -96,8 +96,10 @@ class client {
   /// The contents of `source`, copied to the host.
   ///
   /// Waits only for the launches that referenced `source` (on any stream, and what ran before them
-  /// on theirs), not for the device. Throws kernel_failure naming the kernel when a launch it waited
-  /// for failed (and the stream stays usable), capture_error when this thread's stream is recording
+  /// on theirs; on CUDA, everything their streams were given so far), not for the device. Throws
+  /// kernel_failure when a launch it waited for failed (only those: a later launch's failure, or
+  /// another stream's, is left to the sync of the thread that launched it, and this one is left
+  /// there too), capture_error when this thread's stream is recording
   /// a capture, and invalid_launch when `source` belongs to another device.
   template <class T>
   std::vector<T> read(const buffer<T>& source) const {
@@ -117,7 +119,10 @@ class client {
   /// span belongs to another device, to a destroyed buffer, or lies outside its buffer. Failures of
   /// the kernel itself surface at the next sync or read. The second template parameter is internal:
   /// never name it.
-  /// Cost with nothing observing: validation, a few relaxed loads and one queue push.
+  /// Cost with nothing observing: validation (per span, a registry lookup under a read lock whose
+  /// readers share no cache line), one relaxed load and branch for the launch path, the backend's
+  /// submission (CPU: a queue push; CUDA: cudaLaunchKernel), and per span a use recorded in this
+  /// stream's own table (its lock, uncontended unless the client is pinned and shared).
   template <class K, bool AsCuda = detail::compiled_as_cuda>
   void launch(const K& kernel, cube_count count, cube_dim dim) const {
     detail::check_kernel_type<K>();

@@ -72,7 +72,9 @@ class device_clock {
   /// Takes a first anchor if there is none, waiting for the device as long as it takes.
   void ensure_anchored();
 
-  /// Maps a window, both ends through the same mapping. Precondition: ensure_anchored() was called.
+  /// Maps a window, each end through the segment that holds it: a window that straddles a stepped
+  /// re-anchor has its length changed by the step (review finding 6, issue 10).
+  /// Precondition: ensure_anchored() was called.
   profile_ticks to_ticks(std::uint64_t start_ns, std::uint64_t end_ns) const;
 
   /// The anchors and segments so far, oldest first (for the measurement harness and tests).

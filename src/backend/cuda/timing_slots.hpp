@@ -33,8 +33,9 @@ struct device_window {
 /// Thread safety: every member may be called from any thread.
 class timing_slot_pool {
  public:
-  // A slot is 4 KiB of device memory (its lanes keep to their own cache lines), so chunks are
-  // 1 MiB: 256 launches in flight.
+  // A slot is 4,224 B of device memory (its lanes keep to their own cache lines, plus the slot's
+  // header), so a chunk of 256 is about 1.03 MiB; 4096 chunks hold 2^20 unread measurements, about
+  // 4.4 GB, after which acquire() throws (review finding 1, issue 10).
   static constexpr std::uint32_t slots_per_chunk = 256;
   static constexpr std::uint32_t max_chunks = 4096;
 

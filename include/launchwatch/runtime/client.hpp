@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <memory>
 #include <ranges>
 #include <string>
@@ -88,6 +89,8 @@ class client {
 
   /// A buffer of `count` elements of `T`, every byte zero (so a kernel that accumulates into it, like
   /// `y[i] += ...`, starts from zero on every backend).
+  ///
+  /// Throws launchwatch::error when `count * sizeof(T)` does not fit in std::size_t.
   template <class T>
   buffer<T> empty(std::size_t count) const {
     return make_buffer<T>(nullptr, count);
@@ -207,6 +210,11 @@ class client {
   buffer<T> make_buffer(const T* values, std::size_t count) const {
     static_assert(std::is_trivially_copyable_v<T>,
                   "launchwatch: buffer elements must be trivially copyable");
+    if (count > std::numeric_limits<std::size_t>::max() / sizeof(T)) {  // count * sizeof(T) wraps
+      throw error{"launchwatch: a buffer of " + std::to_string(count) + " elements of " +
+                  std::to_string(sizeof(T)) + " bytes each overflows: its size in bytes does not "
+                  "fit in std::size_t; ask for fewer elements"};
+    }
     void* data = nullptr;
     span_owner owner;
     auto memory = allocate_bytes(count * sizeof(T), values, data, owner);

@@ -9,7 +9,6 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <thread>
 #include <tuple>
 #include <unordered_map>
 
@@ -195,7 +194,7 @@ pass_record attribution::collect() {
       launch_path::is_observing() &&
       (r.timing != timing_request::none ||
        profiling_logger::instance().level() > profile_level::execution_only);
-  const auto this_thread = std::this_thread::get_id();
+  const auto this_thread = detail::thread_token();
   std::optional<instant> earliest_left;
   for (auto& t : taken) {
     auto& log = *t.log;

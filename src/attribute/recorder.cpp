@@ -70,6 +70,12 @@ void forget_cached(std::uint64_t generation) noexcept {
 
 }  // namespace
 
+std::uint64_t thread_token() noexcept {
+  static std::atomic<std::uint64_t> next{1};
+  thread_local const std::uint64_t token = next.fetch_add(1, std::memory_order_relaxed);
+  return token;
+}
+
 instant steady_now() noexcept { return std::chrono::steady_clock::now(); }
 
 recorder::recorder(const attribution_options& options)
@@ -99,7 +105,7 @@ recorder::~recorder() {
 }
 
 std::shared_ptr<thread_log> recorder::log_of_this_thread() {
-  const auto me = std::this_thread::get_id();
+  const auto me = thread_token();
   std::lock_guard lock{logs_mutex};
   for (const auto& log : logs) {
     if (log->owner == me) return log;

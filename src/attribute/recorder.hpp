@@ -13,7 +13,6 @@
 #include <mutex>
 #include <optional>
 #include <string_view>
-#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -200,11 +199,12 @@ struct recorder_pools {
 /// nothing, and a thread still holding it after its attribution ended finds it closed (its storage
 /// freed, see close()) and records nothing, rather than writing into freed memory.
 struct thread_log {
-  thread_log(std::thread::id owner, std::uint32_t index, attribution_clock clock,
+  thread_log(std::uint64_t owner, std::uint32_t index, attribution_clock clock,
              std::shared_ptr<recorder_pools> pools)
       : owner{owner}, index{index}, clock{clock}, pools{std::move(pools)} {}
 
-  const std::thread::id owner;
+  /// The thread_token() of the thread it records for.
+  const std::uint64_t owner;
   /// The thread's number within its attribution, from 1, in the order threads were first seen.
   const std::uint32_t index;
   /// Never null.
@@ -261,6 +261,11 @@ struct recorder {
   /// The calling thread's log, made on its first use. May throw std::bad_alloc.
   std::shared_ptr<thread_log> log_of_this_thread();
 };
+
+/// A number naming the calling thread, never given to another thread of the process: unlike
+/// std::thread::id, which a thread started after another exited may be given again, so a log keyed
+/// by it would pass to the new thread with the old one's launches and host track.
+std::uint64_t thread_token() noexcept;
 
 /// std::chrono::steady_clock::now(), as an attribution_clock.
 instant steady_now() noexcept;

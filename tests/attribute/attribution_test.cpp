@@ -7,6 +7,7 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -237,6 +238,29 @@ TEST(Attribution, KeepsTheLaunchesOfAThreadThatHasExited) {
   const auto pass = observer->collect();
   ASSERT_EQ(pass.launches.size(), 1u);
   EXPECT_EQ(pass.threads.size(), 1u);
+}
+
+TEST(Attribution, EachThreadGetsItsOwnHostTrackThoughItRunsAfterAnotherHasExited) {
+  // A thread started after another was joined is often given the same std::thread::id; it is still
+  // another thread, with a log and a host track of its own.
+  constexpr std::size_t threads = 6;
+  auto observer = make_attribution(timing_request::none);
+  std::set<std::thread::id> ids;
+  {
+    launch_observation watching{observer};
+    for (std::size_t i = 0; i < threads; ++i) {
+      std::thread launching{[] { launch_path::notify_launch(info_for("k")); }};
+      ids.insert(launching.get_id());
+      launching.join();
+    }
+  }
+  const auto pass = observer->collect();
+  ASSERT_EQ(pass.launches.size(), threads);
+  std::set<std::uint32_t> tracks;
+  for (const auto& launch : pass.launches) tracks.insert(launch.thread);
+  EXPECT_EQ(tracks.size(), threads) << "the " << threads << " threads had " << ids.size()
+                                    << " distinct std::thread::ids";
+  EXPECT_EQ(pass.threads.size(), threads);
 }
 
 TEST(Attribution, OrdersLaunchesByWhenTheyWereIssuedAcrossThreads) {

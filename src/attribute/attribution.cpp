@@ -2,7 +2,6 @@
 
 #include <launchwatch/attribute/attribution.hpp>
 #include <launchwatch/launch_path.hpp>
-#include <launchwatch/logger.hpp>
 
 #include <algorithm>
 #include <exception>
@@ -50,10 +49,32 @@ void attribution::launched_with(const launch_info& info) {
   entry.returned = now;
   entry.dry_run = info.dry_run;
   entry.capturing = info.capturing;
-  log.awaiting = &entry;
+  // A launch recorded into a graph has its profile refused, so no measurement follows it.
+  log.awaiting = info.capturing ? nullptr : &entry;
 }
 
-timing_request attribution::timing() const { return recorder_->timing; }
+namespace {
+
+/// The attribution whose `installed()` is asking, on this thread, and whether it was answered: the
+/// launch path asks only the installed observer for its timing, so a `timing()` call for the asker
+/// on the asker's thread while it asks means the asker is the installed one.
+thread_local const attribution* asking = nullptr;
+thread_local bool answered = false;
+
+}  // namespace
+
+timing_request attribution::timing() const {
+  if (asking == this) answered = true;
+  return recorder_->timing;
+}
+
+bool attribution::installed() const {
+  asking = this;
+  answered = false;
+  (void)launch_path::timing_wanted();
+  asking = nullptr;
+  return answered;
+}
 
 namespace {
 
@@ -186,14 +207,12 @@ pass_record attribution::collect() {
   }
   // A thread can be caught between reporting a launch and handing over its measurement (it is
   // submitting the kernel). Taking that launch now would part it from its measurement, so it stays
-  // in the log for the next pass, unless its measurement can no longer come: when nothing is
-  // observing (the launch path delivers measurements only to an installed observer), when nothing
-  // times launches (no timing asked for and the profiling logger not reading), or when the
-  // launch is this thread's own (it is here, not inside a launch).
-  const bool measurements_may_come =
-      launch_path::is_observing() &&
-      (r.timing != timing_request::none ||
-       profiling_logger::instance().level() > profile_level::execution_only);
+  // in the log for the next pass, unless its measurement can no longer come: the launch path
+  // delivers a measurement only to the installed observer, and only when that observer asked for
+  // timing, so none comes when this attribution asked for none or is not the installed observer
+  // (nothing is, or another replaced it). Nor does one come for the calling thread's own launch
+  // (it is here, not inside a launch), or for a launch recorded into a graph (never awaiting).
+  const bool measurements_may_come = r.timing != timing_request::none && installed();
   const auto this_thread = detail::thread_token();
   std::optional<instant> earliest_left;
   for (auto& t : taken) {

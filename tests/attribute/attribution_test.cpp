@@ -3,6 +3,7 @@
 
 #include <launchwatch/attribute/attribution.hpp>
 #include <launchwatch/launch_path.hpp>
+#include <launchwatch/logger.hpp>
 
 #include <future>
 #include <memory>
@@ -341,6 +342,63 @@ TEST(Attribution, ALaunchWhoseMeasurementCanNoLongerArriveIsCollectedUntimed) {
     std::thread{[] { launch_path::notify_launch(info_for("k")); }}.join();
   }
   const auto pass = observer->collect();
+  ASSERT_EQ(pass.launches.size(), 1u);
+  EXPECT_FALSE(pass.launches[0].timing.has_value());
+}
+
+/// Runs `collect` while another thread has reported `info` and not yet handed over a measurement
+/// (as if it were submitting the kernel), and returns what `collect` returned.
+template <class Collect>
+pass_record collect_while_a_launch_is_in_flight(const launch_info& info, Collect collect) {
+  std::promise<void> launched;
+  std::promise<void> collected;
+  std::thread launching{[&] {
+    launch_path::notify_launch(info);
+    launched.set_value();
+    collected.get_future().wait();
+  }};
+  launched.get_future().wait();
+  auto pass = collect();
+  collected.set_value();
+  launching.join();
+  return pass;
+}
+
+TEST(Attribution, AnUntimedAttributionCollectsALaunchInFlightWhateverTheLoggersLevel) {
+  // A measurement reaches an observer only when it asked for timing, whether or not the profiling
+  // logger is reading measurements.
+  auto& logger = profiling_logger::instance();
+  const auto level_before = logger.level();
+  logger.set_level(profile_level::basic);
+  auto observer = make_attribution(timing_request::none);
+  launch_observation watching{observer};
+  const auto pass =
+      collect_while_a_launch_is_in_flight(info_for("k"), [&] { return observer->collect(); });
+  logger.set_level(level_before);
+  ASSERT_EQ(pass.launches.size(), 1u);
+  EXPECT_FALSE(pass.launches[0].timing.has_value());
+}
+
+TEST(Attribution, ALaunchRecordedIntoAGraphIsCollectedAtOnceSinceItsProfileIsRefused) {
+  auto observer = make_attribution(timing_request::deferred);
+  launch_observation watching{observer};
+  auto captured = info_for("k");
+  captured.capturing = true;
+  const auto pass =
+      collect_while_a_launch_is_in_flight(captured, [&] { return observer->collect(); });
+  ASSERT_EQ(pass.launches.size(), 1u);
+  EXPECT_TRUE(pass.launches[0].captured);
+  EXPECT_FALSE(pass.launches[0].timing.has_value());
+}
+
+TEST(Attribution, ALaunchInFlightIsCollectedAtOnceWhenAnotherObserverHasReplacedTheAttribution) {
+  auto observer = make_attribution(timing_request::deferred);
+  launch_observation watching{observer};
+  const auto pass = collect_while_a_launch_is_in_flight(info_for("k"), [&] {
+    // The replacing observer times launches too, but a measurement reaches only the installed one.
+    launch_observation replacing{std::make_shared<testing::keeper>()};
+    return observer->collect();
+  });
   ASSERT_EQ(pass.launches.size(), 1u);
   EXPECT_FALSE(pass.launches[0].timing.has_value());
 }

@@ -106,13 +106,20 @@ class attribution final : public launch_observer {
   ///
   /// A launch another thread has reported but not yet handed the measurement of (it is submitting
   /// the kernel) is left for the next pass, so a collect never parts a launch from its measurement;
-  /// that pass's origin is then no later than the launch. This holds only while an observer is
-  /// installed and launches are timed: with no observer installed no measurement can arrive any
-  /// more, and such a launch is collected now, untimed.
+  /// that pass's origin is then no later than the launch. This holds only while this attribution
+  /// is the installed observer and times launches: otherwise no measurement can arrive any more
+  /// (one reaches only the installed observer, and only when it asked for timing), and such a
+  /// launch is collected now, untimed. So is a launch recorded into a graph, whose profile is
+  /// always refused.
   /// Thread safety: safe while launches are reported; calls to `collect` are serialised.
   pass_record collect();
 
  private:
+  /// Whether this attribution is the installed observer now. Asks through the launch path, which
+  /// consults only the installed observer's `timing()`: core keeps no other way to ask, and an
+  /// attribution does not hold the observation that installs it. May be stale once it returns.
+  bool installed() const;
+
   std::unique_ptr<detail::recorder> recorder_;
 };
 

@@ -92,6 +92,89 @@ TEST(KernelSpans, FindsEveryDeviceSpanFieldInDeclarationOrder) {
   EXPECT_EQ(spans.view()[1].owner, (span_owner{7, 2}));
 }
 
+/// Nested fields that hold no span, of the kinds a kernel's settings take.
+struct with_c_array {
+  float w[4];
+  int n;
+};
+struct tag {};
+struct derived_settings : settings {};
+struct nested_without_spans {
+  device_span<float> out;
+  std::array<settings, 2> pairs;
+  with_c_array table;
+  tag kind;
+  derived_settings more;
+  std::array<float, 3> bias;
+  LAUNCHWATCH_HOST_DEVICE void operator()(unit u) const {
+    const auto i = u.absolute_pos();
+    if (i < out.size()) out[i] = bias[i % 3] + static_cast<float>(pairs[1].b + table.n);
+  }
+};
+
+struct strided {
+  int stride;
+  device_span<int> values;
+};
+/// Holds spans below its fields and says so through spans().
+struct nested_with_declared_spans {
+  strided input;
+  std::array<device_span<int>, 2> outputs;
+  auto spans() const { return std::tuple{input.values, outputs[0], outputs[1]}; }
+  void operator()(unit) const {}
+};
+struct with_output {
+  device_span<int> output;
+};
+/// Has a base class and says which spans it holds.
+struct derived_with_declared_spans : with_output {
+  auto spans() const { return std::tuple{output}; }
+  void operator()(unit) const {}
+};
+
+TEST(KernelSpans, FindsSpansBelowTheFieldsOfAStructOrArrayAndNothingElse) {
+  EXPECT_TRUE((detail::holds_span<strided, detail::max_span_nesting>()));
+  EXPECT_TRUE((detail::holds_span<std::array<device_span<int>, 2>, detail::max_span_nesting>()));
+  EXPECT_TRUE((detail::holds_span<std::array<strided, 2>, detail::max_span_nesting>()));
+  EXPECT_FALSE((detail::holds_span<settings, detail::max_span_nesting>()));
+  EXPECT_FALSE((detail::holds_span<std::array<float, 4>, detail::max_span_nesting>()));
+  EXPECT_FALSE(detail::nests_spans<mixed>());
+  EXPECT_FALSE(detail::nests_spans<nested_without_spans>());
+}
+
+TEST(KernelSpans, AKernelWithNestedFieldsThatHoldNoSpanRunsWithItsOwnSpansFound) {
+  auto client = client::cpu();
+  auto out = client.empty<float>(3);
+  const nested_without_spans kernel{
+      out.view(), {settings{1, 2}, settings{3, 4}}, {{}, 5}, {}, {}, {0.5f, 1.5f, 2.5f}};
+  ASSERT_EQ(detail::kernel_spans(kernel).view().size(), 1u);
+  EXPECT_EQ(detail::kernel_spans(kernel).view()[0].owner, out.owner());
+  client.launch(kernel, cube_count{1}, cube_dim{3});
+  EXPECT_EQ(client.read(out), (std::vector<float>{9.5f, 10.5f, 11.5f}));
+}
+
+TEST(KernelSpans, UsesTheSpansDeclaredByAKernelWhoseSpansAreNested) {
+  int a[1] = {};
+  int b[1] = {};
+  int c[1] = {};
+  const nested_with_declared_spans kernel{
+      {1, device_span<int>{a, 1, span_owner{5, 1}}},
+      {device_span<int>{b, 1, span_owner{5, 2}}, device_span<int>{c, 1, span_owner{5, 3}}}};
+  const auto spans = detail::kernel_spans(kernel);
+  ASSERT_EQ(spans.view().size(), 3u);
+  EXPECT_EQ(spans.view()[0].data, a);
+  EXPECT_EQ(spans.view()[2].data, c);
+}
+
+TEST(KernelSpans, UsesTheSpansDeclaredByAKernelWithABaseClass) {
+  int a[1] = {};
+  derived_with_declared_spans kernel{};
+  kernel.output = device_span<int>{a, 1, span_owner{5, 1}};
+  const auto spans = detail::kernel_spans(kernel);
+  ASSERT_EQ(spans.view().size(), 1u);
+  EXPECT_EQ(spans.view()[0].data, a);
+}
+
 TEST(KernelSpans, UsesTheSpansAKernelDeclaresWhenItIsNotAnAggregate) {
   float in[4] = {};
   float out[4] = {};

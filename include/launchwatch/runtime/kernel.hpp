@@ -16,15 +16,19 @@
 //
 // The launch finds the buffers a kernel references by walking its fields (up to 16, the way
 // Boost.PFR does, with structured bindings), so it can reject a buffer of another device and a read
-// can wait only for the launches that touched its buffer. Only direct `device_span` fields are seen:
-// spans inside a nested struct or a base class are not, and a C array field (`float w[4]`) cannot
-// be enumerated at all (brace elision miscounts it; wrap it in a struct or use std::array). A
-// kernel that is not an aggregate, or whose spans are nested, declares them itself with a member
+// can wait only for the launches that touched its buffer. Only direct `device_span` fields are
+// taken. A kernel that is not an aggregate, that has a base class, or whose spans sit below its own
+// fields (in a nested struct, a std::array of spans) declares them itself with a member
 //
 //     auto spans() const { return std::tuple{x, y}; }   // every device_span it reads or writes
 //
 // returning a std::tuple of its spans (an empty tuple if it has none); when present it is used
-// instead of the fields.
+// instead of the fields. Without one such a kernel does not compile, with a message saying so:
+// nested spans are looked for up to 4 levels down, through aggregates whose fields can be listed
+// and through std::array and C array elements (a nested struct holding a C array, or a base class,
+// is not looked into). Nested fields that hold no span (a struct of floats, std::array<float, 4>)
+// are fine. A C array field of the kernel itself (`float w[4]`) cannot be enumerated at all (brace
+// elision miscounts it; wrap it in a struct or use std::array).
 //
 // This header is included by translation units nvcc compiles; it includes no CUDA header of its own.
 #pragma once
@@ -80,21 +84,19 @@ constexpr std::size_t field_count() {
   }
 }
 
-/// Calls `visit` with each field of the aggregate `kernel`, in declaration order.
+/// Calls `visit` once with every field of the aggregate `value`, in declaration order, and returns
+/// what it returns. Precondition: `fields_enumerable<K>()` (else the bindings miscount).
 template <class K, class Visit>
-constexpr void for_each_field(const K& kernel, Visit&& visit) {
+constexpr decltype(auto) apply_to_fields(const K& value, Visit&& visit) {
   constexpr std::size_t n = field_count<K>();
-#define LAUNCHWATCH_FIELDS_(count, ...)      \
-  if constexpr (n == count) {                \
-    const auto& [__VA_ARGS__] = kernel;      \
-    auto each = [&](const auto&... field) {  \
-      (visit(field), ...);                   \
-    };                                       \
-    each(__VA_ARGS__);                       \
+#define LAUNCHWATCH_FIELDS_(count, ...)   \
+  if constexpr (n == count) {             \
+    const auto& [__VA_ARGS__] = value;    \
+    return visit(__VA_ARGS__);            \
   }
   if constexpr (n == 0) {
-    (void)kernel;
-    (void)visit;
+    (void)value;
+    return visit();
   }
   LAUNCHWATCH_FIELDS_(1, f0)
   LAUNCHWATCH_FIELDS_(2, f0, f1)
@@ -113,6 +115,82 @@ constexpr void for_each_field(const K& kernel, Visit&& visit) {
   LAUNCHWATCH_FIELDS_(15, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14)
   LAUNCHWATCH_FIELDS_(16, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15)
 #undef LAUNCHWATCH_FIELDS_
+}
+
+/// Calls `visit` with each field of the aggregate `kernel`, in declaration order.
+template <class K, class Visit>
+constexpr void for_each_field(const K& kernel, Visit&& visit) {
+  apply_to_fields(kernel, [&](const auto&... field) { (visit(field), ...); });
+}
+
+/// Converts only to a proper base class of K, so `K{base_probe<K>{}}` compiles exactly when K's
+/// first initialised element is a base. Only ever named in unevaluated contexts.
+template <class K>
+struct base_probe {
+  template <class Base>
+    requires(std::is_base_of_v<Base, K> && !std::is_same_v<Base, K>)
+  constexpr operator Base() const noexcept;  // NOLINT: implicit on purpose
+};
+
+/// Whether the aggregate K has a base class. Structured bindings cannot list a base's fields
+/// beside K's own, and field_count counts a base as one field.
+template <class K>
+constexpr bool has_base_class() {
+  return requires { K{base_probe<K>{}}; };
+}
+
+/// How many bases and fields K has when each is given `{}`: one per field, even for a C array,
+/// which field_count counts once per element (brace elision spreads its probes over them). A field
+/// that `{}` cannot initialise (an explicit default constructor) stops the count short.
+template <class K>
+constexpr std::size_t braced_field_count() {
+  std::size_t n = 0;
+#define LAUNCHWATCH_BRACED_(count, ...) \
+  if constexpr (requires { K{__VA_ARGS__}; }) n = count;
+  LAUNCHWATCH_BRACED_(1, {})
+  LAUNCHWATCH_BRACED_(2, {}, {})
+  LAUNCHWATCH_BRACED_(3, {}, {}, {})
+  LAUNCHWATCH_BRACED_(4, {}, {}, {}, {})
+  LAUNCHWATCH_BRACED_(5, {}, {}, {}, {}, {})
+  LAUNCHWATCH_BRACED_(6, {}, {}, {}, {}, {}, {})
+  LAUNCHWATCH_BRACED_(7, {}, {}, {}, {}, {}, {}, {})
+  LAUNCHWATCH_BRACED_(8, {}, {}, {}, {}, {}, {}, {}, {})
+  LAUNCHWATCH_BRACED_(9, {}, {}, {}, {}, {}, {}, {}, {}, {})
+  LAUNCHWATCH_BRACED_(10, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})
+  LAUNCHWATCH_BRACED_(11, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})
+  LAUNCHWATCH_BRACED_(12, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})
+  LAUNCHWATCH_BRACED_(13, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})
+  LAUNCHWATCH_BRACED_(14, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})
+  LAUNCHWATCH_BRACED_(15, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})
+  LAUNCHWATCH_BRACED_(16, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})
+#undef LAUNCHWATCH_BRACED_
+  return n;
+}
+
+/// Whether a kernel's fields can be listed by structured bindings (it is an aggregate without a
+/// base class, of at most max_kernel_fields fields). A C array field is not caught here: a kernel
+/// with one fails to compile in the bindings, as kernel.hpp's header comment says.
+template <class K>
+constexpr bool kernel_fields_enumerable() {
+  if constexpr (!std::is_class_v<K> || std::is_union_v<K> || !std::is_aggregate_v<K>) {
+    return false;
+  } else if constexpr (has_base_class<K>()) {
+    return false;
+  } else {
+    return field_count<K>() <= max_kernel_fields;
+  }
+}
+
+/// Whether the fields of a type found inside a kernel can be listed safely: as a kernel's, and
+/// with no C array or other field that the bindings would count differently from field_count.
+/// Anything else is not looked into, so a kernel that holds one compiles as it always did.
+template <class T>
+constexpr bool nested_fields_enumerable() {
+  if constexpr (!kernel_fields_enumerable<T>()) {
+    return false;
+  } else {
+    return braced_field_count<T>() == field_count<T>();
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -157,6 +235,68 @@ constexpr std::size_t span_capacity() {
   }
 }
 
+/// How deep below a kernel's own fields a device_span is looked for: a struct in a struct in a
+/// kernel, a std::array of such structs, and so on, to this many levels.
+inline constexpr std::size_t max_span_nesting = 4;
+
+template <class T, std::size_t Depth>
+constexpr bool holds_span();
+
+/// Answers, as a type, whether any of the fields it is called with holds a device_span within
+/// `Depth` levels. A type rather than a value so that it can be asked in an unevaluated context,
+/// without an object to take the fields of.
+template <std::size_t Depth>
+struct any_field_holds_span {
+  template <class... Field>
+  constexpr auto operator()(const Field&...) const noexcept {
+    return std::bool_constant<(holds_span<Field, Depth>() || ...)>{};
+  }
+};
+
+template <class T>
+struct is_std_array : std::false_type {};
+template <class T, std::size_t N>
+struct is_std_array<std::array<T, N>> : std::true_type {};
+
+/// Whether `T` is a device_span, or holds one within `Depth` levels of fields (of aggregates whose
+/// fields can be listed, see nested_fields_enumerable) and elements (of std::array and C arrays).
+template <class T, std::size_t Depth>
+constexpr bool holds_span() {
+  using type = std::remove_cv_t<T>;
+  if constexpr (is_device_span_v<type>) {
+    return true;
+  } else if constexpr (Depth == 0) {
+    return false;
+  } else if constexpr (is_std_array<type>::value) {
+    return holds_span<typename type::value_type, Depth - 1>();
+  } else if constexpr (std::is_array_v<type>) {
+    return holds_span<std::remove_all_extents_t<type>, Depth - 1>();
+  } else if constexpr (nested_fields_enumerable<type>()) {
+    using answer =
+        decltype(apply_to_fields(std::declval<const type&>(), any_field_holds_span<Depth - 1>{}));
+    return answer::value;
+  } else {
+    return false;
+  }
+}
+
+/// Answers, as a type, whether any of the fields it is called with is not itself a device_span but
+/// holds one: a span that the launch would not see among the kernel's fields.
+struct any_field_nests_span {
+  template <class... Field>
+  constexpr auto operator()(const Field&...) const noexcept {
+    return std::bool_constant<(
+        (!is_device_span_v<Field> && holds_span<Field, max_span_nesting>()) || ...)>{};
+  }
+};
+
+/// Whether the aggregate kernel K holds a device_span below its own fields (in a nested struct, a
+/// std::array), where kernel_spans cannot see it. Precondition: kernel_fields_enumerable<K>().
+template <class K>
+constexpr bool nests_spans() {
+  return decltype(apply_to_fields(std::declval<const K&>(), any_field_nests_span{}))::value;
+}
+
 /// Collects the `device_span` fields of `kernel` (or what its `spans()` returns).
 template <class K>
 constexpr span_list<span_capacity<K>()> kernel_spans(const K& kernel) {
@@ -167,7 +307,9 @@ constexpr span_list<span_capacity<K>()> kernel_spans(const K& kernel) {
   };
   if constexpr (declares_spans<K>) {
     std::apply([&](const auto&... span) { (take(span), ...); }, kernel.spans());
-  } else {
+  } else if constexpr (kernel_fields_enumerable<K>()) {
+    // Not otherwise: check_kernel_type has said what to do, and listing fields would only add
+    // errors about structured bindings to its message.
     for_each_field(kernel, take);
   }
   return list;
@@ -277,10 +419,23 @@ constexpr void check_kernel_type() {
                 "or is a lambda) must say which buffers it references: give it a member "
                 "`auto spans() const { return std::tuple{...}; }` returning its device_spans");
   if constexpr (!declares_spans<K> && std::is_aggregate_v<K>) {
+    static_assert(!has_base_class<K>(),
+                  "launchwatch: a kernel with a base class must say which buffers it references, "
+                  "since the fields of a base cannot be listed: declare a member `auto spans() "
+                  "const { return std::tuple{...}; }` returning every device_span it reads or "
+                  "writes, its base's included (see launchwatch/runtime/kernel.hpp)");
     static_assert(field_count<K>() <= max_kernel_fields,
                   "launchwatch: a kernel aggregate may have at most 16 fields for its buffers to be "
                   "found; group arguments into a struct, or declare `auto spans() const` returning "
                   "a std::tuple of its device_spans");
+    if constexpr (kernel_fields_enumerable<K>()) {
+      static_assert(!nests_spans<K>(),
+                    "launchwatch: this kernel holds a device_span inside a field (a nested struct, "
+                    "a std::array of spans), where the launch cannot find it, so reads and frees "
+                    "would not wait for the kernel: declare a member `auto spans() const { return "
+                    "std::tuple{...}; }` returning every device_span it reads or writes (see "
+                    "launchwatch/runtime/kernel.hpp), or make each span a field of the kernel");
+    }
   }
 }
 

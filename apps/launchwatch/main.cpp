@@ -146,8 +146,17 @@ int run_demo(const demo_options& options) {
   return 0;
 }
 
-int run_report(const fs::path& path) {
-  write_tree(std::cout, load_summary(path));
+struct report_options {
+  fs::path summary;
+  std::string sort = "issue";
+  std::string idle = "device";
+};
+
+int run_report(const report_options& options) {
+  tree_options tree;
+  tree.order = options.sort == "time" ? tree_order::time : tree_order::issue;
+  tree.accounting = options.idle == "stream" ? idle_accounting::stream : idle_accounting::device;
+  write_tree(std::cout, load_summary(options.summary), tree);
   return 0;
 }
 
@@ -193,16 +202,25 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   demo_command->add_flag("!--no-progress", options.progress, "Don't show progress on a terminal");
 
-  fs::path report_path;
+  report_options report;
   auto* report_command = app.add_subcommand("report", "Print the report of a saved summary.json");
-  report_command->add_option("summary", report_path, "A summary.json written by `launchwatch demo`")
+  report_command->add_option("summary", report.summary, "A summary.json written by `launchwatch demo`")
       ->required()
       ->check(CLI::ExistingFile);
+  report_command->add_option("--sort", report.sort,
+                             "issue (rows in the order the program ran them) or time (hottest first)")
+      ->check(CLI::IsMember({"issue", "time"}))
+      ->capture_default_str();
+  report_command->add_option("--idle", report.idle,
+                             "device (100% is each device's window, its streams united) or stream "
+                             "(each stream's window, summed)")
+      ->check(CLI::IsMember({"device", "stream"}))
+      ->capture_default_str();
 
   CLI11_PARSE(app, argc, argv);
   try {
     if (*demo_command) return run_demo(options);
-    return run_report(report_path);
+    return run_report(report);
   } catch (const std::exception& error) {
     std::cerr << "launchwatch: " << error.what() << '\n';
     return 1;

@@ -12,23 +12,52 @@
 
 namespace launchwatch {
 
+/// The order of the tree's rows among their siblings.
+enum class tree_order {
+  /// The order the pass first issued a launch under each row: the order the program ran, so
+  /// `layer 0` to `layer 3` read in order. The summary keeps this order.
+  issue,
+  /// Largest total first (then most launches, scopes before kernels, then by name): the hot-first
+  /// view (`launchwatch report --sort time`).
+  time,
+};
+
+/// Which accounting of device time the tree's 100% is (see pass_summary).
+enum class idle_accounting {
+  /// Each device's streams united on one timeline: idle is time the device ran nothing, and
+  /// kernels running at once on two streams are overlap.
+  device,
+  /// Each stream on its own, summed: idle is time a stream ran nothing, even while another stream
+  /// of its device was busy.
+  stream,
+};
+
 /// How the tree table is drawn.
 struct tree_options {
   /// How much of each kernel's name is shown (`balanced` keeps template arguments apart).
   name_format kernel_names = name_format::balanced;
+  /// The order of rows among their siblings.
+  tree_order order = tree_order::issue;
+  /// What 100% is: per device (the default) or per stream.
+  idle_accounting accounting = idle_accounting::device;
 };
 
 /// Writes the tree table: one row per scope, with its kernels and child scopes indented under it
 /// (launches, with dry runs and launches without time counted apart; self time, total time, share
-/// of the pass), then a row for launches outside any scope, a row for device idle time, a row
-/// subtracting overlap when kernels on one stream overlapped, and a total row. The rows' totals add
-/// up to the pass's device window, so the table accounts for 100% of it; the header says how the
-/// time was measured (by method, and whether kernels have their start and end or only a length),
-/// what the 100% is made of, and what was lost, and when measurement methods were mixed each row
-/// says which it holds.
+/// of the pass), in the order `options.order` says; then a row for launches outside any scope, a
+/// row for idle time, a row subtracting overlap when kernels ran at once, and a total row. The
+/// rows' totals add up to the window of the accounting `options.accounting` names, so the table
+/// accounts for 100% of it; the header says how the time was measured (by method, and whether
+/// kernels have their start and end or only a length), what the 100% is made of, and what was
+/// lost, and when measurement methods were mixed each row says which it holds. Under the table, a
+/// second one gives each device's window, kernel time, idle time and overlap with its streams'
+/// under it, so the per-device and per-stream views stand side by side.
 ///
-/// Times use one unit for the whole table, chosen from the window's size. Thread safety: reads only
-/// its arguments.
+/// Times use one unit for the whole table, chosen from the window's size, and shares add up: the
+/// top-level rows' shares to the total's 100.0%, and each row's children's shares to its own (by
+/// largest remainder, so a nested share can differ from its exact value by up to a tenth of a
+/// percent per level). The profiling logger's summary follows the same rules. Thread safety: reads
+/// only its arguments.
 void write_tree(std::ostream& out, const pass_summary& summary, const tree_options& options = {});
 
 /// The same table as a string.
@@ -38,8 +67,8 @@ std::string render_tree(const pass_summary& summary, const tree_options& options
 struct folded_options {
   /// How much of each kernel's name is the leaf frame.
   name_format kernel_names = name_format::balanced;
-  /// Whether device idle time is written as a `[device idle]` frame, so the graph's width is the
-  /// whole device window like the tree's total.
+  /// Whether device idle time (per device, its streams united) is written as a `[device idle]`
+  /// frame, so the graph's width is the whole device window like the tree's total.
   bool include_idle = true;
 };
 

@@ -10,8 +10,10 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <unistd.h>
 
@@ -19,6 +21,7 @@
 #include <fmt/format.h>
 
 #include <launchwatch/attribute/attribution.hpp>
+#include <launchwatch/attribute/diff.hpp>
 #include <launchwatch/attribute/render.hpp>
 #include <launchwatch/attribute/summary.hpp>
 #include <launchwatch/runtime/client.hpp>
@@ -150,9 +153,31 @@ struct report_options {
   fs::path summary;
   std::string sort = "issue";
   std::string idle = "device";
+  std::vector<fs::path> diff;
+  std::optional<double> fail_above;
 };
 
+/// The exit status when a row grew past --fail-above: distinct from errors (1) and the demo's
+/// numerics mismatch (3), so a CI can tell a regression from a broken run.
+constexpr int grew_past_threshold = 4;
+
+int run_diff(const report_options& options) {
+  const auto base = load_summary(options.diff.at(0));
+  const auto current = load_summary(options.diff.at(1));
+  const auto diff = diff_summaries(base, current);
+  std::cout << fmt::format("launchwatch diff: {} (base) -> {} (new)\n\n", options.diff[0].string(),
+                           options.diff[1].string());
+  diff_options shown;
+  shown.fail_above = options.fail_above;
+  write_diff(std::cout, diff, shown);
+  if (!options.fail_above) return 0;
+  bool grew = grew_past(diff.total, *options.fail_above);
+  for (const auto& row : diff.rows) grew = grew || grew_past(row, *options.fail_above);
+  return grew ? grew_past_threshold : 0;
+}
+
 int run_report(const report_options& options) {
+  if (!options.diff.empty()) return run_diff(options);
   tree_options tree;
   tree.order = options.sort == "time" ? tree_order::time : tree_order::issue;
   tree.accounting = options.idle == "stream" ? idle_accounting::stream : idle_accounting::device;
@@ -204,9 +229,28 @@ int main(int argc, char** argv) {
 
   report_options report;
   auto* report_command = app.add_subcommand("report", "Print the report of a saved summary.json");
-  report_command->add_option("summary", report.summary, "A summary.json written by `launchwatch demo`")
-      ->required()
-      ->check(CLI::ExistingFile);
+  auto* summary_option =
+      report_command->add_option("summary", report.summary, "A summary.json written by `launchwatch demo`")
+          ->check(CLI::ExistingFile);
+  auto* diff_option =
+      report_command
+          ->add_option("--diff", report.diff,
+                       "BASE.json NEW.json: print per scope and kernel the change in launches and "
+                       "device time from BASE to NEW")
+          ->expected(2)
+          ->check(CLI::ExistingFile)
+          ->excludes(summary_option);
+  report_command
+      ->add_option("--fail-above", report.fail_above,
+                   "With --diff: exit 4 when any row grew by more than PERCENT (launches or device "
+                   "time; a new row always counts)")
+      ->check(CLI::NonNegativeNumber)
+      ->needs(diff_option);
+  report_command->callback([&] {
+    if (report.diff.empty() && report.summary.empty()) {
+      throw CLI::RequiredError{"a summary.json to print, or --diff BASE.json NEW.json"};
+    }
+  });
   report_command->add_option("--sort", report.sort,
                              "issue (rows in the order the program ran them) or time (hottest first)")
       ->check(CLI::IsMember({"issue", "time"}))

@@ -42,6 +42,7 @@ struct demo_options {
   std::string timing = "deferred";
   fs::path out = "launchwatch-demo";
   bool progress = true;
+  std::size_t trace_events = 0;
 };
 
 /// An output file opened before any work is done, so an unwritable path fails in a second with
@@ -135,12 +136,20 @@ int run_demo(const demo_options& options) {
 
   std::cout << fmt::format("\n{} passes, {} launches:\n\n", options.passes, pass.launches.size());
   write_tree(std::cout, summary);
-  write_chrome_trace(trace_file, pass);
+  trace_options trace;
+  trace.max_events = options.trace_events;
+  const auto written = write_chrome_trace(trace_file, pass, trace);
   write_folded(folded_file, summary);
   write_summary_json(summary_file, summary);
   for (auto* file : {&trace_file, &folded_file, &summary_file}) {
     file->flush();
     if (!*file) throw std::runtime_error{"writing the output files failed (disk full?)"};
+  }
+  if (written.dropped > 0) {
+    std::cout << fmt::format(
+        "\ntrace.json: cut at {} events (--trace-events): it holds the pass up to {:.3f} ms, and {} "
+        "later events were dropped\n",
+        options.trace_events, static_cast<double>(written.dropped_from.count()) / 1e6, written.dropped);
   }
   std::cout << fmt::format(
       "\nwrote {0}/trace.json (open in https://ui.perfetto.dev), {0}/flame.folded (flamegraph.pl, "
@@ -226,6 +235,10 @@ int main(int argc, char** argv) {
   demo_command->add_option("--out", options.out, "Folder for trace.json, flame.folded and summary.json")
       ->capture_default_str();
   demo_command->add_flag("!--no-progress", options.progress, "Don't show progress on a terminal");
+  demo_command->add_option("--trace-events", options.trace_events,
+                           "Write at most this many events to trace.json (0: no limit); the "
+                           "report says what was dropped")
+      ->capture_default_str();
 
   report_options report;
   auto* report_command = app.add_subcommand("report", "Print the report of a saved summary.json");

@@ -14,6 +14,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "support/golden.hpp"
@@ -441,6 +442,55 @@ TEST(ChromeTrace, WritesTimesAsExactMicroseconds) {
   const auto t = b.thread("t");
   b.kernel({t, "k", {}, b.stream(1)}, 1234567ns, 1234568ns);
   EXPECT_THAT(trace(b.pass()), HasSubstr(R"("ts":1234.567,"dur":0.001)"));
+}
+
+std::size_t non_metadata_events(const std::string& text) {
+  const auto root = nlohmann::json::parse(text);
+  std::size_t n = 0;
+  for (const auto& e : root["traceEvents"]) n += e["ph"] != "M" ? 1 : 0;
+  return n;
+}
+
+TEST(ChromeTrace, SaysItWroteEveryEventWhenNotCapped) {
+  std::ostringstream out;
+  const auto stats = write_chrome_trace(out, testing::sample_pass());
+  EXPECT_EQ(stats.dropped, 0u);
+  EXPECT_EQ(stats.events, non_metadata_events(out.str()));
+  EXPECT_THAT(out.str(), Not(HasSubstr("launchwatch_dropped_events")));
+}
+
+TEST(ChromeTrace, StopsAtTheCapAndSaysWhatItDropped) {
+  trace_options options;
+  options.max_events = 10;
+  std::ostringstream full;
+  const auto all = write_chrome_trace(full, testing::sample_pass());
+  std::ostringstream out;
+  const auto stats = write_chrome_trace(out, testing::sample_pass(), options);
+  EXPECT_LE(stats.events, 10u);
+  EXPECT_GT(stats.dropped, 0u);
+  EXPECT_EQ(stats.events + stats.dropped, all.events);
+  EXPECT_EQ(stats.events, non_metadata_events(out.str()));
+  EXPECT_THAT(out.str(), HasSubstr(fmt::format("\"name\":\"host (trace cut at 10 events: {} later "
+                                               "events dropped)\"", stats.dropped)));
+  EXPECT_THAT(out.str(), HasSubstr(fmt::format("\"dropped_events\":{}", stats.dropped)));
+  // Everything written starts before the cut, and nothing later is there.
+  const auto root = nlohmann::json::parse(out.str());
+  for (const auto& e : root["traceEvents"]) {
+    if (e["ph"] != "M") {
+      EXPECT_LT(std::llround(e["ts"].get<double>() * 1000), stats.dropped_from.count()) << e.dump();
+    }
+  }
+  EXPECT_THAT(testing::chrome_trace_violations(out.str()), IsEmpty());
+}
+
+TEST(ChromeTrace, ACappedTraceKeepsTheChromeTraceRulesForAnyPass) {
+  for (std::uint32_t seed = 1; seed <= 100; ++seed) {
+    trace_options options;
+    options.max_events = 1 + seed % 37;
+    std::ostringstream out;
+    write_chrome_trace(out, testing::random_pass(seed), options);
+    ASSERT_THAT(testing::chrome_trace_violations(out.str()), IsEmpty()) << "seed " << seed;
+  }
 }
 
 // --- JSON summary ---

@@ -3,6 +3,8 @@
 // pass_record) and writes text; none of them observes anything.
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <iosfwd>
 #include <string>
 
@@ -85,6 +87,20 @@ struct trace_options {
   /// How much of each kernel's name a device slice is labelled with (its full name is in the
   /// slice's arguments).
   name_format kernel_names = name_format::balanced;
+  /// At most this many events (slices and arrow ends; track metadata aside), or 0 for no limit.
+  /// A trace of a long pass can be too large for a viewer to open: with a cap, the trace is the
+  /// pass's beginning, whole, up to the instant where the cap is reached, and says what it dropped.
+  std::size_t max_events = 0;
+};
+
+/// What write_chrome_trace wrote, so a program can say when a capped trace left events out.
+struct trace_stats {
+  /// Events written (slices and arrow ends; track metadata aside).
+  std::size_t events = 0;
+  /// Events left out by trace_options::max_events: every event from `dropped_from` on.
+  std::size_t dropped = 0;
+  /// Where the written trace stops, from the pass's origin; 0 when nothing was dropped.
+  std::chrono::nanoseconds dropped_from{0};
 };
 
 /// Writes `pass` as Chrome trace JSON that Perfetto and chrome://tracing open.
@@ -102,7 +118,13 @@ struct trace_options {
 /// earlier one on its stream goes on an extra "overlap" track of that stream instead of breaking
 /// the nesting. Kernels known only by length (resolved timing) have no place on the timeline and get
 /// no device slice.
-void write_chrome_trace(std::ostream& out, const pass_record& pass,
-                        const trace_options& options = {});
+///
+/// Each event is formatted and written as it goes, never the whole trace as one string; what is
+/// held besides the pass is a few words per event, to put each track in time order. With
+/// `options.max_events`, events from the instant the cap is reached on are dropped (an arrow is
+/// written only with both its ends), the host process is named `host (trace cut at N events: M
+/// later events dropped)`, and a `launchwatch_dropped_events` metadata event carries the numbers.
+trace_stats write_chrome_trace(std::ostream& out, const pass_record& pass,
+                               const trace_options& options = {});
 
 }  // namespace launchwatch

@@ -61,18 +61,24 @@ ordered_json node_json(const summary_node& node) {
   return j;
 }
 
+/// The fields a stream and a device share: their launches and how their window was spent.
+template <class Window>
+void add_window_fields(ordered_json& j, const Window& w) {
+  j["launches"] = w.launches;
+  j["timed_launches"] = w.timed_launches;
+  j["window_ns"] = w.window.count();
+  j["kernel_ns"] = w.kernel_time.count();
+  j["idle_ns"] = w.idle.count();
+  j["overlap_ns"] = w.overlap.count();
+  j["unplaced_ns"] = w.unplaced.count();
+}
+
 ordered_json stream_json(const stream_summary& stream) {
   ordered_json j;
   j["backend"] = stream.stream.backend;
   j["device"] = stream.stream.device;
   j["stream"] = stream.stream.stream;
-  j["launches"] = stream.launches;
-  j["timed_launches"] = stream.timed_launches;
-  j["window_ns"] = stream.window.count();
-  j["kernel_ns"] = stream.kernel_time.count();
-  j["idle_ns"] = stream.idle.count();
-  j["overlap_ns"] = stream.overlap.count();
-  j["unplaced_ns"] = stream.unplaced.count();
+  add_window_fields(j, stream);
   return j;
 }
 
@@ -81,13 +87,7 @@ ordered_json device_json(const device_summary& device) {
   j["backend"] = device.backend;
   j["device"] = device.device;
   j["streams"] = device.streams;
-  j["launches"] = device.launches;
-  j["timed_launches"] = device.timed_launches;
-  j["window_ns"] = device.window.count();
-  j["kernel_ns"] = device.kernel_time.count();
-  j["idle_ns"] = device.idle.count();
-  j["overlap_ns"] = device.overlap.count();
-  j["unplaced_ns"] = device.unplaced.count();
+  add_window_fields(j, device);
   return j;
 }
 
@@ -314,14 +314,20 @@ class summary_reader {
     device.backend = text(value, where, "backend");
     device.device = device_index(value, where);
     device.streams = count(value, where, "streams");
-    device.launches = count(value, where, "launches");
-    device.timed_launches = count(value, where, "timed_launches");
-    device.window = duration(value, where, "window_ns");
-    device.kernel_time = duration(value, where, "kernel_ns");
-    device.idle = duration(value, where, "idle_ns");
-    device.overlap = duration(value, where, "overlap_ns");
-    device.unplaced = duration(value, where, "unplaced_ns");
+    read_window_fields(value, where, device);
     return device;
+  }
+
+  /// Reads what add_window_fields wrote.
+  template <class Window>
+  void read_window_fields(const json& value, const std::string& where, Window& w) const {
+    w.launches = count(value, where, "launches");
+    w.timed_launches = count(value, where, "timed_launches");
+    w.window = duration(value, where, "window_ns");
+    w.kernel_time = duration(value, where, "kernel_ns");
+    w.idle = duration(value, where, "idle_ns");
+    w.overlap = duration(value, where, "overlap_ns");
+    w.unplaced = duration(value, where, "unplaced_ns");
   }
 
   std::string_view source_;

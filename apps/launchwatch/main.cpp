@@ -10,8 +10,10 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <unistd.h>
 
@@ -19,6 +21,7 @@
 #include <fmt/format.h>
 
 #include <launchwatch/attribute/attribution.hpp>
+#include <launchwatch/attribute/diff.hpp>
 #include <launchwatch/attribute/render.hpp>
 #include <launchwatch/attribute/summary.hpp>
 #include <launchwatch/runtime/client.hpp>
@@ -39,6 +42,7 @@ struct demo_options {
   std::string timing = "deferred";
   fs::path out = "launchwatch-demo";
   bool progress = true;
+  std::size_t trace_events = 0;
 };
 
 /// An output file opened before any work is done, so an unwritable path fails in a second with
@@ -132,12 +136,20 @@ int run_demo(const demo_options& options) {
 
   std::cout << fmt::format("\n{} passes, {} launches:\n\n", options.passes, pass.launches.size());
   write_tree(std::cout, summary);
-  write_chrome_trace(trace_file, pass);
+  trace_options trace;
+  trace.max_events = options.trace_events;
+  const auto written = write_chrome_trace(trace_file, pass, trace);
   write_folded(folded_file, summary);
   write_summary_json(summary_file, summary);
   for (auto* file : {&trace_file, &folded_file, &summary_file}) {
     file->flush();
     if (!*file) throw std::runtime_error{"writing the output files failed (disk full?)"};
+  }
+  if (written.dropped > 0) {
+    std::cout << fmt::format(
+        "\ntrace.json: cut at {} events (--trace-events): it holds the pass up to {:.3f} ms, and {} "
+        "later events were dropped\n",
+        options.trace_events, static_cast<double>(written.dropped_from.count()) / 1e6, written.dropped);
   }
   std::cout << fmt::format(
       "\nwrote {0}/trace.json (open in https://ui.perfetto.dev), {0}/flame.folded (flamegraph.pl, "
@@ -146,8 +158,39 @@ int run_demo(const demo_options& options) {
   return 0;
 }
 
-int run_report(const fs::path& path) {
-  write_tree(std::cout, load_summary(path));
+struct report_options {
+  fs::path summary;
+  std::string sort = "issue";
+  std::string idle = "device";
+  std::vector<fs::path> diff;
+  std::optional<double> fail_above;
+};
+
+/// The exit status when a row grew past --fail-above: distinct from errors (1) and the demo's
+/// numerics mismatch (3), so a CI can tell a regression from a broken run.
+constexpr int grew_past_threshold = 4;
+
+int run_diff(const report_options& options) {
+  const auto base = load_summary(options.diff.at(0));
+  const auto current = load_summary(options.diff.at(1));
+  const auto diff = diff_summaries(base, current);
+  std::cout << fmt::format("launchwatch diff: {} (base) -> {} (new)\n\n", options.diff[0].string(),
+                           options.diff[1].string());
+  diff_options shown;
+  shown.fail_above = options.fail_above;
+  write_diff(std::cout, diff, shown);
+  if (!options.fail_above) return 0;
+  bool grew = grew_past(diff.total, *options.fail_above);
+  for (const auto& row : diff.rows) grew = grew || grew_past(row, *options.fail_above);
+  return grew ? grew_past_threshold : 0;
+}
+
+int run_report(const report_options& options) {
+  if (!options.diff.empty()) return run_diff(options);
+  tree_options tree;
+  tree.order = options.sort == "time" ? tree_order::time : tree_order::issue;
+  tree.accounting = options.idle == "stream" ? idle_accounting::stream : idle_accounting::device;
+  write_tree(std::cout, load_summary(options.summary), tree);
   return 0;
 }
 
@@ -192,17 +235,49 @@ int main(int argc, char** argv) {
   demo_command->add_option("--out", options.out, "Folder for trace.json, flame.folded and summary.json")
       ->capture_default_str();
   demo_command->add_flag("!--no-progress", options.progress, "Don't show progress on a terminal");
+  demo_command->add_option("--trace-events", options.trace_events,
+                           "Write at most this many events to trace.json (0: no limit); the "
+                           "report says what was dropped")
+      ->capture_default_str();
 
-  fs::path report_path;
+  report_options report;
   auto* report_command = app.add_subcommand("report", "Print the report of a saved summary.json");
-  report_command->add_option("summary", report_path, "A summary.json written by `launchwatch demo`")
-      ->required()
-      ->check(CLI::ExistingFile);
+  auto* summary_option =
+      report_command->add_option("summary", report.summary, "A summary.json written by `launchwatch demo`")
+          ->check(CLI::ExistingFile);
+  auto* diff_option =
+      report_command
+          ->add_option("--diff", report.diff,
+                       "BASE.json NEW.json: print per scope and kernel the change in launches and "
+                       "device time from BASE to NEW")
+          ->expected(2)
+          ->check(CLI::ExistingFile)
+          ->excludes(summary_option);
+  report_command
+      ->add_option("--fail-above", report.fail_above,
+                   "With --diff: exit 4 when any row grew by more than PERCENT (launches or device "
+                   "time; a new row always counts)")
+      ->check(CLI::NonNegativeNumber)
+      ->needs(diff_option);
+  report_command->callback([&] {
+    if (report.diff.empty() && report.summary.empty()) {
+      throw CLI::RequiredError{"a summary.json to print, or --diff BASE.json NEW.json"};
+    }
+  });
+  report_command->add_option("--sort", report.sort,
+                             "issue (rows in the order the program ran them) or time (hottest first)")
+      ->check(CLI::IsMember({"issue", "time"}))
+      ->capture_default_str();
+  report_command->add_option("--idle", report.idle,
+                             "device (100% is each device's window, its streams united) or stream "
+                             "(each stream's window, summed)")
+      ->check(CLI::IsMember({"device", "stream"}))
+      ->capture_default_str();
 
   CLI11_PARSE(app, argc, argv);
   try {
     if (*demo_command) return run_demo(options);
-    return run_report(report_path);
+    return run_report(report);
   } catch (const std::exception& error) {
     std::cerr << "launchwatch: " << error.what() << '\n';
     return 1;

@@ -7,6 +7,7 @@
 #include <exception>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -16,6 +17,11 @@
 #include "scope_paths.hpp"
 
 namespace launchwatch {
+namespace {
+
+void fold(detail::recorder& r, detail::thread_log& log);
+
+}  // namespace
 
 attribution::attribution(attribution_options options)
     : recorder_{std::make_unique<detail::recorder>(options)} {
@@ -37,6 +43,10 @@ void attribution::launched_with(const launch_info& info) {
   const instant now = log.clock();
   const detail::path_id path = detail::current_path();
   std::lock_guard lock{log.mutex};
+  if (r.pools->aggregate_only && ++log.unfolded > detail::fold_every) {
+    fold(r, log);
+    log.unfolded = 1;
+  }
   auto& entry = log.launches.emplace(r.pools->launches);
   entry.kernel = info.kernel;
   entry.backend = info.backend;
@@ -197,6 +207,12 @@ std::optional<launch_timing> read_measurement(detail::launch_entry& entry, lost_
 
 pass_record attribution::collect() {
   auto& r = *recorder_;
+  if (r.pools->aggregate_only) {
+    throw std::logic_error{
+        "attribution::collect: this attribution keeps only the aggregate "
+        "(attribution_options::aggregate_only), so there is no pass_record to collect; call "
+        "collect_summary() instead"};
+  }
   std::lock_guard collecting{r.collect_mutex};
 
   std::vector<taken_log> taken;
@@ -307,6 +323,116 @@ pass_record attribution::collect() {
         first_failure.empty() ? "" : "; the first failure: ", first_failure);
   }
   return pass;
+}
+
+// --- aggregate-only ---
+
+namespace {
+
+/// Folds every launch in `log` into its totals, reading their measurements, and empties it. The
+/// caller holds `log.mutex`; the launch awaiting a measurement, if any, is folded untimed, so the
+/// caller takes it out first when its measurement may still come.
+void fold(detail::recorder& r, detail::thread_log& log) {
+  auto* chunks = log.launches.release();
+  log.awaiting = nullptr;
+  log.unfolded = 0;
+  struct give_back {
+    detail::recorder& r;
+    detail::chunk<detail::launch_entry>* chunks;
+    ~give_back() { r.pools->launches.give_back(chunks); }
+  } on_exit{r, chunks};
+  std::string first_failure;
+  auto& placed = log.placed_scratch;
+  placed.clear();
+  for (auto* c = chunks; c != nullptr; c = c->next) {
+    for (auto& entry : c->items) {
+      launch_record launch;
+      launch.issued = entry.issued;
+      launch.returned = entry.returned;
+      launch.timing = read_measurement(entry, log.aggregate_lost, first_failure);
+      launch.dry_run = entry.dry_run;
+      launch.captured = entry.capturing;
+      log.aggregate[{entry.path, entry.kernel, entry.backend, entry.device, entry.stream}].add(launch);
+      if (launch.timing && launch.timing->ticks && !launch.dry_run) {
+        placed.emplace_back(entry.backend, entry.device, entry.stream, launch.timing->ticks->start(),
+                            launch.timing->ticks->end());
+      }
+    }
+  }
+  if (placed.empty()) return;
+  std::lock_guard lock{r.timeline_mutex};
+  for (const auto& [backend, device, stream, start, end] : placed) {
+    r.placed.add(backend, device, stream, start, end);
+  }
+}
+
+}  // namespace
+
+pass_summary attribution::collect_summary() {
+  auto& r = *recorder_;
+  if (!r.pools->aggregate_only) return summarize(collect());
+  std::lock_guard collecting{r.collect_mutex};
+
+  std::vector<std::shared_ptr<detail::thread_log>> logs;
+  {
+    std::lock_guard lock{r.logs_mutex};
+    logs = r.logs;
+  }
+  // As in collect(): a launch caught between its report and its measurement stays for the next
+  // pass while its measurement may still come.
+  const bool measurements_may_come =
+      launch_path::is_observing() &&
+      (r.timing != timing_request::none ||
+       profiling_logger::instance().level() > profile_level::execution_only);
+  const auto this_thread = std::this_thread::get_id();
+  lost_measurements lost;
+  std::size_t threads = 0;
+  std::vector<std::map<detail::aggregate_key, detail::launch_group>> taken;
+  for (const auto& shared : logs) {
+    auto& log = *shared;
+    std::lock_guard lock{log.mutex};
+    std::optional<detail::launch_entry> in_flight;
+    if (measurements_may_come && log.awaiting != nullptr && log.owner != this_thread &&
+        log.awaiting == log.launches.last()) {
+      in_flight.emplace(log.launches.take_last());
+    }
+    fold(r, log);
+    if (in_flight) {
+      log.awaiting = &log.launches.emplace(r.pools->launches, std::move(*in_flight));
+      log.unfolded = 1;
+    }
+    lost.empty += std::exchange(log.aggregate_lost.empty, 0);
+    lost.failed += std::exchange(log.aggregate_lost.failed, 0);
+    lost.unpaired += std::exchange(log.unpaired, 0);
+    if (!log.aggregate.empty()) ++threads;
+    taken.push_back(std::exchange(log.aggregate, {}));
+  }
+  std::pair<std::map<detail::stream_key, detail::interval_union, std::less<>>,
+            std::map<detail::device_key, detail::interval_union, std::less<>>>
+      unions;
+  {
+    std::lock_guard lock{r.timeline_mutex};
+    unions = r.placed.take();
+  }
+  r.origin = r.clock();
+
+  // The tables first (a summary_builder reads them whole), then the groups by index.
+  pass_record tables;
+  tables.timing = r.timing;
+  pass_builder indices{tables};
+  std::vector<detail::launch_group> groups;
+  for (auto& aggregate : taken) {
+    for (auto& [key, group] : aggregate) {
+      const auto& [path, kernel, backend, device, stream] = key;
+      group.scope = indices.scope(path);
+      group.kernel = indices.kernel(kernel);
+      group.stream = indices.stream(backend, device, stream);
+      groups.push_back(group);
+    }
+  }
+  detail::summary_builder builder{tables};
+  for (const auto& group : groups) builder.add(group);
+  return builder.finish(lost, threads, unions.first, unions.second);
 }
 
 }  // namespace launchwatch

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <tuple>
@@ -36,12 +38,18 @@ std::string grid_text(const std::array<std::uint32_t, 3>& extent) {
   return fmt::format("[{},{},{}]", extent[0], extent[1], extent[2]);
 }
 
-/// One event on a track, with what orders it there.
+/// What an event is; it is formatted only when written, from the pass it points into.
+enum class event_kind : std::uint8_t { scope, launch, kernel, flow_start, flow_finish };
+
+/// One event on a track, with what orders it there: a few words, not its text, so a pass of
+/// millions of launches is not held a second time as strings (review 20).
 struct event {
   std::int64_t ts;
   int rank;  // at one instant: slices before the flow events bound to them
   std::int64_t dur;
-  std::string json;
+  event_kind kind;
+  std::uint32_t index;   // the launch, or the scope interval within its thread
+  std::uint32_t thread;  // a scope interval's thread
 };
 
 /// A thread track: a host thread, or one lane of a device stream.
@@ -67,31 +75,67 @@ class trace_builder {
     for (std::size_t t = 0; t < pass_.threads.size(); ++t) {
       host_tracks_.push_back(tracks_.size());
       tracks_.push_back(track{host_pid, static_cast<int>(t + 1), pass_.threads[t].name, {}});
-      for (const auto& interval : pass_.threads[t].scopes) add_scope(tracks_.back(), interval);
+      const auto& scopes = pass_.threads[t].scopes;
+      for (std::uint32_t i = 0; i < scopes.size(); ++i) add_scope(tracks_.back(), static_cast<std::uint32_t>(t), i);
     }
     place_kernels();
+    flow_ends_.assign(pass_.launches.size(), {0, 0});
     for (std::size_t i = 0; i < pass_.launches.size(); ++i) add_launch(i);
   }
 
-  void write(std::ostream& out) {
+  /// Writes the trace, each event formatted into one reused buffer and written out as it goes.
+  trace_stats write(std::ostream& out, std::size_t max_events) {
+    trace_stats stats;
+    for (const auto& t : tracks_) stats.events += t.events.size();
+    const auto cutoff = cutoff_for(max_events, stats.events);
+    if (cutoff) {
+      for (auto& t : tracks_) std::erase_if(t.events, [&](const event& e) { return !kept(e, *cutoff); });
+      std::size_t kept_events = 0;
+      for (const auto& t : tracks_) kept_events += t.events.size();
+      stats.dropped = stats.events - kept_events;
+      stats.events = kept_events;
+      stats.dropped_from = nanoseconds{*cutoff};
+    }
     out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
     const char* separator = "";
-    auto emit = [&](const std::string& json) {
-      out << separator << json;
+    fmt::memory_buffer buffer;
+    auto emit = [&] {
+      out << separator;
+      out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+      buffer.clear();
       separator = ",\n";
     };
     for (std::size_t p = 0; p < processes_.size(); ++p) {
       const auto& proc = processes_[p];
-      emit(fmt::format(R"({{"ph":"M","pid":{},"tid":0,"name":"process_name","args":{{"name":{}}}}})",
-                       proc.pid, json_string(proc.name)));
-      emit(fmt::format(R"({{"ph":"M","pid":{},"tid":0,"name":"process_sort_index","args":{{"sort_index":{}}}}})",
-                       proc.pid, p));
+      // A trace cut short says so where a reader looks first: the host process's name.
+      const auto name = proc.pid == host_pid && stats.dropped > 0
+                            ? fmt::format("{} (trace cut at {} events: {} later events dropped)",
+                                          proc.name, max_events, stats.dropped)
+                            : proc.name;
+      fmt::format_to(std::back_inserter(buffer),
+                     R"({{"ph":"M","pid":{},"tid":0,"name":"process_name","args":{{"name":{}}}}})",
+                     proc.pid, json_string(name));
+      emit();
+      fmt::format_to(std::back_inserter(buffer),
+                     R"({{"ph":"M","pid":{},"tid":0,"name":"process_sort_index","args":{{"sort_index":{}}}}})",
+                     proc.pid, p);
+      emit();
+    }
+    if (stats.dropped > 0) {
+      fmt::format_to(std::back_inserter(buffer),
+                     R"({{"ph":"M","pid":{},"tid":0,"name":"launchwatch_dropped_events","args":{{"max_events":{},"dropped_events":{},"dropped_from_us":{}}}}})",
+                     host_pid, max_events, stats.dropped, micros(stats.dropped_from.count()));
+      emit();
     }
     for (const auto& t : tracks_) {
-      emit(fmt::format(R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":{}}}}})",
-                       t.pid, t.tid, json_string(t.name)));
-      emit(fmt::format(R"({{"ph":"M","pid":{},"tid":{},"name":"thread_sort_index","args":{{"sort_index":{}}}}})",
-                       t.pid, t.tid, t.tid));
+      fmt::format_to(std::back_inserter(buffer),
+                     R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":{}}}}})",
+                     t.pid, t.tid, json_string(t.name));
+      emit();
+      fmt::format_to(std::back_inserter(buffer),
+                     R"({{"ph":"M","pid":{},"tid":{},"name":"thread_sort_index","args":{{"sort_index":{}}}}})",
+                     t.pid, t.tid, t.tid);
+      emit();
     }
     for (auto& t : tracks_) {
       // Time order, and at one instant the enclosing slice first, so every reader sees slices
@@ -99,9 +143,13 @@ class trace_builder {
       std::stable_sort(t.events.begin(), t.events.end(), [](const event& a, const event& b) {
         return std::tie(a.ts, a.rank, b.dur) < std::tie(b.ts, b.rank, a.dur);
       });
-      for (const auto& e : t.events) emit(e.json);
+      for (const auto& e : t.events) {
+        format(buffer, t, e);
+        emit();
+      }
     }
     out << "\n]}\n";
+    return stats;
   }
 
  private:
@@ -119,14 +167,77 @@ class trace_builder {
     return scope ? pass_.scope_path_text(*scope) : std::string{};
   }
 
-  void add_scope(track& t, const scope_interval& interval) {
+  void add_scope(track& t, std::uint32_t thread, std::uint32_t index) {
+    const auto& interval = pass_.threads[thread].scopes[index];
     const auto ts = since_origin(interval.start);
     const auto dur = std::max<std::int64_t>(0, since_origin(interval.end) - ts);
-    t.events.push_back(event{
-        ts, 0, dur,
-        fmt::format(R"({{"ph":"X","cat":"scope","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"path":{}}}}})",
-                    json_string(pass_.scopes.at(interval.scope).name), t.pid, t.tid, micros(ts),
-                    micros(dur), json_string(pass_.scope_path_text(interval.scope)))});
+    t.events.push_back(event{ts, 0, dur, event_kind::scope, index, thread});
+  }
+
+  /// Where a capped trace stops: the instant before which at most `max_events` events start, or
+  /// none when every event fits. Everything from there on is dropped, so what is written is the
+  /// pass's beginning, whole.
+  std::optional<std::int64_t> cutoff_for(std::size_t max_events, std::size_t events) const {
+    if (max_events == 0 || events <= max_events) return std::nullopt;
+    std::vector<std::int64_t> starts;
+    starts.reserve(events);
+    for (const auto& t : tracks_) {
+      for (const auto& e : t.events) starts.push_back(e.ts);
+    }
+    std::nth_element(starts.begin(), starts.begin() + static_cast<std::ptrdiff_t>(max_events), starts.end());
+    return starts[max_events];
+  }
+
+  /// Whether `e` is written in a trace cut at `cutoff`. An arrow is written only when both its
+  /// ends are, so none is left half drawn.
+  bool kept(const event& e, std::int64_t cutoff) const {
+    if (e.ts >= cutoff) return false;
+    if (e.kind == event_kind::flow_start || e.kind == event_kind::flow_finish) {
+      return flow_ends_[e.index].first < cutoff && flow_ends_[e.index].second < cutoff;
+    }
+    return true;
+  }
+
+  void format(fmt::memory_buffer& buffer, const track& t, const event& e) const {
+    auto to = std::back_inserter(buffer);
+    switch (e.kind) {
+      case event_kind::scope: {
+        const auto& interval = pass_.threads[e.thread].scopes[e.index];
+        fmt::format_to(to, R"({{"ph":"X","cat":"scope","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"path":{}}}}})",
+                       json_string(pass_.scopes.at(interval.scope).name), t.pid, t.tid, micros(e.ts),
+                       micros(e.dur), json_string(pass_.scope_path_text(interval.scope)));
+        return;
+      }
+      case event_kind::launch: {
+        const auto& launch = pass_.launches[e.index];
+        const auto& stream = pass_.streams.at(launch.stream);
+        fmt::format_to(to, R"({{"ph":"X","cat":"launch","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"kernel":{},"stream":{},"grid":{},"cube":{}{}{}}}}})",
+                       json_string(kernel_label(launch.kernel)), t.pid, t.tid, micros(e.ts), micros(e.dur),
+                       json_string(pass_.kernels.at(launch.kernel)),
+                       json_string(fmt::format("{} device {} stream {}",
+                                               stream.backend.empty() ? "unknown" : stream.backend,
+                                               stream.device, stream.stream)),
+                       grid_text(launch.cube_count), grid_text(launch.cube_dim),
+                       launch.dry_run ? R"(,"dry_run":true)" : "",
+                       launch.captured ? R"(,"captured":true)" : "");
+        return;
+      }
+      case event_kind::kernel: {
+        const auto& launch = pass_.launches[e.index];
+        fmt::format_to(to, R"({{"ph":"X","cat":"kernel","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"kernel":{},"scope":{},"launched_by":{},"method":{}}}}})",
+                       json_string(kernel_label(launch.kernel)), t.pid, t.tid, micros(e.ts), micros(e.dur),
+                       json_string(pass_.kernels.at(launch.kernel)), json_string(scope_text(launch.scope)),
+                       json_string(pass_.threads.at(launch.thread).name),
+                       json_string(to_string(launch.timing->method)));
+        return;
+      }
+      case event_kind::flow_start:
+      case event_kind::flow_finish:
+        fmt::format_to(to, R"({{"ph":"{}","cat":"launch","name":"launch","id":{},"pid":{},"tid":{},"ts":{},"bp":"e"}})",
+                       e.kind == event_kind::flow_start ? 's' : 'f', e.index + 1, t.pid, t.tid,
+                       micros(e.ts));
+        return;
+    }
   }
 
   /// Lays each stream's timed kernels on lanes: the first lane where it starts after the last
@@ -185,51 +296,27 @@ class trace_builder {
   void add_launch(std::size_t index) {
     const auto& launch = pass_.launches[index];
     auto& host = tracks_[host_tracks_.at(launch.thread)];
-    const auto& stream = pass_.streams.at(launch.stream);
-    const auto label = kernel_label(launch.kernel);
-    const auto& kernel = pass_.kernels.at(launch.kernel);
+    const auto i = static_cast<std::uint32_t>(index);
     const auto ts = since_origin(launch.issued);
     const auto dur = std::max<std::int64_t>(0, since_origin(launch.returned) - ts);
-    std::string flags;
-    if (launch.dry_run) flags += R"(,"dry_run":true)";
-    if (launch.captured) flags += R"(,"captured":true)";
-    host.events.push_back(event{
-        ts, 0, dur,
-        fmt::format(R"({{"ph":"X","cat":"launch","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"kernel":{},"stream":{},"grid":{},"cube":{}{}}}}})",
-                    json_string(label), host.pid, host.tid, micros(ts), micros(dur), json_string(kernel),
-                    json_string(fmt::format("{} device {} stream {}",
-                                       stream.backend.empty() ? "unknown" : stream.backend,
-                                       stream.device, stream.stream)),
-                    grid_text(launch.cube_count), grid_text(launch.cube_dim), flags)});
+    host.events.push_back(event{ts, 0, dur, event_kind::launch, i, 0});
 
     if (kernel_track_[index] == no_track) return;
     auto& device = tracks_[kernel_track_[index]];
     const auto& timing = *launch.timing;
     const auto start = since_origin(timing.ticks->start());
     const auto length = std::max<std::int64_t>(0, since_origin(timing.ticks->end()) - start);
-    device.events.push_back(event{
-        start, 0, length,
-        fmt::format(R"({{"ph":"X","cat":"kernel","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"kernel":{},"scope":{},"launched_by":{},"method":{}}}}})",
-                    json_string(label), device.pid, device.tid, micros(start), micros(length),
-                    json_string(kernel), json_string(scope_text(launch.scope)),
-                    json_string(pass_.threads.at(launch.thread).name),
-                    json_string(to_string(timing.method)))});
+    device.events.push_back(event{start, 0, length, event_kind::kernel, i, 0});
 
     // Each end of the arrow sits inside its slice (halfway), not on an edge, so it binds to that
     // slice and not to one that ends or begins at the same instant. A slice of zero length has no
     // inside: readers would bind the arrow to whatever encloses it, so it gets none.
     if (dur == 0 || length == 0) return;
-    const auto id = index + 1;
     const auto from = ts + dur / 2;
     const auto to = start + length / 2;
-    host.events.push_back(event{
-        from, 1, 0,
-        fmt::format(R"({{"ph":"s","cat":"launch","name":"launch","id":{},"pid":{},"tid":{},"ts":{},"bp":"e"}})",
-                    id, host.pid, host.tid, micros(from))});
-    device.events.push_back(event{
-        to, 1, 0,
-        fmt::format(R"({{"ph":"f","cat":"launch","name":"launch","id":{},"pid":{},"tid":{},"ts":{},"bp":"e"}})",
-                    id, device.pid, device.tid, micros(to))});
+    flow_ends_[index] = {from, to};
+    host.events.push_back(event{from, 1, 0, event_kind::flow_start, i, 0});
+    device.events.push_back(event{to, 1, 0, event_kind::flow_finish, i, 0});
   }
 
   static constexpr std::size_t no_track = static_cast<std::size_t>(-1);
@@ -240,15 +327,17 @@ class trace_builder {
   std::vector<track> tracks_;
   std::vector<std::size_t> host_tracks_;
   std::vector<std::size_t> kernel_track_;
+  std::vector<std::pair<std::int64_t, std::int64_t>> flow_ends_;  // per launch with an arrow
   std::map<int, int> next_tid_;
 };
 
 }  // namespace
 
-void write_chrome_trace(std::ostream& out, const pass_record& pass, const trace_options& options) {
+trace_stats write_chrome_trace(std::ostream& out, const pass_record& pass,
+                               const trace_options& options) {
   trace_builder builder{pass, options};
   builder.build();
-  builder.write(out);
+  return builder.write(out, options.max_events);
 }
 
 }  // namespace launchwatch

@@ -44,7 +44,10 @@ void write_folded(std::ostream& out, const pass_summary& summary, const folded_o
   std::map<std::string, std::int64_t> lines;
   add_lines(summary.scopes, "", options, lines);
   add_lines(summary.outside.children, "", options, lines);
-  if (options.include_idle && summary.idle.count() > 0) lines["[device idle]"] += summary.idle.count();
+  // Per device, as the tree's default 100%: time the device ran nothing on any of its streams.
+  if (options.include_idle && summary.device_idle.count() > 0) {
+    lines["[device idle]"] += summary.device_idle.count();
+  }
   for (const auto& [stack, ns] : lines) out << stack << ' ' << ns << '\n';
 }
 

@@ -84,6 +84,7 @@ recorder::recorder(const attribution_options& options)
       clock{options.clock != nullptr ? options.clock : &steady_now},
       pools{std::make_shared<recorder_pools>()},
       origin{clock()} {
+  pools->aggregate_only = options.aggregate_only;
   pools->launches.reserve(options.reserve_launches);
   pools->intervals.reserve(options.reserve_scopes);
 }

@@ -5,6 +5,8 @@
 #include <launchwatch/attribute/attribution.hpp>
 
 #include <array>
+#include <map>
+#include <tuple>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "scope_paths.hpp"
+#include "summary_builder.hpp"
 
 namespace launchwatch::detail {
 
@@ -189,7 +192,17 @@ struct interval_entry {
 struct recorder_pools {
   chunk_pool<launch_entry> launches;
   chunk_pool<interval_entry> intervals;
+  /// The attribution keeps only the aggregate (attribution_options::aggregate_only): scopes record
+  /// no intervals. Set before any thread has a log.
+  bool aggregate_only = false;
 };
+
+/// An aggregate-only attribution's launches fold into totals this often, per thread.
+inline constexpr std::size_t fold_every = 4096;
+
+/// What an aggregate-only attribution totals launches by: scope path, kernel and stream. The views
+/// are over the static storage a launch_entry's are.
+using aggregate_key = std::tuple<path_id, std::string_view, std::string_view, int, std::uint64_t>;
 
 /// One thread's records for one attribution.
 ///
@@ -220,6 +233,14 @@ struct thread_log {
   std::size_t unpaired = 0;
   /// Set once its attribution has ended: nothing more is recorded, and its storage is freed.
   bool closed = false;
+
+  /// Aggregate-only: the totals of the launches folded so far this pass, what was lost reading
+  /// their measurements, how many launches wait to be folded, and the folds' scratch list of
+  /// kernels on the timeline (kept to be reused).
+  std::map<aggregate_key, launch_group> aggregate;
+  lost_measurements aggregate_lost;
+  std::size_t unfolded = 0;
+  std::vector<std::tuple<std::string_view, int, std::uint64_t, instant, instant>> placed_scratch;
 
   /// Frees what the log holds and records nothing from now on. Called when its attribution ends,
   /// because the thread's cache may keep the log alive long after that (until newer attributions
@@ -257,6 +278,10 @@ struct recorder {
 
   std::mutex collect_mutex;
   instant origin;
+
+  /// Aggregate-only: the places of folded kernels on the timeline, from every thread.
+  std::mutex timeline_mutex;
+  timeline placed{fold_every};
 
   /// The calling thread's log, made on its first use. May throw std::bad_alloc.
   std::shared_ptr<thread_log> log_of_this_thread();

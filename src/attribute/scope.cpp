@@ -140,8 +140,9 @@ void leave_scope(scope_token token) noexcept {
     if (log == nullptr) continue;
     try {
       std::lock_guard lock{log->mutex};
-      // Its attribution ended since scope_log() found it: nothing reads this log any more.
-      if (log->closed) continue;
+      // Its attribution ended since scope_log() found it: nothing reads this log any more. An
+      // aggregate-only attribution keeps no intervals (its memory does not grow with the pass).
+      if (log->closed || log->pools->aggregate_only) continue;
       log->intervals.emplace(log->pools->intervals, interval_entry{ended.path, ended.start, end});
     } catch (...) {
       // Out of memory: the interval is lost, the caller's work is not.

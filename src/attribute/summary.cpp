@@ -1,17 +1,24 @@
-// Aggregating a pass by scope path and kernel, and accounting for its device window.
+// Aggregating launches by scope path and kernel, and accounting for the device window per stream
+// and per device.
 
 #include <launchwatch/attribute/summary.hpp>
 
 #include <algorithm>
-#include <map>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
+#include "summary_builder.hpp"
+
 namespace launchwatch {
+namespace detail {
 namespace {
 
 using std::chrono::nanoseconds;
+
+nanoseconds between(instant start, instant end) {
+  return std::chrono::duration_cast<nanoseconds>(end - start);
+}
 
 /// Whether a launch's time counts: it was measured and something ran (a dry launch ran nothing).
 bool counts_time(const launch_record& launch) { return launch.timing && !launch.dry_run; }
@@ -21,194 +28,329 @@ nanoseconds time_of(const launch_record& launch) {
   return launch.timing->ticks ? launch.timing->ticks->length() : launch.timing->length;
 }
 
-timing_methods method_set(timing_method method) {
-  timing_methods methods;
-  (method == timing_method::device ? methods.device : methods.system) = true;
-  return methods;
+/// Adds `from`'s counts to `to` (the fields a row and a group share).
+void add_counts(summary_node& to, const launch_group& from) {
+  to.launches += from.launches;
+  to.timed_launches += from.timed_launches;
+  to.dry_run_launches += from.dry_run_launches;
+  to.methods |= from.methods;
 }
 
-/// Counts one measurement by its method and by whether it has a place on the timeline.
-void count_kind(measurement_kinds& kinds, const launch_timing& timing) {
-  const bool device = timing.method == timing_method::device;
-  if (timing.ticks) {
-    ++(device ? kinds.device_stamped : kinds.system_stamped);
-  } else {
-    ++(device ? kinds.device_lengths : kinds.system_lengths);
-  }
-}
-
-/// Adds one launch to a node's own counts (not its total: totals are summed up the tree later).
-void add_launch(summary_node& node, const launch_record& launch) {
-  ++node.launches;
-  if (launch.dry_run) ++node.dry_run_launches;
-  if (!counts_time(launch)) return;
-  ++node.timed_launches;
-  node.self += time_of(launch);
-  node.total += time_of(launch);
-  node.methods |= method_set(launch.timing->method);
-}
-
-/// Orders rows so the largest comes first and equal rows always print the same way.
-bool before(const summary_node& a, const summary_node& b) {
-  if (a.total != b.total) return a.total > b.total;
-  if (a.launches != b.launches) return a.launches > b.launches;
-  if (a.kind != b.kind) return a.kind == summary_node::node_kind::scope;
-  return a.name < b.name;
-}
-
-/// A scope being aggregated: its own row and its kernels by kernel index.
-struct scope_builder {
-  summary_node node;
-  std::map<std::uint32_t, summary_node> kernels;
-  std::vector<std::uint32_t> child_scopes;
-};
-
-summary_node kernel_row(const pass_record& pass, std::uint32_t kernel) {
-  summary_node row;
-  row.kind = summary_node::node_kind::kernel;
-  row.name = pass.kernels.at(kernel);
-  return row;
-}
-
-summary_node assemble(std::vector<scope_builder>& scopes, std::uint32_t index) {
-  auto& builder = scopes[index];
-  summary_node node = std::move(builder.node);
-  for (auto& [kernel, row] : builder.kernels) node.children.push_back(std::move(row));
-  for (const auto child : builder.child_scopes) {
-    if (scopes[child].node.launches > 0) node.children.push_back(assemble(scopes, child));
-  }
-  std::sort(node.children.begin(), node.children.end(), before);
-  return node;
-}
-
-nanoseconds between(instant start, instant end) {
-  return std::chrono::duration_cast<nanoseconds>(end - start);
-}
-
-/// The union of `intervals`' lengths; sorts them.
-nanoseconds covered(std::vector<std::pair<instant, instant>>& intervals) {
-  std::sort(intervals.begin(), intervals.end());
-  nanoseconds total{0};
-  std::optional<std::pair<instant, instant>> run;
-  for (const auto& [start, end] : intervals) {
-    if (run && start <= run->second) {
-      run->second = std::max(run->second, end);
-      continue;
-    }
-    if (run) total += between(run->first, run->second);
-    run.emplace(start, end);
-  }
-  if (run) total += between(run->first, run->second);
-  return total;
+void add_kinds(measurement_kinds& to, const measurement_kinds& from) {
+  to.device_stamped += from.device_stamped;
+  to.device_lengths += from.device_lengths;
+  to.system_stamped += from.system_stamped;
+  to.system_lengths += from.system_lengths;
 }
 
 }  // namespace
 
-pass_summary summarize(const pass_record& pass) {
-  pass_summary summary;
-  summary.timing = pass.timing;
-  summary.lost = pass.lost;
-  summary.launches = pass.launches.size();
-  summary.host_threads = pass.threads.size();
-  summary.outside.kind = summary_node::node_kind::scope;
+void launch_group::add(const launch_record& launch) {
+  if (launches == 0 || launch.issued < first_issued) first_issued = launch.issued;
+  ++launches;
+  if (launch.dry_run) ++dry_run_launches;
+  if (launch.captured) ++captured_launches;
+  if (!counts_time(launch)) return;
+  ++timed_launches;
+  const auto length = time_of(launch);
+  time += length;
+  const bool device = launch.timing->method == timing_method::device;
+  (device ? methods.device : methods.system) = true;
+  if (launch.timing->ticks) {
+    ++(device ? measurements.device_stamped : measurements.system_stamped);
+  } else {
+    ++(device ? measurements.device_lengths : measurements.system_lengths);
+    unplaced += length;
+  }
+}
 
-  std::vector<scope_builder> scopes(pass.scopes.size());
-  for (std::uint32_t i = 0; i < pass.scopes.size(); ++i) {
-    const auto& info = pass.scopes[i];
-    scopes[i].node.kind = summary_node::node_kind::scope;
-    scopes[i].node.name = info.name;
+void launch_group::merge(const launch_group& other) {
+  if (other.launches == 0) return;
+  if (launches == 0 || other.first_issued < first_issued) first_issued = other.first_issued;
+  launches += other.launches;
+  timed_launches += other.timed_launches;
+  dry_run_launches += other.dry_run_launches;
+  captured_launches += other.captured_launches;
+  time += other.time;
+  unplaced += other.unplaced;
+  methods |= other.methods;
+  add_kinds(measurements, other.measurements);
+}
+
+// --- interval_union ---
+
+void interval_union::add(instant start, instant end) {
+  length_sum_ += between(start, end);
+  if (!first_) {
+    first_ = start;
+    last_ = end;
+  } else {
+    first_ = std::min(*first_, start);
+    last_ = std::max(last_, end);
+  }
+  waiting_.emplace(start, end);
+  if (waiting_.size() > window_) {
+    join(waiting_.top());
+    waiting_.pop();
+  }
+}
+
+void interval_union::finish() {
+  while (!waiting_.empty()) {
+    join(waiting_.top());
+    waiting_.pop();
+  }
+}
+
+void interval_union::join(const interval& next) {
+  if (!run_) {
+    run_ = next;
+    return;
+  }
+  if (next.first < run_->first) {
+    // Came too late for the reorder buffer: its run has been counted already. Merged with the
+    // current run as the best estimate left.
+    ++out_of_order_;
+    run_->first = next.first;
+  }
+  if (next.first <= run_->second) {
+    run_->second = std::max(run_->second, next.second);
+    return;
+  }
+  busy_ += run_length();
+  run_ = next;
+}
+
+nanoseconds interval_union::run_length() const {
+  return run_ ? between(run_->first, run_->second) : nanoseconds{0};
+}
+
+nanoseconds interval_union::span() const {
+  return first_ ? between(*first_, last_) : nanoseconds{0};
+}
+
+// --- timeline ---
+
+interval_union& timeline::of(std::map<stream_key, interval_union, std::less<>>& unions,
+                             std::string_view backend, int device, std::uint64_t stream) {
+  const auto key = std::tuple{backend, device, stream};
+  auto found = unions.find(key);
+  if (found == unions.end()) {
+    found = unions.emplace(stream_key{std::string{backend}, device, stream}, interval_union{window_}).first;
+  }
+  return found->second;
+}
+
+void timeline::add(std::string_view backend, int device, std::uint64_t stream, instant start,
+                   instant end) {
+  of(streams_, backend, device, stream).add(start, end);
+  auto found = devices_.find(std::tuple{backend, device});
+  if (found == devices_.end()) {
+    found = devices_.emplace(device_key{std::string{backend}, device}, interval_union{window_}).first;
+  }
+  found->second.add(start, end);
+}
+
+void timeline::add(const stream_info& stream, instant start, instant end) {
+  add(stream.backend, stream.device, stream.stream, start, end);
+}
+
+std::pair<std::map<stream_key, interval_union, std::less<>>,
+          std::map<device_key, interval_union, std::less<>>>
+timeline::take() {
+  auto taken = std::pair{std::exchange(streams_, {}), std::exchange(devices_, {})};
+  for (auto& [key, u] : taken.first) u.finish();
+  for (auto& [key, u] : taken.second) u.finish();
+  return taken;
+}
+
+// --- summary_builder ---
+
+summary_builder::summary_builder(const pass_record& tables) : tables_{tables} {
+  scopes_.resize(tables.scopes.size());
+  for (std::uint32_t i = 0; i < tables.scopes.size(); ++i) {
+    const auto& info = tables.scopes[i];
+    scopes_[i].self.node.kind = summary_node::node_kind::scope;
+    scopes_[i].self.node.name = info.name;
     if (info.parent) {
       if (*info.parent >= i) {
         throw std::invalid_argument{
             "summarize: scope " + std::to_string(i) + " (`" + info.name + "`) names parent " +
             std::to_string(*info.parent) + ", which does not come before it in pass_record::scopes"};
       }
-      scopes[*info.parent].child_scopes.push_back(i);
+      scopes_[*info.parent].child_scopes.push_back(i);
     }
   }
+  summary_.timing = tables.timing;
+  summary_.outside.kind = summary_node::node_kind::scope;
+  summary_.streams.resize(tables.streams.size());
+  for (std::size_t i = 0; i < tables.streams.size(); ++i) summary_.streams[i].stream = tables.streams[i];
+}
 
-  std::map<std::uint32_t, summary_node> outside_kernels;
-  struct stream_builder {
-    std::vector<std::pair<instant, instant>> placed;
-  };
-  std::vector<stream_builder> stream_builders(pass.streams.size());
-  summary.streams.resize(pass.streams.size());
-  for (std::size_t i = 0; i < pass.streams.size(); ++i) summary.streams[i].stream = pass.streams[i];
+void summary_builder::add_to(row& r, const launch_group& group, bool own_time) {
+  const issue_key key{group.first_issued, next_order_};
+  if (!r.first || key < *r.first) {
+    r.first = key;
+    ++next_order_;
+  }
+  add_counts(r.node, group);
+  if (own_time) r.node.self += group.time;
+  r.node.total += group.time;
+}
 
-  for (const auto& launch : pass.launches) {
-    if (launch.dry_run) ++summary.dry_run_launches;
-    if (launch.captured) ++summary.captured_launches;
-    auto& kernels = launch.scope ? scopes.at(*launch.scope).kernels : outside_kernels;
-    auto& own = launch.scope ? scopes[*launch.scope].node : summary.outside;
-    auto row = kernels.find(launch.kernel);
-    if (row == kernels.end()) row = kernels.emplace(launch.kernel, kernel_row(pass, launch.kernel)).first;
-    add_launch(row->second, launch);
-    add_launch(own, launch);
-
-    auto& stream = summary.streams.at(launch.stream);
-    ++stream.launches;
-    if (!counts_time(launch)) continue;
-    ++summary.timed_launches;
-    summary.methods |= method_set(launch.timing->method);
-    count_kind(summary.measurements, *launch.timing);
-    ++stream.timed_launches;
-    stream.kernel_time += time_of(launch);
-    if (const auto& ticks = launch.timing->ticks) {
-      stream_builders[launch.stream].placed.emplace_back(ticks->start(), ticks->end());
-    } else {
-      stream.unplaced += launch.timing->length;
-    }
+void summary_builder::add(const launch_group& group) {
+  auto& kernels = group.scope ? scopes_.at(*group.scope).kernels : outside_;
+  auto found = kernels.find(group.kernel);
+  if (found == kernels.end()) {
+    row fresh;
+    fresh.node.kind = summary_node::node_kind::kernel;
+    fresh.node.name = tables_.kernels.at(group.kernel);
+    found = kernels.emplace(group.kernel, std::move(fresh)).first;
+  }
+  add_to(found->second, group, true);
+  if (group.scope) {
+    add_to(scopes_[*group.scope].self, group, true);
+  } else {
+    add_counts(summary_.outside, group);
+    summary_.outside.self += group.time;
+    summary_.outside.total += group.time;
   }
 
+  summary_.launches += group.launches;
+  summary_.timed_launches += group.timed_launches;
+  summary_.dry_run_launches += group.dry_run_launches;
+  summary_.captured_launches += group.captured_launches;
+  summary_.methods |= group.methods;
+  add_kinds(summary_.measurements, group.measurements);
+  auto& stream = summary_.streams.at(group.stream);
+  stream.launches += group.launches;
+  stream.timed_launches += group.timed_launches;
+  stream.kernel_time += group.time;
+  stream.unplaced += group.unplaced;
+}
+
+std::vector<summary_node> summary_builder::in_issue_order(
+    std::vector<std::pair<issue_key, summary_node>> rows) {
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<summary_node> nodes;
+  nodes.reserve(rows.size());
+  for (auto& [key, node] : rows) nodes.push_back(std::move(node));
+  return nodes;
+}
+
+summary_node summary_builder::assemble(std::uint32_t scope) {
+  auto& rows = scopes_[scope];
+  summary_node node = std::move(rows.self.node);
+  std::vector<std::pair<issue_key, summary_node>> children;
+  for (auto& [kernel, r] : rows.kernels) children.emplace_back(*r.first, std::move(r.node));
+  for (const auto child : rows.child_scopes) {
+    if (scopes_[child].self.node.launches > 0) {
+      const auto key = *scopes_[child].self.first;
+      children.emplace_back(key, assemble(child));
+    }
+  }
+  node.children = in_issue_order(std::move(children));
+  return node;
+}
+
+pass_summary summary_builder::finish(
+    const lost_measurements& lost, std::size_t host_threads,
+    const std::map<stream_key, interval_union, std::less<>>& stream_unions,
+    const std::map<device_key, interval_union, std::less<>>& device_unions) {
+  summary_.lost = lost;
+  summary_.host_threads = host_threads;
   // Children come after their parents, so walking backwards completes each scope before adding it
-  // to its parent.
-  for (std::size_t i = scopes.size(); i-- > 0;) {
-    const auto& child = scopes[i].node;
-    if (const auto parent = pass.scopes[i].parent) {
-      auto& up = scopes[*parent].node;
-      up.launches += child.launches;
-      up.timed_launches += child.timed_launches;
-      up.dry_run_launches += child.dry_run_launches;
-      up.total += child.total;
-      up.methods |= child.methods;
+  // to its parent. A scope's first issue is the earliest in its subtree.
+  for (std::size_t i = scopes_.size(); i-- > 0;) {
+    const auto& child = scopes_[i].self;
+    const auto parent = tables_.scopes[i].parent;
+    if (!parent || child.node.launches == 0) continue;
+    auto& up = scopes_[*parent].self;
+    up.node.launches += child.node.launches;
+    up.node.timed_launches += child.node.timed_launches;
+    up.node.dry_run_launches += child.node.dry_run_launches;
+    up.node.total += child.node.total;
+    up.node.methods |= child.node.methods;
+    if (!up.first || *child.first < *up.first) up.first = child.first;
+  }
+  std::vector<std::pair<issue_key, summary_node>> top;
+  for (std::uint32_t i = 0; i < scopes_.size(); ++i) {
+    if (!tables_.scopes[i].parent && scopes_[i].self.node.launches > 0) {
+      const auto key = *scopes_[i].self.first;
+      top.emplace_back(key, assemble(i));
     }
   }
-  for (std::uint32_t i = 0; i < scopes.size(); ++i) {
-    if (!pass.scopes[i].parent && scopes[i].node.launches > 0) {
-      summary.scopes.push_back(assemble(scopes, i));
-    }
-  }
-  std::sort(summary.scopes.begin(), summary.scopes.end(), before);
-  for (auto& [kernel, row] : outside_kernels) summary.outside.children.push_back(std::move(row));
-  std::sort(summary.outside.children.begin(), summary.outside.children.end(), before);
+  summary_.scopes = in_issue_order(std::move(top));
+  std::vector<std::pair<issue_key, summary_node>> outside;
+  for (auto& [kernel, r] : outside_) outside.emplace_back(*r.first, std::move(r.node));
+  summary_.outside.children = in_issue_order(std::move(outside));
 
-  for (std::size_t i = 0; i < summary.streams.size(); ++i) {
-    auto& stream = summary.streams[i];
-    auto& placed = stream_builders[i].placed;
-    nanoseconds span{0};
-    nanoseconds busy{0};
-    nanoseconds placed_time{0};
-    if (!placed.empty()) {
-      instant first = placed.front().first;
-      instant last = placed.front().second;
-      for (const auto& [start, end] : placed) {
-        first = std::min(first, start);
-        last = std::max(last, end);
-        placed_time += between(start, end);
-      }
-      span = between(first, last);
-      busy = covered(placed);
+  auto placed = [](const auto& unions, const auto& key) -> const interval_union* {
+    const auto found = unions.find(key);
+    return found == unions.end() ? nullptr : &found->second;
+  };
+  for (auto& stream : summary_.streams) {
+    const auto& info = stream.stream;
+    if (const auto* u = placed(stream_unions, std::tuple{std::string_view{info.backend}, info.device, info.stream})) {
+      stream.idle = u->span() - u->busy();
+      stream.overlap = u->length_sum() - u->busy();
+      stream.window = u->span();
+      summary_.out_of_order_kernels += u->out_of_order();
     }
-    stream.window = span + stream.unplaced;
-    stream.idle = span - busy;
-    stream.overlap = placed_time - busy;
-    summary.window += stream.window;
-    summary.kernel_time += stream.kernel_time;
-    summary.idle += stream.idle;
-    summary.overlap += stream.overlap;
-    summary.unplaced += stream.unplaced;
+    stream.window += stream.unplaced;
+    summary_.window += stream.window;
+    summary_.kernel_time += stream.kernel_time;
+    summary_.idle += stream.idle;
+    summary_.overlap += stream.overlap;
+    summary_.unplaced += stream.unplaced;
+
+    auto device = std::find_if(summary_.devices.begin(), summary_.devices.end(), [&](const device_summary& d) {
+      return d.backend == info.backend && d.device == info.device;
+    });
+    if (device == summary_.devices.end()) {
+      device = summary_.devices.insert(summary_.devices.end(), device_summary{});
+      device->backend = info.backend;
+      device->device = info.device;
+    }
+    ++device->streams;
+    device->launches += stream.launches;
+    device->timed_launches += stream.timed_launches;
+    device->kernel_time += stream.kernel_time;
+    device->unplaced += stream.unplaced;
   }
-  return summary;
+  for (auto& device : summary_.devices) {
+    if (const auto* u = placed(device_unions, std::tuple{std::string_view{device.backend}, device.device})) {
+      device.idle = u->span() - u->busy();
+      device.overlap = u->length_sum() - u->busy();
+      device.window = u->span();
+    }
+    device.window += device.unplaced;
+    summary_.device_window += device.window;
+    summary_.device_idle += device.idle;
+    summary_.device_overlap += device.overlap;
+  }
+  return std::move(summary_);
+}
+
+}  // namespace detail
+
+pass_summary summarize(const pass_record& pass) {
+  detail::summary_builder builder{pass};
+  detail::timeline placed;
+  for (const auto& launch : pass.launches) {
+    detail::launch_group group;
+    group.scope = launch.scope;
+    group.kernel = launch.kernel;
+    group.stream = launch.stream;
+    group.add(launch);
+    builder.add(group);
+    if (launch.timing && launch.timing->ticks && !launch.dry_run) {
+      placed.add(pass.streams.at(launch.stream), launch.timing->ticks->start(), launch.timing->ticks->end());
+    }
+  }
+  const auto [streams, devices] = placed.take();
+  return builder.finish(pass.lost, pass.threads.size(), streams, devices);
 }
 
 }  // namespace launchwatch

@@ -61,18 +61,33 @@ ordered_json node_json(const summary_node& node) {
   return j;
 }
 
+/// The fields a stream and a device share: their launches and how their window was spent.
+template <class Window>
+void add_window_fields(ordered_json& j, const Window& w) {
+  j["launches"] = w.launches;
+  j["timed_launches"] = w.timed_launches;
+  j["window_ns"] = w.window.count();
+  j["kernel_ns"] = w.kernel_time.count();
+  j["idle_ns"] = w.idle.count();
+  j["overlap_ns"] = w.overlap.count();
+  j["unplaced_ns"] = w.unplaced.count();
+}
+
 ordered_json stream_json(const stream_summary& stream) {
   ordered_json j;
   j["backend"] = stream.stream.backend;
   j["device"] = stream.stream.device;
   j["stream"] = stream.stream.stream;
-  j["launches"] = stream.launches;
-  j["timed_launches"] = stream.timed_launches;
-  j["window_ns"] = stream.window.count();
-  j["kernel_ns"] = stream.kernel_time.count();
-  j["idle_ns"] = stream.idle.count();
-  j["overlap_ns"] = stream.overlap.count();
-  j["unplaced_ns"] = stream.unplaced.count();
+  add_window_fields(j, stream);
+  return j;
+}
+
+ordered_json device_json(const device_summary& device) {
+  ordered_json j;
+  j["backend"] = device.backend;
+  j["device"] = device.device;
+  j["streams"] = device.streams;
+  add_window_fields(j, device);
   return j;
 }
 
@@ -101,7 +116,8 @@ class summary_reader {
       throw summary_error{std::string{source_} + " was written by an older launchwatch (summary " +
                           "format version " + std::to_string(version) + "; this build reads version " +
                           std::to_string(summary_format_version) +
-                          ", which records how each kernel was measured and each row's dry runs). "
+                          ", which records how each kernel was measured, each row's dry runs and "
+                          "each device's idle time). "
                           "Run the pass again and write it again (write_summary_json, or "
                           "`launchwatch demo`)."};
     }
@@ -137,6 +153,14 @@ class summary_reader {
     for (std::size_t i = 0; i < streams.size(); ++i) {
       summary.streams.push_back(stream(streams[i], "/streams/" + std::to_string(i)));
     }
+    summary.device_window = duration(root, "", "device_window_ns");
+    summary.device_idle = duration(root, "", "device_idle_ns");
+    summary.device_overlap = duration(root, "", "device_overlap_ns");
+    const auto& devices = array(root, "", "devices");
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      summary.devices.push_back(device(devices[i], "/devices/" + std::to_string(i)));
+    }
+    summary.out_of_order_kernels = count(root, "", "out_of_order_kernels");
     return summary;
   }
 
@@ -260,11 +284,7 @@ class summary_reader {
     if (!value.is_object()) fail(where, "expected a stream object, found " + describe(value));
     stream_summary stream;
     stream.stream.backend = text(value, where, "backend");
-    const auto device = integer(value, where, "device");
-    if (device < std::numeric_limits<int>::min() || device > std::numeric_limits<int>::max()) {
-      fail(where + "/device", "the device index " + std::to_string(device) + " is out of range");
-    }
-    stream.stream.device = static_cast<int>(device);
+    stream.stream.device = device_index(value, where);
     const auto& id = field(value, where, "stream");
     if (!id.is_number_unsigned()) {
       fail(where + "/stream", "expected a stream id (an integer of 0 or more), found " + describe(id));
@@ -278,6 +298,36 @@ class summary_reader {
     stream.overlap = duration(value, where, "overlap_ns");
     stream.unplaced = duration(value, where, "unplaced_ns");
     return stream;
+  }
+
+  int device_index(const json& value, const std::string& where) const {
+    const auto device = integer(value, where, "device");
+    if (device < std::numeric_limits<int>::min() || device > std::numeric_limits<int>::max()) {
+      fail(where + "/device", "the device index " + std::to_string(device) + " is out of range");
+    }
+    return static_cast<int>(device);
+  }
+
+  device_summary device(const json& value, const std::string& where) const {
+    if (!value.is_object()) fail(where, "expected a device object, found " + describe(value));
+    device_summary device;
+    device.backend = text(value, where, "backend");
+    device.device = device_index(value, where);
+    device.streams = count(value, where, "streams");
+    read_window_fields(value, where, device);
+    return device;
+  }
+
+  /// Reads what add_window_fields wrote.
+  template <class Window>
+  void read_window_fields(const json& value, const std::string& where, Window& w) const {
+    w.launches = count(value, where, "launches");
+    w.timed_launches = count(value, where, "timed_launches");
+    w.window = duration(value, where, "window_ns");
+    w.kernel_time = duration(value, where, "kernel_ns");
+    w.idle = duration(value, where, "idle_ns");
+    w.overlap = duration(value, where, "overlap_ns");
+    w.unplaced = duration(value, where, "unplaced_ns");
   }
 
   std::string_view source_;
@@ -310,6 +360,13 @@ void write_summary_json(std::ostream& out, const pass_summary& summary) {
   auto streams = ordered_json::array();
   for (const auto& stream : summary.streams) streams.push_back(stream_json(stream));
   j["streams"] = std::move(streams);
+  j["device_window_ns"] = summary.device_window.count();
+  j["device_idle_ns"] = summary.device_idle.count();
+  j["device_overlap_ns"] = summary.device_overlap.count();
+  auto devices = ordered_json::array();
+  for (const auto& device : summary.devices) devices.push_back(device_json(device));
+  j["devices"] = std::move(devices);
+  j["out_of_order_kernels"] = summary.out_of_order_kernels;
   // Names are the caller's bytes: replace what is not UTF-8 rather than refuse to write the pass.
   out << j.dump(2, ' ', false, ordered_json::error_handler_t::replace) << '\n';
 }

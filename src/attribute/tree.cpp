@@ -3,7 +3,8 @@
 #include <launchwatch/attribute/render.hpp>
 
 #include <algorithm>
-#include <array>
+#include <cstdint>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -11,36 +12,15 @@
 
 #include <fmt/format.h>
 
+#include "report_table.hpp"
+
 namespace launchwatch {
 namespace {
 
 using std::chrono::nanoseconds;
-
-/// The unit every time in one table is written in.
-struct time_unit {
-  const char* name;
-  double per_ns;
-  int decimals;
-};
-
-time_unit unit_for(nanoseconds span) {
-  const auto ns = span.count();
-  if (ns < 10'000) return {"ns", 1.0, 0};
-  if (ns < 10'000'000) return {"us", 1e-3, 3};
-  if (ns < 100'000'000'000) return {"ms", 1e-6, 3};
-  return {"s", 1e-9, 3};
-}
-
-std::string time_text(nanoseconds time, const time_unit& unit) {
-  return fmt::format("{:.{}f} {}", static_cast<double>(time.count()) * unit.per_ns, unit.decimals,
-                     unit.name);
-}
-
-std::string share_text(nanoseconds part, nanoseconds whole) {
-  if (whole.count() <= 0) return "-";
-  return fmt::format("{:.1f}%", 100.0 * static_cast<double>(part.count()) /
-                                    static_cast<double>(whole.count()));
-}
+using detail::format_share;
+using detail::format_time;
+using detail::time_unit;
 
 const char* methods_text(timing_methods methods) {
   if (methods.mixed()) return "mixed";
@@ -53,41 +33,74 @@ std::string plural(std::size_t n, const char* one, const char* many) {
   return fmt::format("{} {}", n, n == 1 ? one : many);
 }
 
-struct row {
-  std::string label;
-  std::string launches;
-  std::string self;
-  std::string total;
-  std::string share;
-  std::string method;
+/// Orders rows so the largest comes first and equal rows always print the same way.
+bool hotter(const summary_node& a, const summary_node& b) {
+  if (a.total != b.total) return a.total > b.total;
+  if (a.launches != b.launches) return a.launches > b.launches;
+  if (a.kind != b.kind) return a.kind == summary_node::node_kind::scope;
+  return a.name < b.name;
+}
+
+void sort_by_time(std::vector<summary_node>& rows) {
+  std::stable_sort(rows.begin(), rows.end(), hotter);
+  for (auto& row : rows) sort_by_time(row.children);
+}
+
+/// The accounting the table's 100% is, picked from the summary by tree_options::accounting.
+struct accounting_view {
+  nanoseconds window;
+  nanoseconds idle;
+  nanoseconds overlap;
+  const char* idle_label;
+  const char* idle_unknown_label;
+  bool per_device;
 };
+
+accounting_view view_of(const pass_summary& s, idle_accounting accounting) {
+  if (accounting == idle_accounting::stream) {
+    return {s.window, s.idle, s.overlap, "[stream idle]", "[stream idle: unknown, lengths only]", false};
+  }
+  return {s.device_window, s.device_idle, s.device_overlap, "[device idle]", "[device idle: unknown, lengths only]", true};
+}
+
+/// The shares of `rows` when together they hold `units` tenths of a percent.
+std::vector<std::int64_t> shares_of(const std::vector<summary_node>& rows, std::int64_t units) {
+  std::vector<std::int64_t> parts;
+  parts.reserve(rows.size());
+  for (const auto& row : rows) parts.push_back(row.total.count());
+  return detail::apportion(parts, units);
+}
 
 class table {
  public:
-  table(const pass_summary& summary, const tree_options& options)
-      : summary_{summary},
-        options_{options},
-        unit_{unit_for(summary.window.count() > 0 ? summary.window : summary.kernel_time)},
-        timed_{summary.timing != timing_request::none || summary.timed_launches > 0} {}
+  table(const pass_summary& summary, const tree_options& options, const accounting_view& view)
+      : options_{options},
+        view_{view},
+        unit_{detail::unit_for(view.window.count() > 0 ? view.window : summary.kernel_time)},
+        timed_{summary.timing != timing_request::none || summary.timed_launches > 0},
+        method_column_{summary.methods.mixed()} {}
 
-  void add_node(const summary_node& node, std::size_t depth, std::string label) {
-    row r;
-    r.label = std::string(2 * depth, ' ') + std::move(label);
-    r.launches = launches_text(node);
+  /// `share`: the row's share in tenths of a percent, when the table has a window. Its children
+  /// share it out among themselves by largest remainder, so they add up to it as the top-level rows
+  /// add up to 100.0%.
+  void add_node(const summary_node& node, std::size_t depth, std::string label,
+                std::optional<std::int64_t> share) {
+    std::vector<std::string> r{std::string(2 * depth, ' ') + std::move(label), launches_text(node)};
     if (node.timed_launches > 0) {
-      r.self = time_text(node.self, unit_);
-      r.total = time_text(node.total, unit_);
-      r.share = share_text(node.total, summary_.window);
+      add_times(r, format_time(node.self, unit_), format_time(node.total, unit_),
+                share ? format_share(*share) : "-");
     } else {
-      // Assigned from a string, not a literal: g++ 12 misreports assigning a literal (-Wrestrict).
-      const std::string none{"-"};
-      r.self = none;
-      r.total = none;
-      r.share = none;
+      add_times(r, "-", "-", "-");
     }
-    r.method = methods_text(node.methods);
+    if (method_column_) r.emplace_back(methods_text(node.methods));
     rows_.push_back(std::move(r));
-    for (const auto& child : node.children) add_node(child, depth + 1, label_of(child));
+    std::vector<std::int64_t> child_shares;
+    if (share) child_shares = shares_of(node.children, *share);
+    for (std::size_t i = 0; i < node.children.size(); ++i) {
+      const auto& child = node.children[i];
+      add_node(child, depth + 1, label_of(child),
+               share ? std::optional{child_shares[i]} : std::nullopt);
+    }
   }
 
   std::string label_of(const summary_node& node) const {
@@ -98,46 +111,37 @@ class table {
   }
 
   void add_plain(std::string label, std::string launches, std::string total, std::string share) {
-    row r;
-    r.label = std::move(label);
-    r.launches = std::move(launches);
-    r.total = std::move(total);
-    r.share = std::move(share);
+    std::vector<std::string> r{std::move(label), std::move(launches)};
+    add_times(r, "", std::move(total), std::move(share));
     rows_.push_back(std::move(r));
   }
 
   void write(std::ostream& out) const {
-    const row heading{"scope / kernel", "launches", "self", "total", "share", "method"};
-    const bool method_column = summary_.methods.mixed();
-    std::array<std::size_t, 6> width{};
-    auto measure = [&](const row& r) {
-      width[0] = std::max(width[0], r.label.size());
-      width[1] = std::max(width[1], r.launches.size());
-      width[2] = std::max(width[2], r.self.size());
-      width[3] = std::max(width[3], r.total.size());
-      width[4] = std::max(width[4], r.share.size());
-      width[5] = std::max(width[5], r.method.size());
-    };
-    measure(heading);
-    for (const auto& r : rows_) measure(r);
-    auto print = [&](const row& r) {
-      std::string line = fmt::format("{:<{}}  {:>{}}", r.label, width[0], r.launches, width[1]);
-      if (timed_) {
-        line += fmt::format("  {:>{}}  {:>{}}  {:>{}}", r.self, width[2], r.total, width[3],
-                            r.share, width[4]);
-      }
-      if (method_column) line += fmt::format("  {:<{}}", r.method, width[5]);
-      while (!line.empty() && line.back() == ' ') line.pop_back();
-      out << line << '\n';
-    };
-    print(heading);
-    for (const auto& r : rows_) print(r);
+    std::vector<std::vector<std::string>> cells{{"scope / kernel", "launches"}};
+    std::vector<detail::column_align> align{detail::column_align::left, detail::column_align::right};
+    if (timed_) {
+      cells[0].insert(cells[0].end(), {"self", "total", "share"});
+      align.insert(align.end(), 3, detail::column_align::right);
+    }
+    if (method_column_) {
+      cells[0].emplace_back("method");
+      align.push_back(detail::column_align::left);
+    }
+    cells.insert(cells.end(), rows_.begin(), rows_.end());
+    for (const auto& line : detail::lay_out_table(cells, align)) out << line << '\n';
   }
 
   const time_unit& unit() const { return unit_; }
-  bool timed() const { return timed_; }
 
  private:
+  void add_times(std::vector<std::string>& r, std::string self, std::string total,
+                 std::string share) const {
+    if (!timed_) return;
+    r.push_back(std::move(self));
+    r.push_back(std::move(total));
+    r.push_back(std::move(share));
+  }
+
   std::string launches_text(const summary_node& node) const {
     // Dry runs are said wherever there are some: nothing ran, by design. Launches without time for
     // any other reason (captured, measurement lost) only in a pass that times launches.
@@ -151,11 +155,12 @@ class table {
     return fmt::format("{} ({})", node.launches, notes);
   }
 
-  const pass_summary& summary_;
   const tree_options& options_;
+  accounting_view view_;
   time_unit unit_;
   bool timed_;
-  std::vector<row> rows_;
+  bool method_column_;
+  std::vector<std::vector<std::string>> rows_;
 };
 
 /// Why a pass's measurements came as lengths only: the launch path read them on the issuing
@@ -229,10 +234,12 @@ std::string timing_line(const pass_summary& s) {
       system_note);
 }
 
-void write_header(std::ostream& out, const pass_summary& s, const table& t) {
+void write_header(std::ostream& out, const pass_summary& s, const accounting_view& view,
+                  const time_unit& unit) {
   std::string first = fmt::format("launchwatch: {} from {} on {}", plural(s.launches, "launch", "launches"),
                                   plural(s.host_threads, "host thread", "host threads"),
                                   plural(s.streams.size(), "stream", "streams"));
+  if (view.per_device) first += fmt::format(" of {}", plural(s.devices.size(), "device", "devices"));
   if (s.dry_run_launches > 0) {
     first += fmt::format("; {} dry-run (reported, not executed, no device time)", s.dry_run_launches);
   }
@@ -243,27 +250,33 @@ void write_header(std::ostream& out, const pass_summary& s, const table& t) {
 
   out << timing_line(s) << '\n';
 
-  if (s.window.count() > 0) {
-    const auto streams = plural(s.streams.size(), "stream", "streams");
+  if (view.window.count() > 0) {
+    // What "first start to last end" is taken over, and summed over.
+    const auto where =
+        view.per_device
+            ? fmt::format("on each device, its streams' kernels united, summed over {}",
+                          plural(s.devices.size(), "device", "devices"))
+            : fmt::format("on each stream, summed over {}", plural(s.streams.size(), "stream", "streams"));
     const auto& m = s.measurements;
     const auto stamped = m.device_stamped + m.system_stamped;
     const auto lengths = m.device_lengths + m.system_lengths;
     if (lengths == 0) {
-      out << fmt::format(
-          "100% = {}: first kernel start to last kernel end on each stream, summed over {}\n",
-          time_text(s.window, t.unit()), streams);
+      out << fmt::format("100% = {}: first kernel start to last kernel end {}\n",
+                         format_time(view.window, unit), where);
     } else if (stamped == 0) {
       out << fmt::format(
           "100% = {}: the lengths of {}, summed over {}; they have no place on a timeline, so "
           "idle time around them is unknown\n",
-          time_text(s.window, t.unit()), plural(lengths, "kernel", "kernels"), streams);
+          format_time(view.window, unit), plural(lengths, "kernel", "kernels"),
+          view.per_device ? plural(s.devices.size(), "device", "devices")
+                          : plural(s.streams.size(), "stream", "streams"));
     } else {
       // The window is the two parts added: say both, so neither reads as added to the 100%.
       out << fmt::format(
-          "100% = {}: {} from first kernel start to last kernel end on each stream, summed over "
-          "{}, and {} of kernels known only by length (idle time around them is unknown)\n",
-          time_text(s.window, t.unit()), time_text(s.window - s.unplaced, t.unit()), streams,
-          time_text(s.unplaced, t.unit()));
+          "100% = {}: {} from first kernel start to last kernel end {}, and {} of kernels known "
+          "only by length (idle time around them is unknown)\n",
+          format_time(view.window, unit), format_time(view.window - s.unplaced, unit), where,
+          format_time(s.unplaced, unit));
     }
   }
 
@@ -274,38 +287,97 @@ void write_header(std::ostream& out, const pass_summary& s, const table& t) {
         plural(lost, "measurement", "measurements"), s.lost.empty, s.lost.failed,
         s.lost.unpaired);
   }
+  if (s.out_of_order_kernels > 0) {
+    out << fmt::format(
+        "estimate: {} reached the aggregate-only attribution too late to be put in order, so idle "
+        "time and overlap are estimates\n",
+        plural(s.out_of_order_kernels, "kernel's place on the timeline", "kernels' places on the timeline"));
+  }
+}
+
+/// The devices and their streams side by side: each device's window with its streams united, and
+/// each stream's own.
+void write_devices(std::ostream& out, const pass_summary& s, const time_unit& unit) {
+  std::vector<std::vector<std::string>> cells{
+      {"device / stream", "launches", "window", "kernels", "idle", "overlap"}};
+  auto idle_text = [&](nanoseconds window, nanoseconds unplaced, nanoseconds idle) {
+    // Nothing placed on the timeline: its idle time is unknown, not zero.
+    return window == unplaced ? std::string{"-"} : format_time(idle, unit);
+  };
+  for (const auto& device : s.devices) {
+    cells.push_back({device.backend.empty() ? fmt::format("unknown backend, device {}", device.device)
+                                            : fmt::format("{} device {}", device.backend, device.device),
+                     std::to_string(device.launches), format_time(device.window, unit),
+                     format_time(device.kernel_time, unit),
+                     idle_text(device.window, device.unplaced, device.idle),
+                     format_time(device.overlap, unit)});
+    for (const auto& stream : s.streams) {
+      if (stream.stream.backend != device.backend || stream.stream.device != device.device) continue;
+      cells.push_back({fmt::format("  stream {}", stream.stream.stream), std::to_string(stream.launches),
+                       format_time(stream.window, unit), format_time(stream.kernel_time, unit),
+                       idle_text(stream.window, stream.unplaced, stream.idle),
+                       format_time(stream.overlap, unit)});
+    }
+  }
+  for (const auto& line : detail::lay_out_table(cells)) out << line << '\n';
 }
 
 }  // namespace
 
 void write_tree(std::ostream& out, const pass_summary& summary, const tree_options& options) {
-  table t{summary, options};
-  for (const auto& scope : summary.scopes) t.add_node(scope, 0, t.label_of(scope));
-  if (summary.outside.launches > 0) {
-    t.add_node(summary.outside, 0, "[outside any scope]");
+  const auto view = view_of(summary, options.accounting);
+  table t{summary, options, view};
+  auto scopes = summary.scopes;
+  auto outside = summary.outside;
+  if (options.order == tree_order::time) {
+    sort_by_time(scopes);
+    sort_by_time(outside.children);
   }
-  if (summary.window.count() > 0) {
-    const auto& m = summary.measurements;
-    if (m.device_stamped + m.system_stamped == 0) {
-      // Only lengths: no kernel has a place on a timeline, so there is no idle time to show, and a
-      // zero would claim the device never waited.
-      t.add_plain("[device idle: unknown, lengths only]", "", "-", "-");
+
+  const bool shared = view.window.count() > 0;
+  const auto& m = summary.measurements;
+  // Only lengths: no kernel has a place on a timeline, so there is no idle time to show, and a
+  // zero would claim the device never waited.
+  const bool idle_known = m.device_stamped + m.system_stamped > 0;
+  std::vector<std::int64_t> parts;
+  for (const auto& scope : scopes) parts.push_back(scope.total.count());
+  if (summary.outside.launches > 0) parts.push_back(outside.total.count());
+  if (idle_known) parts.push_back(view.idle.count());
+  if (view.overlap.count() > 0) parts.push_back(-view.overlap.count());
+  const auto shares = detail::apportion(parts, detail::whole_share);
+  std::size_t next = 0;
+  auto share = [&]() -> std::optional<std::int64_t> {
+    const auto at = next++;
+    if (!shared) return std::nullopt;
+    return shares[at];
+  };
+
+  for (const auto& scope : scopes) t.add_node(scope, 0, t.label_of(scope), share());
+  if (summary.outside.launches > 0) t.add_node(outside, 0, "[outside any scope]", share());
+  if (shared) {
+    if (!idle_known) {
+      t.add_plain(view.idle_unknown_label, "", "-", "-");
     } else {
-      t.add_plain("[device idle]", "", time_text(summary.idle, t.unit()),
-                  share_text(summary.idle, summary.window));
+      const auto idle_share = share();
+      t.add_plain(view.idle_label, "", format_time(view.idle, t.unit()), format_share(*idle_share));
     }
   }
-  if (summary.overlap.count() > 0) {
-    t.add_plain("[overlap, counted twice above]", "", time_text(-summary.overlap, t.unit()),
-                share_text(-summary.overlap, summary.window));
+  if (view.overlap.count() > 0) {
+    const auto overlap_share = share();
+    t.add_plain("[overlap, counted twice above]", "", format_time(-view.overlap, t.unit()),
+                overlap_share ? format_share(*overlap_share) : "-");
   }
   t.add_plain("total", std::to_string(summary.launches),
-              summary.window.count() > 0 ? time_text(summary.window, t.unit()) : "-",
-              summary.window.count() > 0 ? "100.0%" : "-");
+              shared ? format_time(view.window, t.unit()) : "-",
+              shared ? format_share(detail::whole_share) : "-");
 
-  write_header(out, summary, t);
+  write_header(out, summary, view, t.unit());
   out << '\n';
   t.write(out);
+  if (shared) {
+    out << '\n';
+    write_devices(out, summary, t.unit());
+  }
 }
 
 std::string render_tree(const pass_summary& summary, const tree_options& options) {

@@ -1,9 +1,9 @@
 // The profiling logger's lines and summary tables: plain values in, text out.
 
 #include "logger/lines.hpp"
+#include "report_table.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <iterator>
 #include <utility>
 
@@ -107,92 +107,46 @@ struct summary_row {
   totals sum;
 };
 
-/// Each row's share of `total` in hundredths of a percent, rounded by largest remainder so that the
-/// shares shown add up to exactly 100.00%, the total row, rather than to 99.99%.
-std::vector<std::uint32_t> shares_of(const std::vector<summary_row>& rows, nanoseconds total) {
-  constexpr std::uint32_t whole = 10'000;
-  std::vector<std::uint32_t> shares(rows.size(), 0);
-  if (total.count() <= 0) return shares;
-  std::vector<std::pair<long double, std::size_t>> remainders;
-  std::uint32_t given = 0;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const long double exact = static_cast<long double>(rows[i].sum.time.count()) * whole /
-                              static_cast<long double>(total.count());
-    const long double floor = std::floor(exact);
-    shares[i] = static_cast<std::uint32_t>(floor);
-    given += shares[i];
-    remainders.emplace_back(exact - floor, i);
-  }
-  std::stable_sort(remainders.begin(), remainders.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (std::size_t k = 0; given < whole && k < remainders.size(); ++k, ++given) {
-    ++shares[remainders[k].second];
-  }
-  return shares;
-}
-
-std::string format_share(std::uint32_t hundredths) {
-  return fmt::format("{}.{:02}%", hundredths / 100, hundredths % 100);
-}
-
-/// Left-aligns the first column and right-aligns the others, two spaces apart.
-std::vector<std::string> lay_out(const std::vector<std::vector<std::string>>& cells) {
-  std::vector<std::size_t> widths;
-  for (const auto& row : cells) {
-    widths.resize(std::max(widths.size(), row.size()), 0);
-    for (std::size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
-  }
-  std::vector<std::string> lines;
-  for (const auto& row : cells) {
-    std::string line;
-    for (std::size_t c = 0; c < row.size(); ++c) {
-      if (c == 0) {
-        line += fmt::format("{:<{}}", row[c], widths[c]);
-      } else {
-        line += fmt::format("  {:>{}}", row[c], widths[c]);
-      }
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    lines.push_back(std::move(line));
-  }
-  return lines;
-}
-
-/// The summary table of one timing method: rows by total time, longest first, then a total row.
+/// The summary table of one timing method: rows by total time, longest first, then a total row
+/// whose time is the 100% the shares add up to. Drawn by the rules every launchwatch table follows
+/// (report_table.hpp), so it reads like the attribution tree.
 std::vector<std::string> render_timed_table(timing_method method, std::vector<summary_row> rows) {
   std::stable_sort(rows.begin(), rows.end(), [](const summary_row& a, const summary_row& b) {
     if (a.sum.time != b.sum.time) return a.sum.time > b.sum.time;
     return a.name < b.name;
   });
   totals all;
+  std::vector<std::int64_t> parts;
   for (const auto& row : rows) {
     all.time += row.sum.time;
     all.count += row.sum.count;
+    parts.push_back(row.sum.time.count());
   }
-  const auto shares = shares_of(rows, all.time);
+  const auto unit = unit_for(all.time);
+  const auto shares = apportion(parts, whole_share);
   const bool shareable = all.time.count() > 0;
-  std::vector<std::vector<std::string>> cells{{"kernel", "total", "count", "share"}};
+  std::vector<std::vector<std::string>> cells{{"kernel", "launches", "total", "share"}};
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    cells.push_back({rows[i].name, format_duration(rows[i].sum.time),
-                     std::to_string(rows[i].sum.count),
+    cells.push_back({rows[i].name, std::to_string(rows[i].sum.count),
+                     format_time(rows[i].sum.time, unit),
                      shareable ? format_share(shares[i]) : std::string{"-"}});
   }
-  cells.push_back({"total", format_duration(all.time), std::to_string(all.count),
-                   shareable ? format_share(10'000) : std::string{"-"}});
+  cells.push_back({"total", std::to_string(all.count), format_time(all.time, unit),
+                   shareable ? format_share(whole_share) : std::string{"-"}});
   std::vector<std::string> lines{fmt::format("profile summary ({} timing): {} launch{}, {}",
                                              to_string(method), all.count,
-                                             all.count == 1 ? "" : "es", format_duration(all.time))};
-  for (auto& line : lay_out(cells)) lines.push_back(std::move(line));
+                                             all.count == 1 ? "" : "es", format_time(all.time, unit))};
+  for (auto& line : lay_out_table(cells)) lines.push_back(std::move(line));
   return lines;
 }
 
 std::vector<std::string> render_untimed_table(const std::vector<std::pair<std::string, std::uint64_t>>& rows) {
   std::uint64_t count = 0;
   for (const auto& row : rows) count += row.second;
-  std::vector<std::vector<std::string>> cells{{"kernel", "count"}};
+  std::vector<std::vector<std::string>> cells{{"kernel", "launches"}};
   for (const auto& [name, n] : rows) cells.push_back({name, std::to_string(n)});
   std::vector<std::string> lines{fmt::format("untimed launches (no measurement): {}", count)};
-  for (auto& line : lay_out(cells)) lines.push_back(std::move(line));
+  for (auto& line : lay_out_table(cells)) lines.push_back(std::move(line));
   return lines;
 }
 

@@ -7,15 +7,17 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "golden.hpp"
+#include "support/golden.hpp"
 #include "sample_passes.hpp"
 #include "trace_rules.hpp"
 
@@ -116,8 +118,61 @@ TEST(TreeReport, SaysTheWindowIsTheTimelinePlusTheKernelsKnownOnlyByLength) {
   // The mixed pass: 43us from first start to last end, and 8us known only by length.
   EXPECT_THAT(render_tree(summarize(testing::mixed_pass())),
               HasSubstr("\n100% = 51.000 us: 43.000 us from first kernel start to last kernel end "
-                        "on each stream, summed over 1 stream, and 8.000 us of kernels known only "
-                        "by length (idle time around them is unknown)\n"));
+                        "on each device, its streams' kernels united, summed over 1 device, and "
+                        "8.000 us of kernels known only by length (idle time around them is "
+                        "unknown)\n"));
+}
+
+TEST(TreeReport, SaysTheHundredPercentIsPerStreamWhenAskedForThatView) {
+  tree_options options;
+  options.accounting = idle_accounting::stream;
+  const auto table = render_tree(summarize(testing::sample_pass()), options);
+  EXPECT_THAT(table, HasSubstr("\n100% = 1020.000 us: first kernel start to last kernel end on "
+                               "each stream, summed over 2 streams\n"));
+  EXPECT_THAT(table, ContainsRegex("\n\\[stream idle\\] +560\\.000 us +54\\.9%\n"));
+  EXPECT_THAT(table, ContainsRegex("\ntotal +13 +1020\\.000 us +100\\.0%\n"));
+  EXPECT_THAT(table, Not(HasSubstr("[device idle]")));
+}
+
+TEST(TreeReport, CountsKernelsRunningAtOnceOnTwoStreamsAsOverlapNotIdle) {
+  testing::pass_builder b;
+  const auto t = b.thread("t");
+  b.kernel({t, "a", {"s"}, b.stream(1)}, 0us, 10us);
+  b.kernel({t, "b", {"s"}, b.stream(2)}, 0us, 10us);
+  const auto table = render_tree(summarize(b.pass()));
+  EXPECT_THAT(table, ContainsRegex("\n\\[device idle\\] +0\\.000 us +0\\.0%\n"));
+  EXPECT_THAT(table, ContainsRegex("\n\\[overlap, counted twice above\\] +-10\\.000 us +-100\\.0%\n"));
+  EXPECT_THAT(table, ContainsRegex("\ntotal +2 +10\\.000 us +100\\.0%\n"));
+}
+
+TEST(TreeReport, ShowsEachDeviceBesideItsStreams) {
+  EXPECT_THAT(render_tree(summarize(testing::sample_pass())),
+              HasSubstr("device / stream  launches      window     kernels        idle    overlap\n"
+                        "cpu device 0           13  990.000 us  460.000 us  560.000 us  30.000 us\n"
+                        "  stream 1             10  900.000 us  410.000 us  490.000 us   0.000 us\n"
+                        "  stream 2              3  120.000 us   50.000 us   70.000 us   0.000 us\n"));
+}
+
+TEST(TreeReport, ScopesPrintInTheOrderTheyWereFirstIssued) {
+  testing::pass_builder b;
+  const auto t = b.thread("t");
+  const auto s1 = b.stream(1);
+  for (int layer = 0; layer < 4; ++layer) {
+    const auto name = "layer " + std::to_string(layer);
+    const auto start = std::chrono::microseconds{100 * layer};
+    // layer 2 is the hottest: it still prints third.
+    b.kernel({t, "k", {"model", name}, s1, start, start}, start,
+             start + std::chrono::microseconds{layer == 2 ? 60 : 20});
+  }
+  const auto table = render_tree(summarize(b.pass()));
+  EXPECT_THAT(table, ContainsRegex("\n  layer 0 [^\n]*\n    k [^\n]*\n  layer 1 [^\n]*\n    k "
+                                   "[^\n]*\n  layer 2 [^\n]*\n    k [^\n]*\n  layer 3 "));
+}
+
+TEST(TreeReport, SortedByTimeMatchesTheGoldenFile) {
+  tree_options options;
+  options.order = tree_order::time;
+  expect_matches_golden("tree_by_time.txt", render_tree(summarize(testing::sample_pass()), options));
 }
 
 TEST(TreeReport, SaysTheWindowIsTheLengthsWhenNoKernelHasAPlaceOnTheTimeline) {
@@ -126,7 +181,7 @@ TEST(TreeReport, SaysTheWindowIsTheLengthsWhenNoKernelHasAPlaceOnTheTimeline) {
   b.timed({t, "a", {"s"}, b.stream(1)}, 30us, timing_method::device);
   b.timed({t, "b", {"s"}, b.stream(1)}, 50us, timing_method::device);
   EXPECT_THAT(render_tree(summarize(b.pass())),
-              HasSubstr("\n100% = 80.000 us: the lengths of 2 kernels, summed over 1 stream; they "
+              HasSubstr("\n100% = 80.000 us: the lengths of 2 kernels, summed over 1 device; they "
                         "have no place on a timeline, so idle time around them is unknown\n"));
 }
 
@@ -189,8 +244,8 @@ TEST(TreeReport, TopLevelRowsAddUpToTheTotalRow) {
   std::int64_t sum = 0;
   std::int64_t total = -1;
   int rows = 0;
-  for (auto line = heading + 1; line != lines.end(); ++line) {
-    if (line->empty() || line->front() == ' ') continue;  // a nested row
+  for (auto line = heading + 1; line != lines.end() && !line->empty(); ++line) {
+    if (line->front() == ' ') continue;  // a nested row
     const auto start = line->rfind("  ", end - 1);
     const auto cell = line->substr(start + 2, end - start - 2);
     ASSERT_THAT(cell, HasSubstr(" us")) << *line;
@@ -202,9 +257,77 @@ TEST(TreeReport, TopLevelRowsAddUpToTheTotalRow) {
       ++rows;
     }
   }
-  EXPECT_EQ(rows, 4);  // model, loader, outside any scope, device idle
-  EXPECT_EQ(total, 1020000);
+  EXPECT_EQ(rows, 5);  // loader, model, outside any scope, device idle, overlap
+  EXPECT_EQ(total, 990000);
   EXPECT_EQ(sum, total);
+}
+
+/// The share cells of a tree's main table, by row, with each row's depth; none for "-".
+struct share_cell {
+  std::size_t depth;
+  std::optional<std::int64_t> tenths;
+  bool total;
+};
+std::vector<share_cell> share_cells(const std::string& table) {
+  const auto lines = lines_of(table);
+  auto line = std::find_if(lines.begin(), lines.end(), [](const std::string& l) {
+    return l.rfind("scope / kernel", 0) == 0;
+  });
+  std::vector<share_cell> cells;
+  if (line == lines.end()) return cells;
+  // The share column is right-aligned: each cell ends where the heading's "share" ends.
+  const auto end = line->find("share") + 5;
+  for (++line; line != lines.end() && !line->empty(); ++line) {
+    const auto depth = line->find_first_not_of(' ') / 2;
+    const auto start = line->rfind(' ', end - 1) + 1;
+    const auto cell = line->substr(start, end - start);
+    std::optional<std::int64_t> tenths;
+    if (cell != "-") {
+      const auto dot = cell.find('.');
+      const bool negative = cell.front() == '-';
+      const auto whole = std::stoll(cell.substr(negative ? 1 : 0, dot - (negative ? 1 : 0)));
+      const auto tenth = std::stoll(cell.substr(dot + 1, 1));
+      tenths = (negative ? -1 : 1) * (whole * 10 + tenth);
+    }
+    cells.push_back({depth, tenths, line->rfind("total", 0) == 0});
+  }
+  return cells;
+}
+
+// Rounding each share on its own can leave the rows at 99.9% or 100.1% of their total; the table's
+// shares are apportioned so they never do, for any pass.
+TEST(TreeReport, TopLevelSharesAddUpToExactlyTheHundredPercentRow) {
+  for (std::uint32_t seed = 1; seed <= 200; ++seed) {
+    const auto s = summarize(testing::random_pass(seed));
+    if (s.device_window.count() == 0) continue;
+    std::int64_t sum = 0;
+    for (const auto& cell : share_cells(render_tree(s))) {
+      if (cell.total) {
+        ASSERT_EQ(cell.tenths, 1000) << "seed " << seed;
+      } else if (cell.depth == 0 && cell.tenths) {
+        sum += *cell.tenths;
+      }
+    }
+    ASSERT_EQ(sum, 1000) << "seed " << seed << "\n" << render_tree(s);
+  }
+}
+
+TEST(TreeReport, ChildrenSharesAddUpToTheirParentsShare) {
+  for (std::uint32_t seed = 1; seed <= 200; ++seed) {
+    const auto cells = share_cells(render_tree(summarize(testing::random_pass(seed))));
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      if (!cells[i].tenths || cells[i].total) continue;
+      std::int64_t children = 0;
+      bool any = false;
+      for (std::size_t j = i + 1; j < cells.size() && cells[j].depth > cells[i].depth; ++j) {
+        if (cells[j].depth == cells[i].depth + 1 && cells[j].tenths) {
+          children += *cells[j].tenths;
+          any = true;
+        }
+      }
+      if (any) ASSERT_EQ(children, *cells[i].tenths) << "seed " << seed << " row " << i;
+    }
+  }
 }
 
 // --- folded stacks ---
@@ -216,10 +339,10 @@ TEST(FoldedStacks, MatchTheGoldenFile) {
 TEST(FoldedStacks, AddUpToTheDeviceWindow) {
   for (std::uint32_t seed = 1; seed <= 100; ++seed) {
     const auto s = summarize(testing::random_pass(seed));
-    if (s.overlap.count() > 0) continue;  // overlap has no frame: a flame graph cannot subtract
+    if (s.device_overlap.count() > 0) continue;  // overlap has no frame: a flame graph cannot subtract
     std::int64_t sum = 0;
     for (const auto& line : lines_of(folded(s))) sum += std::stoll(line.substr(line.rfind(' ') + 1));
-    ASSERT_EQ(sum, s.window.count()) << "seed " << seed;
+    ASSERT_EQ(sum, s.device_window.count()) << "seed " << seed;
   }
 }
 
@@ -319,6 +442,55 @@ TEST(ChromeTrace, WritesTimesAsExactMicroseconds) {
   const auto t = b.thread("t");
   b.kernel({t, "k", {}, b.stream(1)}, 1234567ns, 1234568ns);
   EXPECT_THAT(trace(b.pass()), HasSubstr(R"("ts":1234.567,"dur":0.001)"));
+}
+
+std::size_t non_metadata_events(const std::string& text) {
+  const auto root = nlohmann::json::parse(text);
+  std::size_t n = 0;
+  for (const auto& e : root["traceEvents"]) n += e["ph"] != "M" ? 1 : 0;
+  return n;
+}
+
+TEST(ChromeTrace, SaysItWroteEveryEventWhenNotCapped) {
+  std::ostringstream out;
+  const auto stats = write_chrome_trace(out, testing::sample_pass());
+  EXPECT_EQ(stats.dropped, 0u);
+  EXPECT_EQ(stats.events, non_metadata_events(out.str()));
+  EXPECT_THAT(out.str(), Not(HasSubstr("launchwatch_dropped_events")));
+}
+
+TEST(ChromeTrace, StopsAtTheCapAndSaysWhatItDropped) {
+  trace_options options;
+  options.max_events = 10;
+  std::ostringstream full;
+  const auto all = write_chrome_trace(full, testing::sample_pass());
+  std::ostringstream out;
+  const auto stats = write_chrome_trace(out, testing::sample_pass(), options);
+  EXPECT_LE(stats.events, 10u);
+  EXPECT_GT(stats.dropped, 0u);
+  EXPECT_EQ(stats.events + stats.dropped, all.events);
+  EXPECT_EQ(stats.events, non_metadata_events(out.str()));
+  EXPECT_THAT(out.str(), HasSubstr(fmt::format("\"name\":\"host (trace cut at 10 events: {} later "
+                                               "events dropped)\"", stats.dropped)));
+  EXPECT_THAT(out.str(), HasSubstr(fmt::format("\"dropped_events\":{}", stats.dropped)));
+  // Everything written starts before the cut, and nothing later is there.
+  const auto root = nlohmann::json::parse(out.str());
+  for (const auto& e : root["traceEvents"]) {
+    if (e["ph"] != "M") {
+      EXPECT_LT(std::llround(e["ts"].get<double>() * 1000), stats.dropped_from.count()) << e.dump();
+    }
+  }
+  EXPECT_THAT(testing::chrome_trace_violations(out.str()), IsEmpty());
+}
+
+TEST(ChromeTrace, ACappedTraceKeepsTheChromeTraceRulesForAnyPass) {
+  for (std::uint32_t seed = 1; seed <= 100; ++seed) {
+    trace_options options;
+    options.max_events = 1 + seed % 37;
+    std::ostringstream out;
+    write_chrome_trace(out, testing::random_pass(seed), options);
+    ASSERT_THAT(testing::chrome_trace_violations(out.str()), IsEmpty()) << "seed " << seed;
+  }
 }
 
 // --- JSON summary ---

@@ -103,7 +103,8 @@ TEST(SummaryJson, WritesTheFieldsItsDocumentationNames) {
                        "format", "version", "timing", "methods", "measurements", "launches",
                        "timed_launches", "dry_run_launches", "captured_launches", "host_threads",
                        "lost", "window_ns", "kernel_ns", "idle_ns", "overlap_ns", "unplaced_ns",
-                       "scopes", "outside_scopes", "streams"));
+                       "scopes", "outside_scopes", "streams", "device_window_ns",
+                       "device_idle_ns", "device_overlap_ns", "devices", "out_of_order_kernels"));
   std::vector<std::string> row;
   for (const auto& [key, value] : root["scopes"][0].items()) row.push_back(key);
   EXPECT_THAT(row, ::testing::UnorderedElementsAre("kind", "name", "launches", "timed_launches",
@@ -112,6 +113,11 @@ TEST(SummaryJson, WritesTheFieldsItsDocumentationNames) {
   std::vector<std::string> stream;
   for (const auto& [key, value] : root["streams"][0].items()) stream.push_back(key);
   EXPECT_THAT(stream, ::testing::UnorderedElementsAre("backend", "device", "stream", "launches",
+                                                      "timed_launches", "window_ns", "kernel_ns",
+                                                      "idle_ns", "overlap_ns", "unplaced_ns"));
+  std::vector<std::string> device;
+  for (const auto& [key, value] : root["devices"][0].items()) device.push_back(key);
+  EXPECT_THAT(device, ::testing::UnorderedElementsAre("backend", "device", "streams", "launches",
                                                       "timed_launches", "window_ns", "kernel_ns",
                                                       "idle_ns", "overlap_ns", "unplaced_ns"));
   std::vector<std::string> measurements;
@@ -135,13 +141,13 @@ TEST(SummaryJson, RefusesJsonThatIsNotALaunchwatchSummary) {
 }
 
 TEST(SummaryJson, RefusesANewerFormatVersionAndSaysToUpdate) {
-  EXPECT_THAT(error_reading(edited("\"version\": 2", "\"version\": 3")),
-              AllOf(HasSubstr("newer launchwatch"), HasSubstr("version 3"), HasSubstr("Update")));
+  EXPECT_THAT(error_reading(edited("\"version\": 3", "\"version\": 4")),
+              AllOf(HasSubstr("newer launchwatch"), HasSubstr("version 4"), HasSubstr("Update")));
 }
 
 TEST(SummaryJson, RefusesAnOlderFormatVersionAndSaysToWriteItAgain) {
-  EXPECT_THAT(error_reading(edited("\"version\": 2", "\"version\": 1")),
-              AllOf(HasSubstr("older launchwatch"), HasSubstr("version 1"),
+  EXPECT_THAT(error_reading(edited("\"version\": 3", "\"version\": 2")),
+              AllOf(HasSubstr("older launchwatch"), HasSubstr("version 2"),
                     HasSubstr("write it again")));
 }
 
@@ -152,7 +158,7 @@ TEST(SummaryJson, NamesTheLocationOfAMissingField) {
 
 TEST(SummaryJson, NamesTheLocationAndTypeOfAWrongValue) {
   EXPECT_THAT(error_reading(edited("\"launches\": 9", "\"launches\": \"nine\"")),
-              AllOf(HasSubstr("/scopes/0/launches"), HasSubstr("expected an integer"),
+              AllOf(HasSubstr("/scopes/1/launches"), HasSubstr("expected an integer"),
                     HasSubstr("\"nine\" (string)")));
   EXPECT_THAT(error_reading(edited("\"kind\": \"kernel\"", "\"kind\": \"function\"")),
               HasSubstr("expected \"scope\" or \"kernel\""));

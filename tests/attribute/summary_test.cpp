@@ -3,8 +3,12 @@
 
 #include <launchwatch/attribute/summary.hpp>
 
+#include <algorithm>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "sample_passes.hpp"
@@ -19,6 +23,19 @@ std::chrono::nanoseconds rows_total(const pass_summary& s) {
   std::chrono::nanoseconds total = s.outside.total;
   for (const auto& scope : s.scopes) total += scope.total;
   return total;
+}
+
+const summary_node& top(const pass_summary& s, std::string_view name) {
+  for (const auto& scope : s.scopes) {
+    if (scope.name == name) return scope;
+  }
+  throw std::out_of_range{"no top-level scope " + std::string{name}};
+}
+
+std::vector<std::string> names_of(const std::vector<summary_node>& rows) {
+  std::vector<std::string> names;
+  for (const auto& row : rows) names.push_back(row.name);
+  return names;
 }
 
 const summary_node& child(const summary_node& node, std::string_view name) {
@@ -95,7 +112,7 @@ TEST(Summary, CountsDryRunsInEveryRowAboveThem) {
   EXPECT_EQ(s.outside.dry_run_launches, 1u);
   EXPECT_EQ(child(s.outside, testing::matmul).dry_run_launches, 1u);
   EXPECT_EQ(child(s.outside, testing::copy).dry_run_launches, 0u);
-  EXPECT_EQ(s.scopes.at(0).dry_run_launches, 0u);
+  EXPECT_EQ(top(s, "model").dry_run_launches, 0u);
 
   pass_builder b;
   const auto t = b.thread("t");
@@ -123,8 +140,7 @@ TEST(Summary, CountsHowEachTimedLaunchWasMeasured) {
 TEST(Summary, SelfIsTheScopesOwnKernelsAndTotalIncludesItsChildren) {
   const auto s = summarize(testing::sample_pass());
   ASSERT_EQ(s.scopes.size(), 2u);
-  const auto& model = s.scopes[0];
-  EXPECT_EQ(model.name, "model");
+  const auto& model = top(s, "model");
   const auto& layer0 = child(model, "layer 0");
   EXPECT_EQ(layer0.self, 10us);  // layer_norm, launched directly in it
   EXPECT_EQ(layer0.total, 10us + (60us + 20us + 60us) + (60us + 20us + 60us));
@@ -143,13 +159,76 @@ TEST(Summary, LaunchesOutsideAnyScopeHaveTheirOwnRow) {
   EXPECT_EQ(s.outside.children.size(), 2u);
 }
 
-TEST(Summary, RowsAreOrderedLargestFirst) {
+TEST(Summary, RowsAreInTheOrderTheirFirstLaunchWasIssued) {
   const auto s = summarize(testing::sample_pass());
-  const auto& layer0 = child(s.scopes.at(0), "layer 0");
-  ASSERT_EQ(layer0.children.size(), 3u);
-  EXPECT_EQ(layer0.children[0].name, "attention");  // 140us and 3 launches each: then by name
-  EXPECT_EQ(layer0.children[1].name, "mlp");
-  EXPECT_EQ(layer0.children[2].name, testing::layer_norm);
+  // The loader thread launched at 5us, before the model's first launch at 30us.
+  EXPECT_THAT(names_of(s.scopes), ::testing::ElementsAre("loader", "model"));
+  const auto& layer0 = child(top(s, "model"), "layer 0");
+  EXPECT_THAT(names_of(layer0.children),
+              ::testing::ElementsAre("attention", "mlp", std::string{testing::layer_norm}));
+  // The dry-run matmul at 310us came before the copy at 950us.
+  EXPECT_THAT(names_of(s.outside.children),
+              ::testing::ElementsAre(std::string{testing::matmul}, std::string{testing::copy}));
+}
+
+TEST(Summary, AScopeIsPlacedByTheFirstLaunchAnywhereUnderIt) {
+  pass_builder b;
+  const auto t = b.thread("t");
+  const auto s1 = b.stream(1);
+  b.kernel({t, "a", {"late"}, s1, 5us, 5us}, 5us, 6us);
+  b.kernel({t, "b", {"early", "inner"}, s1, 1us, 1us}, 1us, 2us);
+  b.kernel({t, "c", {"early"}, s1, 9us, 9us}, 9us, 10us);
+  auto& pass = b.pass();
+  std::stable_sort(pass.launches.begin(), pass.launches.end(),
+                   [](const launch_record& x, const launch_record& y) { return x.issued < y.issued; });
+  const auto s = summarize(pass);
+  EXPECT_THAT(names_of(s.scopes), ::testing::ElementsAre("early", "late"));
+  EXPECT_THAT(names_of(top(s, "early").children), ::testing::ElementsAre("inner", "c"));
+}
+
+TEST(Summary, TheLargestRowComesFirstOnlyWhenItWasIssuedFirst) {
+  pass_builder b;
+  const auto t = b.thread("t");
+  const auto s1 = b.stream(1);
+  for (int layer = 0; layer < 4; ++layer) {
+    const std::string name = "layer " + std::to_string(layer);
+    const auto length = std::chrono::microseconds{layer == 2 ? 50 : 10};
+    const auto start = std::chrono::microseconds{100 * layer};
+    b.kernel({t, "k", {name}, s1, start, start}, start, start + length);
+  }
+  EXPECT_THAT(names_of(summarize(b.pass()).scopes),
+              ::testing::ElementsAre("layer 0", "layer 1", "layer 2", "layer 3"));
+}
+
+TEST(Summary, DeviceIdleIsTimeNoStreamOfTheDeviceRan) {
+  pass_builder b;
+  const auto t = b.thread("t");
+  const auto s1 = b.stream(1);
+  const auto s2 = b.stream(2);
+  // Stream 1 runs 0..10 and 20..30; stream 2 runs 8..22 meanwhile: the device never waits.
+  b.kernel({t, "a", {}, s1}, 0us, 10us);
+  b.kernel({t, "b", {}, s2}, 8us, 22us);
+  b.kernel({t, "c", {}, s1}, 20us, 30us);
+  const auto s = summarize(b.pass());
+  EXPECT_EQ(s.idle, 10us) << "stream 1 waited 10us while stream 2 ran";
+  ASSERT_EQ(s.devices.size(), 1u);
+  EXPECT_EQ(s.devices[0].streams, 2u);
+  EXPECT_EQ(s.devices[0].window, 30us);
+  EXPECT_EQ(s.devices[0].idle, 0us);
+  EXPECT_EQ(s.devices[0].overlap, 4us);  // 8..10 and 20..22
+  EXPECT_EQ(s.device_idle, 0us);
+  EXPECT_EQ(s.device_window, 30us);
+}
+
+TEST(Summary, EachDeviceHasItsOwnWindow) {
+  pass_builder b;
+  const auto t = b.thread("t");
+  b.kernel({t, "a", {}, b.stream(1, "cuda", 0)}, 0us, 10us);
+  b.kernel({t, "b", {}, b.stream(2, "cuda", 1)}, 100us, 105us);
+  const auto s = summarize(b.pass());
+  ASSERT_EQ(s.devices.size(), 2u);
+  EXPECT_EQ(s.device_window, 15us) << "the gap between two devices' work is neither's idle time";
+  EXPECT_EQ(s.device_idle, 0us);
 }
 
 TEST(Summary, ALengthWithoutTimestampsIsInTheWindowButNotPlaced) {
@@ -204,6 +283,11 @@ TEST(Summary, AccountsForTheWholeWindowOfAnyPass) {
     ASSERT_EQ(launches, pass.launches.size()) << "seed " << seed;
     for (const auto& stream : s.streams) {
       ASSERT_EQ(stream.kernel_time + stream.idle - stream.overlap, stream.window) << "seed " << seed;
+    }
+    ASSERT_EQ(rows_total(s) + s.device_idle - s.device_overlap, s.device_window) << "seed " << seed;
+    for (const auto& device : s.devices) {
+      ASSERT_EQ(device.kernel_time + device.idle - device.overlap, device.window) << "seed " << seed;
+      ASSERT_GE(device.idle.count(), 0) << "seed " << seed;
     }
   }
 }

@@ -51,7 +51,7 @@ std::size_t count_lines_starting(const std::string& text, std::string_view prefi
 
 /// The launches counted by every summary's total row.
 std::uint64_t summarised_launches(const std::string& text) {
-  static const std::regex total_row{R"(^total +[0-9.]+ [a-z]+ +([0-9]+) +100\.00%$)"};
+  static const std::regex total_row{R"(^total +([0-9]+) +[0-9.]+ [a-z]+ +100\.0%$)"};
   std::uint64_t count = 0;
   std::istringstream lines{text};
   for (std::string line; std::getline(lines, line);) {

@@ -10,6 +10,7 @@
 
 #include <launchwatch/attribute/pass_record.hpp>
 #include <launchwatch/attribute/scope.hpp>
+#include <launchwatch/attribute/summary.hpp>
 #include <launchwatch/observe.hpp>
 #include <launchwatch/profile.hpp>
 
@@ -49,6 +50,20 @@ struct attribution_options {
 
   /// Scope intervals to make room for up front, likewise (about 24 bytes an interval).
   std::size_t reserve_scopes = 0;
+
+  /// Keep only the aggregate, for long runs: memory bounded by the distinct (scope path, kernel,
+  /// stream) triples a thread launched, however many launches.
+  ///
+  /// Each thread's launches are folded into per-(scope path, kernel, stream) totals every 4,096
+  /// launches, on the launching thread: their measurements are read then (so a deferred kernel
+  /// 4,096 launches back must have finished, or the thread waits for it), their places on the
+  /// timeline go through a reorder window of 4,096 kernels per stream and per device, and their
+  /// storage is reused. Scope intervals are not kept. What it gives up: there is no pass_record, so
+  /// no trace; read the pass with `collect_summary()` (`collect()` throws std::logic_error). Idle
+  /// time and overlap are exact unless a kernel's measurement reaches the timeline more than 4,096
+  /// kernels late (pass_summary::out_of_order_kernels counts those, and the tree says so). A launch
+  /// whose measurement arrives after a collect is counted in that pass and its time in the next.
+  bool aggregate_only = false;
 };
 
 /// A launch observer that attributes every launch to the issuing thread's scope path.
@@ -113,6 +128,13 @@ class attribution final : public launch_observer {
   /// always refused.
   /// Thread safety: safe while launches are reported; calls to `collect` are serialised.
   pass_record collect();
+
+  /// The pass's summary: `summarize(collect())`, or, under `aggregate_only`, the totals folded so
+  /// far and the launches not yet folded, from memory bounded by the distinct (scope path, kernel,
+  /// stream) triples. Starts the next pass like `collect`.
+  ///
+  /// Thread safety and blocking as `collect`.
+  pass_summary collect_summary();
 
  private:
   /// Whether this attribution is the installed observer now. Asks through the launch path, which

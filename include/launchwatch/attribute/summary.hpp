@@ -87,7 +87,9 @@ struct summary_node {
   std::chrono::nanoseconds total{0};
   /// How the time under this node was measured.
   timing_methods methods;
-  /// Child scopes and kernels, largest total first (then most launches, then by name).
+  /// Child scopes and kernels, in the order the pass first issued a launch under each: the order
+  /// the program ran them, so `layer 0` comes before `layer 1`. Renderers sort them otherwise when
+  /// asked (tree_options::order).
   std::vector<summary_node> children;
 
   friend bool operator==(const summary_node&, const summary_node&) = default;
@@ -117,12 +119,52 @@ struct stream_summary {
   friend bool operator==(const stream_summary&, const stream_summary&) = default;
 };
 
+/// The device time of one device: its streams' kernels united on one timeline.
+///
+/// Kept beside the per-stream view because the two answer different questions. Two streams of one
+/// device running kernels at the same time are both busy, so neither stream is idle, and the
+/// device is not idle either; but one stream waiting while the other runs is stream idle time and
+/// not device idle time. Summing the streams' idle time would report the device idle while it was
+/// busy; the union of the device's kernels does not.
+struct device_summary {
+  /// The backend ("cpu", "cuda"; empty when launches were reported by name only).
+  std::string backend;
+  /// The device's index within its backend.
+  int device = 0;
+  /// Streams of this device that launches went to.
+  std::size_t streams = 0;
+  /// Launches issued to its streams.
+  std::size_t launches = 0;
+  /// Of those, the ones whose time counts.
+  std::size_t timed_launches = 0;
+  /// First kernel start to last kernel end over all of its streams, plus the lengths of kernels
+  /// known only by length.
+  std::chrono::nanoseconds window{0};
+  /// The sum of its kernels' lengths.
+  std::chrono::nanoseconds kernel_time{0};
+  /// Window time during which no kernel of any of its streams ran.
+  std::chrono::nanoseconds idle{0};
+  /// Time covered by more than one kernel at once (on one stream or across streams), counted once
+  /// per kernel in `kernel_time`.
+  std::chrono::nanoseconds overlap{0};
+  /// Kernel time known only by length: in the window, with no place on the timeline.
+  std::chrono::nanoseconds unplaced{0};
+
+  friend bool operator==(const device_summary&, const device_summary&) = default;
+};
+
 /// A pass aggregated by scope path and kernel, accounting for all of its device window.
 ///
-/// The accounting identity, exact in nanoseconds: the totals of the top-level scopes, plus launches
-/// outside any scope, plus idle time, minus overlap, equal `window`. `window` is each stream's
-/// first-kernel-start to last-kernel-end, summed over streams: the device time the pass occupied,
-/// counted per stream so concurrent streams are not folded into one.
+/// It holds two accountings of the same kernels, each with its identity exact in nanoseconds: the
+/// totals of the top-level scopes, plus launches outside any scope, plus idle time, minus overlap,
+/// equal the window.
+/// - Per stream (`window`, `idle`, `overlap`): each stream's first-kernel-start to last-kernel-end,
+///   summed over streams. Concurrent streams count twice, and a stream waiting while another runs
+///   is idle.
+/// - Per device (`device_window`, `device_idle`, `device_overlap`): each device's streams united on
+///   one timeline, summed over devices. Idle time is time the device ran nothing; kernels running
+///   at once on two streams are overlap. The tree report shows this one unless asked otherwise.
+/// With one stream per device the two are equal.
 struct pass_summary {
   /// The timing the attribution asked for.
   timing_request timing = timing_request::none;
@@ -159,6 +201,19 @@ struct pass_summary {
   summary_node outside;
   /// Per stream, in the order first used.
   std::vector<stream_summary> streams;
+  /// The devices' windows summed: 100% of the per-device accounting.
+  std::chrono::nanoseconds device_window{0};
+  /// Time each device ran no kernel on any of its streams, summed over devices.
+  std::chrono::nanoseconds device_idle{0};
+  /// Time kernels of one device overlapped (on one stream or across streams), summed over devices.
+  std::chrono::nanoseconds device_overlap{0};
+  /// Per device, in the order first used.
+  std::vector<device_summary> devices;
+  /// Kernels whose place on the timeline reached an aggregate-only attribution too late to be put
+  /// in order (see attribution_options::aggregate_only); 0 otherwise. When not 0, idle time and
+  /// overlap are estimates (each such kernel is merged with the kernels after it) and the tree
+  /// says so.
+  std::size_t out_of_order_kernels = 0;
 
   friend bool operator==(const pass_summary&, const pass_summary&) = default;
 };
@@ -180,9 +235,10 @@ class summary_error : public error {
 /// The version of the summary JSON format this build writes, and the only one it reads.
 ///
 /// Version 2 added `measurements` and each row's `dry_run_launches`, which the tree's header and
-/// launches column need; version 1 summaries are refused with a message saying to write them
-/// again.
-inline constexpr int summary_format_version = 2;
+/// launches column need; version 3 the per-device accounting (`device_window_ns`,
+/// `device_idle_ns`, `device_overlap_ns`, `devices`, `out_of_order_kernels`) and rows in the order
+/// first issued. Older summaries are refused with a message saying to write them again.
+inline constexpr int summary_format_version = 3;
 
 /// Writes `summary` as JSON, so a program or a regression test can read a pass without parsing a
 /// table, and `read_summary_json` gives back an equal summary.
@@ -194,11 +250,14 @@ inline constexpr int summary_format_version = 2;
 /// `timed_launches`, `dry_run_launches`, `captured_launches`, `host_threads`; `lost` as an object
 /// of its three counts; the times as integer nanoseconds named with a `_ns` suffix, `kernel_time`
 /// shortened: `window_ns`, `kernel_ns`, `idle_ns`, `overlap_ns`, `unplaced_ns`; `scopes`; `outside`
-/// written as `outside_scopes`; `streams`. A row (a summary_node) has `kind` ("scope"/"kernel"),
+/// written as `outside_scopes`; `streams`; `device_window_ns`, `device_idle_ns`,
+/// `device_overlap_ns`; `devices`; `out_of_order_kernels`. A row (a summary_node) has `kind` ("scope"/"kernel"),
 /// `name`, `launches`, `timed_launches`, `dry_run_launches`, `self_ns`, `total_ns`, `methods`, and
 /// for a scope `children`. A stream has `backend`, `device` and `stream` (its stream_info, flat),
 /// `launches`, `timed_launches`, `window_ns`, `kernel_ns` (its `kernel_time`), `idle_ns`,
-/// `overlap_ns`, `unplaced_ns`. Kernel names are full names. docs/report_format.md has an example.
+/// `overlap_ns`, `unplaced_ns`. A device has `backend`, `device`, `streams`, `launches`,
+/// `timed_launches`, `window_ns`, `kernel_ns`, `idle_ns`, `overlap_ns`, `unplaced_ns`. Kernel names
+/// are full names. docs/report_format.md has an example.
 void write_summary_json(std::ostream& out, const pass_summary& summary);
 
 /// Reads a summary written by `write_summary_json`.

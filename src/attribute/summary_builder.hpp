@@ -1,0 +1,152 @@
+// Building a pass_summary from groups of launches and kernels' places on the timeline: the one
+// aggregation behind `summarize(pass)` (a group per launch) and an aggregate-only attribution (a
+// group per scope, kernel and stream, whatever the number of launches).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <queue>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <launchwatch/attribute/pass_record.hpp>
+#include <launchwatch/attribute/summary.hpp>
+
+namespace launchwatch::detail {
+
+/// Launches of one kernel in one scope on one stream, counted the way a summary counts them.
+struct launch_group {
+  /// Index in the tables' scopes; none outside any scope.
+  std::optional<std::uint32_t> scope;
+  /// Index in the tables' kernels and streams.
+  std::uint32_t kernel = 0;
+  std::uint32_t stream = 0;
+  /// When the first of them was issued: rows are shown in this order.
+  instant first_issued;
+  std::size_t launches = 0;
+  /// Measured and not dry runs.
+  std::size_t timed_launches = 0;
+  std::size_t dry_run_launches = 0;
+  std::size_t captured_launches = 0;
+  /// The timed launches' time, and the part of it known only by length.
+  std::chrono::nanoseconds time{0};
+  std::chrono::nanoseconds unplaced{0};
+  timing_methods methods;
+  measurement_kinds measurements;
+
+  /// Adds one launch (its scope, kernel and stream are the caller's business).
+  void add(const launch_record& launch);
+  /// Adds another group's counts; the earlier first issue wins.
+  void merge(const launch_group& other);
+};
+
+/// The union of intervals added in any order: how long they covered, from the first start to the
+/// last end, and how much of their length was covered more than once.
+///
+/// Intervals wait in a reorder buffer of `window` entries, earliest start first; when it is full
+/// the earliest leaves it and joins the running union. Memory is bounded by `window` however many
+/// intervals are added. The result is exact when no interval arrives more than `window` intervals
+/// after one that starts later (always, for an unbounded window). An interval that does arrive
+/// later than that is merged with the run of intervals it came after and counted in
+/// `out_of_order()`, which then says that idle time and overlap are estimates.
+class interval_union {
+ public:
+  static constexpr std::size_t unbounded = std::numeric_limits<std::size_t>::max();
+  explicit interval_union(std::size_t window = unbounded) : window_{window} {}
+
+  void add(instant start, instant end);
+  /// Empties the reorder buffer into the union. Call before reading the results.
+  void finish();
+
+  std::chrono::nanoseconds span() const;
+  std::chrono::nanoseconds busy() const { return busy_ + run_length(); }
+  std::chrono::nanoseconds length_sum() const { return length_sum_; }
+  std::size_t out_of_order() const { return out_of_order_; }
+
+ private:
+  using interval = std::pair<instant, instant>;
+  void join(const interval& next);
+  std::chrono::nanoseconds run_length() const;
+
+  std::size_t window_;
+  std::priority_queue<interval, std::vector<interval>, std::greater<>> waiting_;
+  std::optional<interval> run_;
+  std::optional<instant> first_;
+  instant last_{};
+  std::chrono::nanoseconds busy_{0};
+  std::chrono::nanoseconds length_sum_{0};
+  std::size_t out_of_order_ = 0;
+};
+
+/// Identifies a stream or a device across passes, whatever its index in one pass's tables.
+using stream_key = std::tuple<std::string, int, std::uint64_t>;
+using device_key = std::tuple<std::string, int>;
+
+/// Kernels' places on the timeline, united per stream and per device.
+class timeline {
+ public:
+  explicit timeline(std::size_t window = interval_union::unbounded) : window_{window} {}
+
+  void add(const stream_info& stream, instant start, instant end);
+  void add(std::string_view backend, int device, std::uint64_t stream, instant start, instant end);
+  /// Finishes every union; the timeline reads as empty afterwards for the next pass.
+  std::pair<std::map<stream_key, interval_union, std::less<>>,
+            std::map<device_key, interval_union, std::less<>>>
+  take();
+
+ private:
+  interval_union& of(std::map<stream_key, interval_union, std::less<>>& unions, std::string_view backend,
+                     int device, std::uint64_t stream);
+  std::size_t window_;
+  std::map<stream_key, interval_union, std::less<>> streams_;
+  std::map<device_key, interval_union, std::less<>> devices_;
+};
+
+/// Assembles a pass_summary from groups over one set of tables.
+class summary_builder {
+ public:
+  /// `tables` supplies the kernels, scopes and streams the groups index (its launches are not
+  /// read); it must outlive the builder. Throws std::invalid_argument when a scope's parent does
+  /// not come before it.
+  summary_builder(const pass_record& tables);
+
+  void add(const launch_group& group);
+
+  /// The summary. `unions` gives each stream's and device's kernels on the timeline (from a
+  /// timeline's take()); streams and devices without one had no placed kernels.
+  pass_summary finish(const lost_measurements& lost, std::size_t host_threads,
+                      const std::map<stream_key, interval_union, std::less<>>& stream_unions,
+                      const std::map<device_key, interval_union, std::less<>>& device_unions);
+
+ private:
+  /// Where a row goes among its siblings: its first issue, then the order rows were made in.
+  using issue_key = std::pair<instant, std::uint64_t>;
+  struct row {
+    summary_node node;
+    std::optional<issue_key> first;
+  };
+  struct scope_rows {
+    row self;
+    std::map<std::uint32_t, row> kernels;
+    std::vector<std::uint32_t> child_scopes;
+  };
+  void add_to(row& r, const launch_group& group, bool own_time);
+  summary_node assemble(std::uint32_t scope);
+  static std::vector<summary_node> in_issue_order(
+      std::vector<std::pair<issue_key, summary_node>> rows);
+
+  const pass_record& tables_;
+  pass_summary summary_;
+  std::vector<scope_rows> scopes_;
+  std::map<std::uint32_t, row> outside_;
+  std::uint64_t next_order_ = 0;
+};
+
+}  // namespace launchwatch::detail

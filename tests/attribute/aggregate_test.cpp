@@ -1,0 +1,139 @@
+// An aggregate-only attribution: the same summary as a full one, from memory that does not grow
+// with the launches; and the reorder window its timeline goes through.
+
+#include <launchwatch/attribute/attribution.hpp>
+#include <launchwatch/attribute/render.hpp>
+#include <launchwatch/attribute/scope.hpp>
+#include <launchwatch/launch_path.hpp>
+
+#include <array>
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "fake_clock.hpp"
+#include "summary_builder.hpp"
+
+namespace launchwatch {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::fake_clock;
+
+constexpr std::array<std::string_view, 3> kernels{"demo::ops::matmul<float, 16>",
+                                                  "demo::ops::softmax<float>", "demo::copy"};
+
+/// Runs `launches` launches through the launch path's hooks under `observer`: in scopes
+/// `model/layer i/{attention,mlp}`, on two streams of one device that overlap now and then, with
+/// device timestamps on the fake clock, every seventh launch dry and every eleventh untimed.
+void run(const std::shared_ptr<attribution>& observer, int launches) {
+  launch_observation watching{observer};
+  std::chrono::nanoseconds now{0};
+  scope model{"model"};
+  for (int i = 0; i < launches; ++i) {
+    scope layer{"layer " + std::to_string(i / 1000 % 4)};
+    scope part{i % 3 == 0 ? "mlp" : "attention"};
+    launch_info info;
+    info.kernel = kernels[static_cast<std::size_t>(i) % kernels.size()];
+    info.backend = "cpu";
+    info.stream = 1 + static_cast<std::uint64_t>(i % 2);
+    info.dry_run = i % 7 == 0;
+    fake_clock::set(now);
+    launch_path::notify_launch(info);
+    now += 100ns;
+    if (i % 11 != 0) {
+      const auto start = now + std::chrono::nanoseconds{(i % 2) * 40};
+      const auto end = start + std::chrono::nanoseconds{200 + 10 * (i % 5)};
+      fake_clock::set(now);
+      launch_path::notify_profiled(info.kernel, profile_duration{[=]() -> std::optional<profile_ticks> {
+                                     return profile_ticks::from_start_end(fake_clock::at(start),
+                                                                          fake_clock::at(end));
+                                   },
+                                   timing_method::device});
+    }
+    now += 200ns;
+  }
+}
+
+std::shared_ptr<attribution> make(bool aggregate_only) {
+  attribution_options options;
+  options.clock = &fake_clock::now;
+  options.aggregate_only = aggregate_only;
+  return std::make_shared<attribution>(options);
+}
+
+TEST(AggregateOnly, GivesTheSameSummaryAsTheFullRecord) {
+  // Enough launches for several folds, and a pass that does not end on a fold.
+  constexpr int launches = 3 * 4096 + 123;
+  const auto full = make(false);
+  run(full, launches);
+  const auto aggregate = make(true);
+  run(aggregate, launches);
+  const auto expected = summarize(full->collect());
+  const auto got = aggregate->collect_summary();
+  EXPECT_EQ(got.launches, static_cast<std::size_t>(launches));
+  EXPECT_EQ(got.out_of_order_kernels, 0u);
+  EXPECT_EQ(got, expected);
+  EXPECT_EQ(render_tree(got), render_tree(expected));
+}
+
+TEST(AggregateOnly, StartsTheNextPassAfterEachCollect) {
+  const auto aggregate = make(true);
+  run(aggregate, 5000);
+  EXPECT_EQ(aggregate->collect_summary().launches, 5000u);
+  run(aggregate, 10);
+  const auto second = aggregate->collect_summary();
+  EXPECT_EQ(second.launches, 10u);
+  EXPECT_EQ(second.streams.size(), 2u);
+}
+
+TEST(AggregateOnly, RefusesToCollectARecordItDoesNotKeep) {
+  const auto aggregate = make(true);
+  try {
+    (void)aggregate->collect();
+    FAIL() << "collect() returned a record of an aggregate-only attribution";
+  } catch (const std::logic_error& error) {
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("collect_summary()"));
+  }
+}
+
+TEST(AggregateOnly, SummarisesAFullAttributionToo) {
+  const auto full = make(false);
+  run(full, 50);
+  EXPECT_EQ(full->collect_summary().launches, 50u);
+}
+
+instant at(std::chrono::nanoseconds t) { return instant{t}; }
+
+TEST(IntervalUnion, IsExactWhateverTheOrderWithinItsWindow) {
+  detail::interval_union u{4};
+  // Added out of order, but never more than 4 places late.
+  u.add(at(20ns), at(30ns));
+  u.add(at(0ns), at(10ns));
+  u.add(at(25ns), at(40ns));
+  u.add(at(5ns), at(12ns));
+  u.add(at(50ns), at(60ns));
+  u.finish();
+  EXPECT_EQ(u.span(), 60ns);
+  EXPECT_EQ(u.busy(), 12ns + 20ns + 10ns);
+  EXPECT_EQ(u.length_sum(), 10ns + 10ns + 15ns + 7ns + 10ns);
+  EXPECT_EQ(u.out_of_order(), 0u);
+}
+
+TEST(IntervalUnion, CountsAnIntervalThatCameLaterThanItsWindow) {
+  detail::interval_union u{1};
+  u.add(at(100ns), at(110ns));
+  u.add(at(200ns), at(210ns));
+  u.add(at(300ns), at(310ns));
+  u.add(at(0ns), at(10ns));  // three places late, with room for one
+  u.finish();
+  EXPECT_EQ(u.out_of_order(), 1u);
+  EXPECT_EQ(u.span(), 310ns);
+}
+
+}  // namespace
+}  // namespace launchwatch

@@ -350,6 +350,10 @@ pass_summary read_summary_json(std::istream& in, std::string_view source) {
   } catch (const json::parse_error& error) {
     throw summary_error{std::string{source} + " is not valid JSON (" + error.what() +
                         "). Pass a summary.json written by launchwatch."};
+  } catch (const json::exception& error) {
+    // Well-formed JSON the parser cannot hold, such as a number past a double's range (1e400).
+    throw summary_error{std::string{source} + " holds JSON that cannot be read (" + error.what() +
+                        "). Pass a summary.json written by launchwatch."};
   }
   return summary_reader{source}.read(root);
 }

@@ -127,6 +127,13 @@ TEST(SummaryJson, RefusesTextThatIsNotJson) {
   EXPECT_THAT(error_reading(""), HasSubstr("not valid JSON"));
 }
 
+TEST(SummaryJson, RefusesANumberTooLargeForADouble) {
+  // Found by fuzz_summary_json: nlohmann throws out_of_range, not parse_error, for it.
+  EXPECT_THAT(error_reading(edited("\"window_ns\": ", "\"window_ns\": 60e8468, \"was\": ")),
+              AllOf(HasSubstr("summary.json holds JSON that cannot be read"),
+                    HasSubstr("number overflow"), HasSubstr("60e8468")));
+}
+
 TEST(SummaryJson, RefusesJsonThatIsNotALaunchwatchSummary) {
   EXPECT_THAT(error_reading(R"({"traceEvents": []})"), HasSubstr("/format: this field is missing"));
   EXPECT_THAT(error_reading(R"({"format": "speedscope"})"),

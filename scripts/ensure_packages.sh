@@ -8,6 +8,7 @@ launchwatch_packages=(
   cmake ninja-build g++ python3 binutils
   libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang libclang-rt-dev  # the fuzz preset: clang++ and its libFuzzer
 )
 
 # What only the tests need: chromium for the browser test (tests/browser), and node with npm for its

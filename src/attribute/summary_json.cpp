@@ -146,9 +146,9 @@ class summary_reader {
     summary.unplaced = duration(root, "", "unplaced_ns");
     const auto& scopes = array(root, "", "scopes");
     for (std::size_t i = 0; i < scopes.size(); ++i) {
-      summary.scopes.push_back(node(scopes[i], "/scopes/" + std::to_string(i)));
+      summary.scopes.push_back(node(scopes[i], "/scopes/" + std::to_string(i), 0));
     }
-    summary.outside = node(object(root, "", "outside_scopes"), "/outside_scopes");
+    summary.outside = node(object(root, "", "outside_scopes"), "/outside_scopes", 0);
     const auto& streams = array(root, "", "streams");
     for (std::size_t i = 0; i < streams.size(); ++i) {
       summary.streams.push_back(stream(streams[i], "/streams/" + std::to_string(i)));
@@ -251,7 +251,18 @@ class summary_reader {
     return methods;
   }
 
-  summary_node node(const json& value, const std::string& where) const {
+  /// The row at `where`, `depth` levels below a top-level row. Recursive, so the depth is bounded:
+  /// the JSON parser bounded the text's nesting already, this bound is the one a reader can act on.
+  summary_node node(const json& value, const std::string& where, std::size_t depth) const {
+    if (depth > summary_max_scope_depth) {
+      constexpr std::size_t shown = 60;
+      throw summary_error{std::string{source_} + ": " +
+                          (where.size() > shown ? where.substr(0, shown) + "..." : where) +
+                          ": rows nest more than " + std::to_string(summary_max_scope_depth) +
+                          " levels below a top-level row, the most launchwatch reads "
+                          "(summary_max_scope_depth). If the program that wrote it nests scopes "
+                          "this deep, nest them less; otherwise the file was edited."};
+    }
     if (!value.is_object()) fail(where, "expected a scope or kernel object, found " + describe(value));
     summary_node node;
     const auto kind = text(value, where, "kind");
@@ -272,7 +283,8 @@ class summary_reader {
     if (node.kind == summary_node::node_kind::scope) {
       const auto& children = array(value, where, "children");
       for (std::size_t i = 0; i < children.size(); ++i) {
-        node.children.push_back(this->node(children[i], where + "/children/" + std::to_string(i)));
+        node.children.push_back(
+            this->node(children[i], where + "/children/" + std::to_string(i), depth + 1));
       }
     } else if (value.contains("children")) {
       fail(where + "/children", "a kernel row has no children");
@@ -372,11 +384,32 @@ void write_summary_json(std::ostream& out, const pass_summary& summary) {
 }
 
 pass_summary read_summary_json(std::istream& in, std::string_view source) {
+  // nlohmann's parser keeps its own stack on the heap, but dumping, comparing and reading a value
+  // recurse, so nesting is bounded here, as each container opens, before the tree is built.
+  const json::parser_callback_t bound_nesting = [source](int depth, json::parse_event_t event,
+                                                         json&) {
+    const bool opens = event == json::parse_event_t::object_start ||
+                       event == json::parse_event_t::array_start;
+    if (opens && static_cast<std::size_t>(depth) + 1 > summary_max_json_depth) {
+      throw summary_error{
+          std::string{source} + " nests JSON arrays and objects more than " +
+          std::to_string(summary_max_json_depth) +
+          " levels deep (summary_max_json_depth), deeper than any summary launchwatch writes (two "
+          "levels a scope, for scopes up to " + std::to_string(summary_max_scope_depth) +
+          " deep). The file is not a summary launchwatch wrote, or was edited; write it again "
+          "(write_summary_json, or `launchwatch demo`)."};
+    }
+    return true;
+  };
   json root;
   try {
-    root = json::parse(in);
+    root = json::parse(in, bound_nesting);
   } catch (const json::parse_error& error) {
     throw summary_error{std::string{source} + " is not valid JSON (" + error.what() +
+                        "). Pass a summary.json written by launchwatch."};
+  } catch (const json::exception& error) {
+    // Well-formed JSON the parser cannot hold, such as a number past a double's range (1e400).
+    throw summary_error{std::string{source} + " holds JSON that cannot be read (" + error.what() +
                         "). Pass a summary.json written by launchwatch."};
   }
   return summary_reader{source}.read(root);

@@ -133,6 +133,13 @@ TEST(SummaryJson, RefusesTextThatIsNotJson) {
   EXPECT_THAT(error_reading(""), HasSubstr("not valid JSON"));
 }
 
+TEST(SummaryJson, RefusesANumberTooLargeForADouble) {
+  // Found by fuzz_summary_json: nlohmann throws out_of_range, not parse_error, for it.
+  EXPECT_THAT(error_reading(edited("\"window_ns\": ", "\"window_ns\": 60e8468, \"was\": ")),
+              AllOf(HasSubstr("summary.json holds JSON that cannot be read"),
+                    HasSubstr("number overflow"), HasSubstr("60e8468")));
+}
+
 TEST(SummaryJson, RefusesJsonThatIsNotALaunchwatchSummary) {
   EXPECT_THAT(error_reading(R"({"traceEvents": []})"), HasSubstr("/format: this field is missing"));
   EXPECT_THAT(error_reading(R"({"format": "speedscope"})"),
@@ -166,6 +173,47 @@ TEST(SummaryJson, NamesTheLocationAndTypeOfAWrongValue) {
               HasSubstr("/timing: expected \"none\", \"resolved\" or \"deferred\""));
   EXPECT_THAT(error_reading(edited("\"host_threads\": 2", "\"host_threads\": -2")),
               HasSubstr("/host_threads: expected a count of 0 or more"));
+}
+
+/// The sample's summary with its first scope holding a chain of scopes, each the only child of the
+/// one above, `levels` rows below it.
+pass_summary with_nested_scopes(std::size_t levels) {
+  auto summary = summarize(testing::sample_pass());
+  summary_node* row = &summary.scopes.at(0);
+  for (std::size_t level = 1; level <= levels; ++level) {
+    summary_node child;
+    child.name = "level " + std::to_string(level);
+    row->children.push_back(std::move(child));
+    row = &row->children.back();
+  }
+  return summary;
+}
+
+TEST(SummaryJson, ScopesNestedAsDeepAsTheLimitReadBack) {
+  const auto summary = with_nested_scopes(summary_max_scope_depth);
+  EXPECT_EQ(from_json(to_json(summary)), summary);
+}
+
+TEST(SummaryJson, ScopesNestedPastTheLimitAreAClearError) {
+  EXPECT_THAT(error_reading(to_json(with_nested_scopes(summary_max_scope_depth + 1))),
+              AllOf(HasSubstr("summary.json: /scopes/0/children/"),
+                    HasSubstr("more than " + std::to_string(summary_max_scope_depth) + " levels"),
+                    HasSubstr("summary_max_scope_depth"), HasSubstr("nest them less")));
+}
+
+TEST(SummaryJson, ADeeplyNestedFileIsAClearErrorNotAStackOverflow) {
+  // A million levels: reading it recursively (describing the value, or walking `children`) would
+  // overflow any thread's stack.
+  constexpr std::size_t levels = 1'000'000;
+  const std::string arrays = std::string(levels, '[') + std::string(levels, ']');
+  std::string scopes = "{\"format\": \"launchwatch-summary\", \"version\": 2, \"scopes\": [";
+  for (std::size_t i = 0; i < levels / 20; ++i) scopes += "{\"kind\": \"scope\", \"children\": [";
+  for (const auto& text : {arrays, scopes}) {
+    EXPECT_THAT(error_reading(text),
+                AllOf(HasSubstr("summary.json nests JSON arrays and objects more than " +
+                                std::to_string(summary_max_json_depth) + " levels deep"),
+                      HasSubstr("write it again")));
+  }
 }
 
 }  // namespace

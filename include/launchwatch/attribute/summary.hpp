@@ -240,6 +240,20 @@ class summary_error : public error {
 /// first issued. Older summaries are refused with a message saying to write them again.
 inline constexpr int summary_format_version = 3;
 
+/// How deep rows (scopes and kernels) may nest in a summary file that `read_summary_json` reads:
+/// 256 levels below a top-level row.
+///
+/// Reading a scope tree is recursive, so a crafted file nested a million levels deep would overflow
+/// the stack of `launchwatch report`; a bound turns it into a clear error instead. Real scope trees
+/// are a handful of levels deep (the demo's are three), so the bound is generous. The JSON text as a
+/// whole may nest `summary_max_json_depth` levels: two per scope (its object and its `children`
+/// array) and a few for the summary around them.
+inline constexpr std::size_t summary_max_scope_depth = 256;
+
+/// How deep a summary file's JSON may nest at all, checked while it is parsed, before any of it is
+/// read: a scope tree `summary_max_scope_depth` deep, plus the summary's own levels, plus slack.
+inline constexpr std::size_t summary_max_json_depth = 2 * summary_max_scope_depth + 8;
+
 /// Writes `summary` as JSON, so a program or a regression test can read a pass without parsing a
 /// table, and `read_summary_json` gives back an equal summary.
 ///
@@ -258,6 +272,8 @@ inline constexpr int summary_format_version = 3;
 /// `overlap_ns`, `unplaced_ns`. A device has `backend`, `device`, `streams`, `launches`,
 /// `timed_launches`, `window_ns`, `kernel_ns`, `idle_ns`, `overlap_ns`, `unplaced_ns`. Kernel names
 /// are full names. docs/report_format.md has an example.
+/// A pass whose rows nest deeper than `summary_max_scope_depth` is written in full, but
+/// `read_summary_json` refuses it.
 void write_summary_json(std::ostream& out, const pass_summary& summary);
 
 /// Reads a summary written by `write_summary_json`.
@@ -265,7 +281,9 @@ void write_summary_json(std::ostream& out, const pass_summary& summary);
 /// `source` names the input in error messages (a file name). Throws summary_error naming the
 /// source, the JSON location (`/scopes/0/launches`) and what was expected, for text that is not
 /// JSON, not a launchwatch summary, of another format version than this build's, or with a field
-/// missing or of the wrong type. Fields it does not know are ignored.
+/// missing or of the wrong type, or nested deeper than `summary_max_json_depth` (JSON) or
+/// `summary_max_scope_depth` (scopes). Fields it does not know are ignored. Nesting is bounded
+/// while the text is parsed, so no input, however deep, can exhaust the stack.
 pass_summary read_summary_json(std::istream& in, std::string_view source = "summary");
 
 /// Reads the summary in file `path`; throws summary_error when it cannot be opened or read.

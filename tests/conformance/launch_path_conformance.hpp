@@ -113,6 +113,10 @@ TYPED_TEST_P(launch_path_conformance, AReadOnAnotherThreadDoesNotTakeAFailureOfA
 TYPED_TEST_P(launch_path_conformance, WithTheLoggerOnANamesOnlyObserverDoesNotMakeALaunchWaitForItsKernel) {
   launchwatch::client& client = this->client();
   std::ostringstream log;
+  // Put back before `log`, which the logger's writer writes to, is destroyed.
+  struct reset_logger {
+    ~reset_logger() { detail::reset_profiling_logger_for_testing(); }
+  } reset_before_log_goes;
   auto& logger = profiling_logger::instance();
   logger.set_output(log_output::stream(log));
   logger.set_level(profile_level::medium);

@@ -86,6 +86,10 @@ bool attribution::installed() const {
   return answered;
 }
 
+bool attribution::measurements_may_come() const {
+  return recorder_->timing != timing_request::none && installed();
+}
+
 namespace {
 
 /// The launch a measurement of `kernel` belongs to: the thread's launch still awaiting one. A
@@ -228,7 +232,7 @@ pass_record attribution::collect() {
   // timing, so none comes when this attribution asked for none or is not the installed observer
   // (nothing is, or another replaced it). Nor does one come for the calling thread's own launch
   // (it is here, not inside a launch), or for a launch recorded into a graph (never awaiting).
-  const bool measurements_may_come = r.timing != timing_request::none && installed();
+  const bool measurements_may_come = this->measurements_may_come();
   const auto this_thread = detail::thread_token();
   std::optional<instant> earliest_left;
   for (auto& t : taken) {
@@ -380,11 +384,8 @@ pass_summary attribution::collect_summary() {
   }
   // As in collect(): a launch caught between its report and its measurement stays for the next
   // pass while its measurement may still come.
-  const bool measurements_may_come =
-      launch_path::is_observing() &&
-      (r.timing != timing_request::none ||
-       profiling_logger::instance().level() > profile_level::execution_only);
-  const auto this_thread = std::this_thread::get_id();
+  const bool measurements_may_come = this->measurements_may_come();
+  const auto this_thread = detail::thread_token();
   lost_measurements lost;
   std::size_t threads = 0;
   std::vector<std::map<detail::aggregate_key, detail::launch_group>> taken;

@@ -141,6 +141,10 @@ class attribution final : public launch_observer {
   /// consults only the installed observer's `timing()`: core keeps no other way to ask, and an
   /// attribution does not hold the observation that installs it. May be stale once it returns.
   bool installed() const;
+  // Whether a launch another thread reported may still be handed its measurement: this
+  // attribution asked for timing and is the installed observer (collect and collect_summary keep
+  // such a launch for the next pass).
+  bool measurements_may_come() const;
 
   std::unique_ptr<detail::recorder> recorder_;
 };

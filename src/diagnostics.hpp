@@ -24,6 +24,7 @@ enum class once_warning : std::size_t {
   logger_takes_deferred_measurements,
   timing_dropped_by_observer_asking_none,
   profile_refused,
+  grid_overhead_unmeasured,
   count_,
 };
 

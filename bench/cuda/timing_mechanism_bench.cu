@@ -128,9 +128,10 @@ struct rig {
   cudaStream_t stream = nullptr;
   std::vector<cudaEvent_t> timing_events;   // pairs
   std::vector<cudaEvent_t> ordering_events;  // one per launch, timing disabled
-  lwc::timing_slot_pool pool{0};
+  lwc::timing_collector collector{0, std::make_shared<lwc::device_health>(0)};
+  std::shared_ptr<lwc::timing_batch> open;  // the stream's open batch, as a cuda_stream keeps it
   lwc::device_clock clock{0};
-  std::vector<lwc::timing_slot_pool::lease> leases;
+  std::vector<lwc::timing_record*> records;
 
   explicit rig(std::size_t batch) {
     check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
@@ -140,10 +141,11 @@ struct rig {
     for (auto& e : ordering_events) {
       check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
     }
-    // Grow the pool before anything is timed, so no chunk allocation lands in a measurement.
-    std::vector<lwc::timing_slot_pool::lease> warm;
-    for (std::size_t i = 0; i < batch; ++i) warm.push_back(pool.acquire());
-    for (auto& l : warm) pool.release(l, false);
+    // Grow the collector's blocks before anything is timed, so no allocation lands in a
+    // measurement: one batch's worth of launches, read back.
+    issue(mechanism::slot, empty_kernel{}, 1, 32, batch);
+    sync();
+    (void)slot_windows();
     clock.ensure_anchored();
   }
   ~rig() {
@@ -155,7 +157,7 @@ struct rig {
   // Issues `count` launches of `kernel` timed by `m`; returns the host time the loop took.
   template <class K>
   double issue(mechanism m, const K& kernel, dim3 grid, dim3 block, std::size_t count) {
-    leases.clear();
+    records.clear();
     const auto began = clock_type::now();
     for (std::size_t i = 0; i < count; ++i) {
       switch (m) {
@@ -168,9 +170,13 @@ struct rig {
           check(cudaEventRecord(timing_events[2 * i + 1], stream), "cudaEventRecord");
           break;
         case mechanism::slot: {
-          const auto lease = pool.acquire();
-          launch(kernel, grid, block, pool.target(lease), stream);
-          leases.push_back(lease);
+          const auto lease = collector.acquire(open, stream, clock_type::now());
+          if (!lease) {
+            std::fprintf(stderr, "the timing collector ran out of slots: use smaller batches\n");
+            std::exit(1);
+          }
+          launch(kernel, grid, block, lease->target, stream);
+          records.push_back(lease->record);
           break;
         }
         case mechanism::ordering_event:
@@ -197,16 +203,16 @@ struct rig {
 
   std::vector<lwc::device_window> slot_windows() {
     std::vector<lwc::device_window> out;
-    for (const auto& l : leases) {
-      auto w = pool.poll(l);
+    for (auto* record : records) {
+      auto w = collector.wait(*record, "timing_mechanism_bench");
       if (!w) {
-        std::fprintf(stderr, "a timed launch's record did not arrive after the stream synced\n");
+        std::fprintf(stderr, "a timed launch left no window\n");
         std::exit(1);
       }
       out.push_back(*w);
-      pool.release(l);
+      collector.let_go(record);
     }
-    leases.clear();
+    records.clear();
     return out;
   }
 };

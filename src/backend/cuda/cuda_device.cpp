@@ -18,6 +18,7 @@
 
 #include "capture_mode.hpp"
 #include "cuda_check.hpp"
+#include "grid_overhead.hpp"
 
 namespace launchwatch::detail::cuda {
 
@@ -35,6 +36,8 @@ cuda_device::cuda_device(int index)
                                                      static_cast<std::uint32_t>(properties.maxGridSize[1]),
                                                      static_cast<std::uint32_t>(properties.maxGridSize[2])};
   shared_memory_per_block_ = properties.sharedMemPerBlock;
+  // Read now, so a bad LAUNCHWATCH_CUDA_GRID_OVERHEAD_NS fails client::cuda(), not a launch.
+  grid_overhead_ = grid_overhead_for(properties.major, properties.minor);
   shared_memory_per_block_optin_ = properties.sharedMemPerBlockOptin;
   int count = 0;
   check(cudaGetDeviceCount(&count), "cudaGetDeviceCount", index_);
@@ -217,7 +220,7 @@ void cuda_device::check_attributes(const launch_descriptor& launch) {
 
 const std::shared_ptr<device_timing>& cuda_device::timing() {
   std::call_once(timing_once_,
-                 [&] { timing_ = std::make_shared<device_timing>(index_, health_); });
+                 [&] { timing_ = std::make_shared<device_timing>(index_, health_, grid_overhead_); });
   return timing_;
 }
 

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <chrono>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -84,6 +85,7 @@ class cuda_device final : public device, public std::enable_shared_from_this<cud
   std::shared_mutex attributes_mutex_;
   std::unordered_map<const void*, cudaFuncAttributes> attributes_;
 
+  std::chrono::nanoseconds grid_overhead_{0};
   std::once_flag timing_once_;
   std::shared_ptr<device_timing> timing_;
 };
@@ -139,6 +141,7 @@ class cuda_stream final : public stream {
   std::atomic<bool> capturing_{false};
   std::size_t captured_launches_ = 0;
   cudaEvent_t before_capture_ = nullptr;  // marks the work submitted before the window
+  std::shared_ptr<timing_batch> open_batch_;  // this stream's timed launches not yet beaconed
   std::exception_ptr failure_;
   std::uint64_t failure_point_ = 0;  // the earliest launch the failure can have come from
 

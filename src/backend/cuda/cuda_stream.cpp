@@ -25,43 +25,43 @@ namespace {
 
 constexpr std::string_view graph_replay_name = "(CUDA graph replay)";
 
-/// Reads one timed launch's window when asked; gives its slot back when read or dropped.
+/// Reads one timed launch's window when asked; lets its record go when read or dropped.
 ///
-/// Small enough (six pointers) to sit inside a profile_duration without an allocation.
-class slot_resolver {
+/// Small enough (four pointers) to sit inside a profile_duration without an allocation.
+class record_resolver {
  public:
-  slot_resolver(std::shared_ptr<device_timing> timing, timing_slot_pool::lease taken,
-                std::string_view kernel) noexcept
-      : timing_{std::move(timing)}, taken_{taken}, kernel_{kernel} {}
-  slot_resolver(slot_resolver&& other) noexcept
-      : timing_{std::move(other.timing_)}, taken_{other.taken_}, kernel_{other.kernel_} {}
-  slot_resolver& operator=(slot_resolver&&) = delete;
-  slot_resolver(const slot_resolver&) = delete;
-  slot_resolver& operator=(const slot_resolver&) = delete;
+  record_resolver(std::shared_ptr<device_timing> timing, timing_record* record,
+                  std::string_view kernel) noexcept
+      : timing_{std::move(timing)}, record_{record}, kernel_{kernel} {}
+  record_resolver(record_resolver&& other) noexcept
+      : timing_{std::move(other.timing_)},
+        record_{std::exchange(other.record_, nullptr)},
+        kernel_{other.kernel_} {}
+  record_resolver& operator=(record_resolver&&) = delete;
+  record_resolver(const record_resolver&) = delete;
+  record_resolver& operator=(const record_resolver&) = delete;
 
-  /// Dropped unread: the slot goes back once the launch has written it.
-  ~slot_resolver() {
-    if (timing_) timing_->slots.release(taken_);
+  /// Dropped unread: the record goes back once the collector is done with it too.
+  ~record_resolver() {
+    if (record_ != nullptr) timing_->collector.let_go(record_);
   }
 
   std::optional<profile_ticks> operator()() {
-    const std::shared_ptr<device_timing> timing = std::move(timing_);
-    struct give_back {
-      device_timing& t;
-      timing_slot_pool::lease taken;
-      ~give_back() { t.slots.release(taken); }
-    } on_exit{*timing, taken_};
-    const device_window window = timing->wait(taken_, kernel_);
-    return timing->clock.to_ticks(window.start, window.end);
+    struct let_go {
+      device_timing& timing;
+      timing_record* record;
+      ~let_go() { timing.collector.let_go(record); }
+    } on_exit{*timing_, std::exchange(record_, nullptr)};
+    return timing_->read(*on_exit.record, kernel_);
   }
 
  private:
   std::shared_ptr<device_timing> timing_;
-  timing_slot_pool::lease taken_;
+  timing_record* record_;
   std::string_view kernel_;
 };
 
-static_assert(sizeof(slot_resolver) <= detail::profile_resolver::inline_size,
+static_assert(sizeof(record_resolver) <= detail::profile_resolver::inline_size,
               "a deferred CUDA measurement must not allocate per launch");
 
 }  // namespace
@@ -75,6 +75,8 @@ cuda_stream::cuda_stream(std::shared_ptr<cuda_device> owner) : owner_{std::move(
 
 cuda_stream::~cuda_stream() {
   device_guard on{owner_->index()};
+  // Its beacon goes before the stream does, so the batch is read back once its launches finish.
+  if (open_batch_) owner_->timing()->collector.close(open_batch_);
   if (capturing_.load(std::memory_order_acquire)) {
     // Abandoned mid-capture (its thread ended): end the window so the stream can be destroyed.
     cudaGraph_t graph = nullptr;
@@ -147,16 +149,23 @@ profiled_submission cuda_stream::submit_profiled(const launch_descriptor& launch
     this->launch(launch, cuda_timing_target{});
     return profiled_submission{note_submitted(launch.name), std::nullopt, capturing_refusal};
   }
-  const timing_slot_pool::lease taken = timing->slots.acquire();
-  try {
-    this->launch(launch, timing->slots.target(taken));
-  } catch (...) {
-    timing->slots.release(taken, false);
-    throw;
+  const auto taken = timing->collector.acquire(open_batch_, stream_, std::chrono::steady_clock::now());
+  if (!taken) {
+    // Every block of timing slots holds launches that have not finished (or the device's memory
+    // ran out): this launch goes on untimed rather than waiting or failing.
+    this->launch(launch, cuda_timing_target{});
+    return profiled_submission{
+        note_submitted(launch.name), std::nullopt,
+        "every deferred-timing slot of the device holds a launch that has not finished (the host "
+        "is thousands of timed launches ahead of the GPU)"};
   }
+  // Held from here, so the record is let go whatever happens: a launch that fails is read as no
+  // window.
+  profile_duration measurement{record_resolver{timing, taken->record, launch.name},
+                               timing_method::device};
+  this->launch(launch, taken->target);
   const std::uint64_t point = note_submitted(launch.name);
-  return profiled_submission{
-      point, profile_duration{slot_resolver{timing, taken, launch.name}, timing_method::device}, {}};
+  return profiled_submission{point, std::move(measurement), {}};
 }
 
 bool cuda_stream::record(const launch_descriptor& launch) {
@@ -262,6 +271,12 @@ void cuda_stream::begin_capture() {
                  "cudaEventCreateWithFlags");
   }
   health.check(cudaEventRecord(before_capture_, stream_), "cudaEventRecord");
+  // The open timing batch's beacon must land before the window: recorded inside it, it would not
+  // fire until a replay.
+  if (open_batch_) {
+    owner_->timing()->collector.close(open_batch_);
+    open_batch_.reset();
+  }
   // Thread-local: only this thread's calls are held to the capture's rules, so other threads keep
   // allocating, synchronising and launching on their own streams while the window is open.
   health.check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),

@@ -35,15 +35,16 @@ struct keeper_registry {
 
 }  // namespace
 
-device_timing::device_timing(int index, std::shared_ptr<device_health> device_health)
-    : device{index}, health{std::move(device_health)}, slots{index}, clock{index} {
-  device_guard on{device};
-  health->check(cudaStreamCreateWithFlags(&watch_, cudaStreamNonBlocking),
-                "cudaStreamCreateWithFlags");
-  {
-    relaxed_capture_mode relaxed;
-    clock.ensure_anchored();
-  }
+device_timing::device_timing(int index, std::shared_ptr<device_health> device_health,
+                             std::chrono::nanoseconds overhead)
+    : device{index},
+      health{std::move(device_health)},
+      grid_overhead{overhead},
+      collector{index, health},
+      clock{index} {
+  // No anchor is taken here: the first timed launch would wait for the device (behind a
+  // persistent kernel, forever). The keeper anchors as soon as timing starts, and a read that
+  // comes first takes the anchor itself.
   keeper_ = std::thread{[this] { keep(); }};
   auto& registry = keeper_registry::get();
   std::lock_guard lock{registry.mutex};
@@ -60,7 +61,6 @@ device_timing::~device_timing() {
     std::erase(registry.timings, this);
   }
   stop();
-  if (watch_ != nullptr) (void)cudaStreamDestroy(watch_);
 }
 
 void device_timing::stop_all_keepers() noexcept {
@@ -76,6 +76,7 @@ void device_timing::stop() noexcept {
   }
   keeper_wake_.notify_all();
   if (keeper_.joinable()) keeper_.join();
+  collector.stop();
 }
 
 void device_timing::mark_active() noexcept {
@@ -112,33 +113,23 @@ void device_timing::keep() {
   }
 }
 
-device_window device_timing::wait(const timing_slot_pool::lease& taken, std::string_view kernel) {
-  const auto began = std::chrono::steady_clock::now();
-  for (std::uint32_t round = 0;; ++round) {
-    if (const std::optional<device_window> window = slots.poll(taken)) return *window;
-    // Short kernels: spin on the record, which costs no CUDA call.
-    if (round < 2048) {
-      cpu_relax();
-      continue;
-    }
-    // Longer ones: check now and then that the device has not failed, since a faulted kernel never
-    // writes its record and waiting for it would never end.
-    health->throw_if_failed();
-    if (round % 64 == 0) {
-      device_guard on{device};
-      relaxed_capture_mode relaxed;
-      const cudaError_t status = cudaStreamQuery(watch_);
-      if (status != cudaSuccess && status != cudaErrorNotReady) {
-        if (const std::optional<device_window> window = slots.poll(taken)) return *window;
-        health->fail(status, "cudaStreamQuery (waiting for a timed kernel to finish)", kernel);
-      }
-    }
-    if (std::chrono::steady_clock::now() - began < std::chrono::milliseconds{1}) {
-      std::this_thread::yield();
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds{50});
-    }
+std::optional<profile_ticks> device_timing::read(timing_record& record, std::string_view kernel) {
+  const std::optional<device_window> window = collector.wait(record, kernel);
+  if (!window) return std::nullopt;
+  {
+    relaxed_capture_mode relaxed;
+    clock.ensure_anchored();
   }
+  const auto before = static_cast<std::uint64_t>(grid_overhead.count() / 2);
+  const auto after = static_cast<std::uint64_t>(grid_overhead.count()) - before;
+  profile_ticks ticks = clock.to_ticks(window->start - std::min(before, window->start),
+                                       window->end + after);
+  // A mapping extrapolated across an idle spell can place a kernel before its own launch; the
+  // length is right, so move it, never shorten it.
+  if (ticks.start() < record.submitted) {
+    ticks = profile_ticks::from_start_end(record.submitted, record.submitted + ticks.length());
+  }
+  return ticks;
 }
 
 }  // namespace launchwatch::detail::cuda

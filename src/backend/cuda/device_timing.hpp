@@ -4,11 +4,15 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <chrono>
+#include <optional>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string_view>
 #include <thread>
+
+#include <launchwatch/profile.hpp>
 
 #include "device_clock.hpp"
 #include "device_health.hpp"
@@ -23,7 +27,8 @@ namespace launchwatch::detail::cuda {
 /// launch and shared with every unread measurement, which may outlive the client that made it.
 class device_timing {
  public:
-  device_timing(int device, std::shared_ptr<device_health> health);
+  device_timing(int device, std::shared_ptr<device_health> health,
+                std::chrono::nanoseconds grid_overhead);
   /// Stops the keeper.
   ~device_timing();
   device_timing(const device_timing&) = delete;
@@ -34,16 +39,22 @@ class device_timing {
     if (!active_.load(std::memory_order_relaxed)) [[unlikely]] mark_active();
   }
 
-  /// Blocks until the launch holding `taken` has written its window; throws the device's fault
-  /// (naming `kernel`) instead of waiting forever when the device failed.
-  device_window wait(const timing_slot_pool::lease& taken, std::string_view kernel);
+  /// The window of `record` on the host's steady clock, once read back: the in-kernel window
+  /// widened by the grid's launch and retire that no in-kernel stamp sees (`grid_overhead`, half
+  /// on each side), mapped through one segment of the clock, and never placed before the launch
+  /// was submitted. Nothing when the launch left no window. Blocks until the batch is read back
+  /// (and, the first time, until the clock has an anchor); throws device_error naming `kernel`
+  /// when the device failed first.
+  std::optional<profile_ticks> read(timing_record& record, std::string_view kernel);
 
-  /// Stops every device's keeper: at exit, before CUDA's runtime tears itself down.
+  /// Stops every device's keeper and collector: at exit, before CUDA's runtime tears itself down.
   static void stop_all_keepers() noexcept;
 
   const int device;
   const std::shared_ptr<device_health> health;
-  timing_slot_pool slots;
+  /// The grid launch and retire time an in-kernel window misses, for this device (grid_overhead.hpp).
+  const std::chrono::nanoseconds grid_overhead;
+  timing_collector collector;
   device_clock clock;
 
  private:
@@ -51,7 +62,6 @@ class device_timing {
   void keep();
   void stop() noexcept;
 
-  cudaStream_t watch_ = nullptr;  // an idle stream whose query reports a sticky fault
   std::atomic<bool> active_{false};
   std::atomic<bool> idle_{true};
   std::mutex keeper_mutex_;

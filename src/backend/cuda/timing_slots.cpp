@@ -3,112 +3,345 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <string>
+#include <utility>
+
+#include <fmt/format.h>
 
 #include <launchwatch/errors.hpp>
 
+#include "capture_mode.hpp"
 #include "cuda_check.hpp"
 
 namespace launchwatch::detail::cuda {
+namespace {
 
-timing_slot_pool::timing_slot_pool(int device) : device_{device} {}
+constexpr std::size_t block_bytes = sizeof(cuda_timing_slot) * timing_collector::block_slots;
+constexpr std::size_t records_per_chunk = 4096;
 
-timing_slot_pool::~timing_slot_pool() {
+/// The window of one slot: the earliest entry and the latest exit over its lanes, or nothing when
+/// no cube stamped it.
+std::optional<device_window> fold(const cuda_timing_slot& slot) {
+  std::uint64_t start_inverted = 0;
+  std::uint64_t end = 0;
+  for (const auto& lane : slot.lanes) {
+    start_inverted = std::max<std::uint64_t>(start_inverted, lane.start_inverted);
+    end = std::max<std::uint64_t>(end, lane.end);
+  }
+  if (start_inverted == 0 || end == 0) return std::nullopt;
+  return device_window{~start_inverted, end};
+}
+
+}  // namespace
+
+timing_collector::timing_collector(int device, std::shared_ptr<device_health> health)
+    : device_{device}, health_{std::move(health)} {
   device_guard on{device_};
-  for (std::uint32_t i = 0; i < chunk_count_.load(std::memory_order_acquire); ++i) {
-    chunk* c = chunks_[i].load(std::memory_order_acquire);
-    (void)cudaFree(c->slots);
-    (void)cudaFreeHost(c->records);
-    delete c;
-  }
+  relaxed_capture_mode relaxed;
+  check(cudaStreamCreateWithFlags(&private_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags",
+        device_);
+  void* staging = nullptr;
+  check(cudaHostAlloc(&staging, block_bytes, cudaHostAllocDefault), "cudaHostAlloc", device_);
+  staging_ = static_cast<cuda_timing_slot*>(staging);
+  void* zeros = nullptr;
+  check(cudaHostAlloc(&zeros, block_bytes, cudaHostAllocDefault), "cudaHostAlloc", device_);
+  std::fill_n(static_cast<unsigned char*>(zeros), block_bytes, static_cast<unsigned char>(0));
+  zeros_ = static_cast<cuda_timing_slot*>(zeros);
+  collector_ = std::thread{[this] { run(); }};
 }
 
-cuda_timing_record& timing_slot_pool::record(std::uint32_t index) const noexcept {
-  chunk* c = chunks_[index / slots_per_chunk].load(std::memory_order_acquire);
-  return c->records[index % slots_per_chunk];
+void timing_collector::stop() noexcept {
+  {
+    std::lock_guard lock{mutex_};
+    stopping_ = true;
+  }
+  work_.notify_all();
+  if (collector_.joinable()) collector_.join();
 }
 
-void timing_slot_pool::grow() {
-  const std::uint32_t n = chunk_count_.load(std::memory_order_relaxed);
-  if (n == max_chunks) {
-    throw device_error{
-        "launchwatch: over a million timed CUDA launches are in flight with their measurements "
-        "unread; resolve or drop the profile_durations an observer keeps"};
-  }
+timing_collector::~timing_collector() {
+  stop();
   device_guard on{device_};
-  auto c = std::make_unique<chunk>();
-  check(cudaMalloc(&c->slots, sizeof(cuda_timing_slot) * slots_per_chunk), "cudaMalloc", device_);
-  void* host = nullptr;
-  const cudaError_t status =
-      cudaHostAlloc(&host, sizeof(cuda_timing_record) * slots_per_chunk, cudaHostAllocMapped);
-  if (status != cudaSuccess) {
-    (void)cudaFree(c->slots);
-    check(status, "cudaHostAlloc", device_);
-  }
-  c->records = static_cast<cuda_timing_record*>(host);
-  std::fill_n(c->records, slots_per_chunk, cuda_timing_record{});
-  void* on_device = nullptr;
-  check(cudaHostGetDevicePointer(&on_device, host, 0), "cudaHostGetDevicePointer", device_);
-  c->records_on_device = static_cast<cuda_timing_record*>(on_device);
-  // Empty state: the earliest start folds in by minimum, so it starts at the largest value.
-  cuda_timing_slot blank{};
-  blank.start = ~0ull;
-  std::vector<cuda_timing_slot> empty(slots_per_chunk, blank);
-  // Synchronous, through the legacy stream: the runtime's streams are non-blocking, so this waits
-  // for nothing of theirs, and the slots are ready before any launch can be given one.
-  check(cudaMemcpy(c->slots, empty.data(), sizeof(cuda_timing_slot) * slots_per_chunk,
-                   cudaMemcpyHostToDevice),
-        "cudaMemcpy", device_);
-  chunks_[n].store(c.release(), std::memory_order_release);
-  chunk_count_.store(n + 1, std::memory_order_release);
-  // Reserved up front so that release(), which must not throw, never allocates.
-  free_.reserve(std::size_t{n + 1} * slots_per_chunk);
-  abandoned_.reserve(std::size_t{n + 1} * slots_per_chunk);
-  for (std::uint32_t i = slots_per_chunk; i-- > 0;) free_.push_back(n * slots_per_chunk + i);
+  for (const auto& b : blocks_) (void)cudaFree(b.slots);
+  for (cudaEvent_t e : free_events_) (void)cudaEventDestroy(e);
+  (void)cudaFreeHost(staging_);
+  (void)cudaFreeHost(zeros_);
+  (void)cudaStreamDestroy(private_);
 }
 
-timing_slot_pool::lease timing_slot_pool::acquire() {
+timing_record* timing_collector::new_record(instant submitted) {
   std::lock_guard lock{mutex_};
-  if (free_.empty() && !abandoned_.empty()) {
-    // Reclaim dropped measurements whose launches have finished.
-    std::erase_if(abandoned_, [&](const lease& dropped) {
-      if (!poll(dropped)) return false;
-      free_.push_back(dropped.index);
-      return true;
-    });
+  if (free_records_ == nullptr) {
+    record_chunks_.push_back(std::make_unique<timing_record[]>(records_per_chunk));
+    timing_record* chunk = record_chunks_.back().get();
+    for (std::size_t i = 0; i < records_per_chunk; ++i) {
+      chunk[i].next_free = free_records_;
+      free_records_ = &chunk[i];
+    }
   }
-  if (free_.empty()) grow();
-  const std::uint32_t index = free_.back();
-  free_.pop_back();
-  return lease{index, next_sequence_++};
+  timing_record* taken = free_records_;
+  free_records_ = taken->next_free;
+  taken->state.store(timing_record::pending, std::memory_order_relaxed);
+  taken->window = {};
+  taken->submitted = submitted;
+  taken->holders.store(2, std::memory_order_relaxed);
+  return taken;
 }
 
-cuda_timing_target timing_slot_pool::target(const lease& taken) const noexcept {
-  chunk* c = chunks_[taken.index / slots_per_chunk].load(std::memory_order_acquire);
-  const std::uint32_t at = taken.index % slots_per_chunk;
-  return cuda_timing_target{c->slots + at, c->records_on_device + at, taken.sequence};
-}
-
-std::optional<device_window> timing_slot_pool::poll(const lease& taken) const noexcept {
-  cuda_timing_record& r = record(taken.index);
-  if (std::atomic_ref<std::uint64_t>{r.sequence}.load(std::memory_order_acquire) != taken.sequence) {
+std::optional<std::uint32_t> timing_collector::take_block() {
+  if (!free_blocks_.empty()) {
+    const std::uint32_t block = free_blocks_.back();
+    free_blocks_.pop_back();
+    return block;
+  }
+  if (blocks_.size() >= max_blocks || failed_) return std::nullopt;
+  device_guard on{device_};
+  relaxed_capture_mode relaxed;
+  void* memory = nullptr;
+  if (cudaMalloc(&memory, block_bytes) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return std::nullopt;  // out of device memory: the launch goes untimed
+  }
+  // Zeroed by a copy on the private stream, waited for here: the slots are empty before any launch
+  // can be given one.
+  const cudaError_t copied =
+      cudaMemcpyAsync(memory, zeros_, block_bytes, cudaMemcpyHostToDevice, private_);
+  if (copied != cudaSuccess || cudaStreamSynchronize(private_) != cudaSuccess) {
+    (void)cudaGetLastError();
+    (void)cudaFree(memory);
     return std::nullopt;
   }
-  return device_window{std::atomic_ref<std::uint64_t>{r.start}.load(std::memory_order_relaxed),
-                       std::atomic_ref<std::uint64_t>{r.end}.load(std::memory_order_relaxed)};
+  blocks_.push_back(block_memory{static_cast<cuda_timing_slot*>(memory)});
+  return static_cast<std::uint32_t>(blocks_.size() - 1);
 }
 
-void timing_slot_pool::release(const lease& taken, bool submitted) noexcept {
-  std::lock_guard lock{mutex_};
-  if (!submitted || poll(taken)) {
-    free_.push_back(taken.index);
-  } else {
-    // The device may still write this slot: keep it out of use until its record arrives.
-    abandoned_.push_back(taken);
+cudaEvent_t timing_collector::take_event() {
+  if (!free_events_.empty()) {
+    cudaEvent_t event = free_events_.back();
+    free_events_.pop_back();
+    return event;
+  }
+  device_guard on{device_};
+  cudaEvent_t event = nullptr;
+  check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreateWithFlags",
+        device_);
+  return event;
+}
+
+std::optional<timing_collector::lease> timing_collector::acquire(
+    std::shared_ptr<timing_batch>& open, cudaStream_t stream, instant submitted) {
+  for (;;) {
+    if (open) {
+      std::shared_ptr<timing_batch> full;
+      std::optional<lease> taken;
+      {
+        std::lock_guard batch_lock{open->mutex};
+        if (open->open && open->used < timing_batch::capacity) {
+          timing_record* record = new_record(submitted);
+          record->batch = open;
+          cuda_timing_slot* base = nullptr;
+          {
+            std::lock_guard lock{mutex_};
+            base = blocks_[open->block].slots;
+          }
+          taken = lease{cuda_timing_target{base + open->used}, record};
+          open->records[open->used++] = record;
+          if (open->used == timing_batch::capacity) full = open;
+        }
+      }
+      if (taken) {
+        if (full) {
+          close(full);
+          open.reset();
+        }
+        return taken;
+      }
+      open.reset();  // closed by a read, or by a capture: start another
+    }
+    auto batch = std::make_shared<timing_batch>();
+    {
+      std::lock_guard lock{mutex_};
+      const auto block = take_block();
+      if (!block) return std::nullopt;
+      batch->block = *block;
+      try {
+        batch->beacon = take_event();
+      } catch (...) {
+        free_blocks_.push_back(*block);
+        throw;
+      }
+    }
+    batch->stream = stream;
+    open = std::move(batch);
   }
 }
 
-std::size_t timing_slot_pool::capacity() const noexcept {
-  return std::size_t{chunk_count_.load(std::memory_order_acquire)} * slots_per_chunk;
+void timing_collector::abandon(const lease& taken) noexcept {
+  // The launch never ran: its slot stays empty, so the collector will find no window there.
+  (void)taken;
+}
+
+void timing_collector::close(const std::shared_ptr<timing_batch>& batch) noexcept {
+  {
+    std::lock_guard batch_lock{batch->mutex};
+    if (!batch->open) return;
+    batch->open = false;
+    if (batch->used > 0) {
+      device_guard on{device_};
+      const cudaError_t status = cudaEventRecord(batch->beacon, batch->stream);
+      if (status != cudaSuccess) {
+        (void)health_->note(status, "cudaEventRecord (a timing batch's beacon)");
+        (void)cudaGetLastError();
+      }
+    }
+  }
+  {
+    std::lock_guard lock{mutex_};
+    closed_.push_back(batch);
+    poked_ = true;
+  }
+  work_.notify_one();
+}
+
+void timing_collector::let_go(timing_record* record) noexcept {
+  if (record->holders.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  record->batch.reset();
+  std::lock_guard lock{mutex_};
+  record->next_free = free_records_;
+  free_records_ = record;
+}
+
+std::size_t timing_collector::blocks() const noexcept {
+  std::lock_guard lock{mutex_};
+  return blocks_.size();
+}
+
+std::optional<device_window> timing_collector::wait(timing_record& record,
+                                                    std::string_view kernel) {
+  if (record.state.load(std::memory_order_acquire) == timing_record::pending) {
+    if (record.batch) close(record.batch);
+    std::unique_lock lock{mutex_};
+    poked_ = true;
+    work_.notify_one();
+    collected_.wait(lock, [&] {
+      return record.state.load(std::memory_order_acquire) != timing_record::pending || failed_;
+    });
+  }
+  switch (record.state.load(std::memory_order_acquire)) {
+    case timing_record::collected:
+      return record.window;
+    case timing_record::no_window:
+      return std::nullopt;
+    default:
+      break;
+  }
+  health_->throw_if_failed();
+  throw device_error{fmt::format(
+      "launchwatch: the timing of kernel '{}' on CUDA device {} was never read back: deferred "
+      "timing stopped (the process is exiting, or the device failed)",
+      kernel, device_)};
+}
+
+bool timing_collector::collect(timing_batch& batch) {
+  cuda_timing_slot* base = nullptr;
+  {
+    std::lock_guard lock{mutex_};
+    base = blocks_[batch.block].slots;
+  }
+  const std::size_t bytes = sizeof(cuda_timing_slot) * batch.used;
+  if (bytes > 0) {
+    cudaError_t status = cudaMemcpyAsync(staging_, base, bytes, cudaMemcpyDeviceToHost, private_);
+    if (status == cudaSuccess) {
+      status = cudaMemcpyAsync(base, zeros_, bytes, cudaMemcpyHostToDevice, private_);
+    }
+    if (status == cudaSuccess) status = cudaStreamSynchronize(private_);
+    if (status != cudaSuccess) {
+      fail_pending(health_->note(status, "reading deferred timing back (cudaMemcpyAsync)"));
+      return false;
+    }
+  }
+  for (std::uint32_t i = 0; i < batch.used; ++i) {
+    timing_record* record = batch.records[i];
+    if (const auto window = fold(staging_[i])) {
+      record->window = *window;
+      record->state.store(timing_record::collected, std::memory_order_release);
+    } else {
+      record->state.store(timing_record::no_window, std::memory_order_release);
+    }
+    let_go(record);
+  }
+  std::lock_guard lock{mutex_};
+  free_blocks_.push_back(batch.block);
+  free_events_.push_back(batch.beacon);
+  return true;
+}
+
+void timing_collector::fail_pending(const std::string& why) noexcept {
+  (void)why;
+  std::lock_guard lock{mutex_};
+  failed_ = true;
+  for (const auto& batch : closed_) {
+    for (std::uint32_t i = 0; i < batch->used; ++i) {
+      batch->records[i]->state.store(timing_record::failed, std::memory_order_release);
+    }
+  }
+  collected_.notify_all();
+}
+
+void timing_collector::run() {
+  device_guard on{device_};
+  relaxed_capture_mode relaxed;
+  // Polls the beacons of closed batches: short sleeps while kernels run, longer ones the longer
+  // nothing passes, at once when a batch closes or a read is waiting.
+  auto pause = std::chrono::microseconds{20};
+  std::unique_lock lock{mutex_};
+  for (;;) {
+    if (closed_.empty()) {
+      work_.wait(lock, [&] { return stopping_ || !closed_.empty(); });
+      pause = std::chrono::microseconds{20};
+    }
+    if (stopping_ || failed_) break;
+    std::vector<std::shared_ptr<timing_batch>> pending{closed_.begin(), closed_.end()};
+    lock.unlock();
+    bool progressed = false;
+    bool broken = false;
+    for (const auto& batch : pending) {
+      const cudaError_t status =
+          batch->used == 0 ? cudaSuccess : cudaEventQuery(batch->beacon);
+      if (status == cudaErrorNotReady) continue;
+      if (status != cudaSuccess) {
+        fail_pending(health_->note(status, "cudaEventQuery (a timing batch's beacon)"));
+        (void)cudaGetLastError();
+        broken = true;
+        break;
+      }
+      if (!collect(*batch)) {
+        broken = true;
+        break;
+      }
+      progressed = true;
+      std::lock_guard erase{mutex_};
+      closed_.erase(std::find(closed_.begin(), closed_.end(), batch));
+    }
+    lock.lock();
+    if (broken) break;
+    if (progressed) {
+      collected_.notify_all();
+      pause = std::chrono::microseconds{20};
+      continue;
+    }
+    work_.wait_for(lock, pause, [&] { return stopping_ || poked_; });
+    pause = std::exchange(poked_, false) ? std::chrono::microseconds{20}
+                                         : std::min(pause * 2, std::chrono::microseconds{1000});
+  }
+  // Stopped (at exit, or the device failed): whatever is still pending will never be read back.
+  failed_ = true;
+  for (const auto& batch : closed_) {
+    for (std::uint32_t i = 0; i < batch->used; ++i) {
+      batch->records[i]->state.store(timing_record::failed, std::memory_order_release);
+    }
+  }
+  collected_.notify_all();
 }
 
 }  // namespace launchwatch::detail::cuda

@@ -1,17 +1,28 @@
-// The device memory and mapped host records that timed launches stamp their windows into.
+// Deferred timing's storage for one CUDA device: the device slots timed launches stamp, the host
+// records that hold each launch's window once read back, and the collector that reads them back in
+// bulk, off the issuing thread and off the user's stream.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 #include <launchwatch/detail/cuda_entry.hpp>
+#include <launchwatch/profile.hpp>
+
+#include "device_health.hpp"
 
 namespace launchwatch::detail::cuda {
 
@@ -21,74 +32,138 @@ struct device_window {
   std::uint64_t end = 0;
 };
 
-/// Timing slots for one device: a slot in device memory per timed launch in flight, and beside it
-/// a record in pinned host memory that the launch's last block fills.
+struct timing_batch;
+
+/// One timed launch's measurement on the host: filled by the collector once the launch has ended,
+/// read by whoever holds its profile_duration.
 ///
-/// A slot is taken on the issuing thread when a timed launch is submitted and given back once its
-/// window was read, or once its launch has finished if its measurement was dropped unread: until
-/// then the device may still write into it. The device leaves each slot empty again after use, so
-/// taking one is a lock and a pop, and reading one is a load of host memory: nothing is waited for
-/// and no CUDA call is made per launch. Slots come in chunks allocated as needed.
+/// Host memory only (about 64 bytes), so a pass may keep millions unread; the device slot it was
+/// stamped in goes back as soon as it is read back. Two holders, the collector and the measurement,
+/// and it is recycled when the last of them lets go.
+struct timing_record {
+  enum : std::uint32_t { pending = 0, collected = 1, no_window = 2, failed = 3 };
+  std::atomic<std::uint32_t> state{pending};
+  device_window window;
+  /// When the launch was submitted, on the host: a mapped window never starts before it.
+  instant submitted{};
+  std::atomic<int> holders{0};
+  /// The batch it was stamped in, so a read that finds it pending can close the batch.
+  std::shared_ptr<timing_batch> batch;
+  timing_record* next_free = nullptr;
+};
+
+/// Up to `capacity` timed launches of one stream, in issue order, stamped into one block of
+/// consecutive slots; read back together after the stream passes the batch's beacon (an event with
+/// timing disabled, recorded after the batch's last launch: measured free on an H200).
+struct timing_batch {
+  static constexpr std::uint32_t capacity = 64;
+
+  std::mutex mutex;
+  bool open = true;            // guarded by mutex: launches may still join
+  cudaStream_t stream = nullptr;
+  cudaEvent_t beacon = nullptr;
+  std::uint32_t block = 0;
+  std::uint32_t used = 0;      // guarded by mutex
+  std::array<timing_record*, capacity> records{};
+};
+
+/// Timed launches' slots, records and their collection, for one device.
+///
+/// A stream keeps an open batch; a timed launch takes the batch's next slot and a record (a lock
+/// and a pop; a block of device memory is allocated only while the device has fewer than
+/// `max_blocks`). The batch closes when it is full, when its stream begins a capture or goes, or
+/// when a read finds its record still pending: then a beacon is recorded on the stream and the
+/// batch handed to the collector thread, which waits for the beacon on a private stream, copies
+/// the block to the host, zeroes it with a copy (a memset may run as a kernel, on the user's SMs)
+/// and folds each slot's lanes into its record. Nothing is added between the user's kernels but
+/// one beacon per batch.
+///
+/// Bounded: at most `max_blocks` blocks of device memory (8 MiB) however long the pass; when every
+/// block is in flight, acquire() says so and the launch goes untimed.
 ///
 /// Thread safety: every member may be called from any thread.
-class timing_slot_pool {
+class timing_collector {
  public:
-  // A slot is 4,224 B of device memory (its lanes keep to their own cache lines, plus the slot's
-  // header), so a chunk of 256 is about 1.03 MiB; 4096 chunks hold 2^20 unread measurements, about
-  // 4.4 GB, after which acquire() throws (review finding 1, issue 10).
-  static constexpr std::uint32_t slots_per_chunk = 256;
-  static constexpr std::uint32_t max_chunks = 4096;
+  /// Slots per block, a batch's worth.
+  static constexpr std::uint32_t block_slots = timing_batch::capacity;
+  /// The most device memory deferred timing takes on one device: 32 blocks of 256 KiB.
+  static constexpr std::uint32_t max_blocks = 32;
 
-  /// One use of one slot: its index and the sequence number the launch will write.
+  /// What a timed launch stamps into, and where its measurement will be.
   struct lease {
-    std::uint32_t index = 0;
-    std::uint64_t sequence = 0;
+    cuda_timing_target target;
+    timing_record* record = nullptr;
   };
 
-  explicit timing_slot_pool(int device);
-  /// Frees every chunk. Precondition: no launch that was given a slot is still running.
-  ~timing_slot_pool();
-  timing_slot_pool(const timing_slot_pool&) = delete;
-  timing_slot_pool& operator=(const timing_slot_pool&) = delete;
+  timing_collector(int device, std::shared_ptr<device_health> health);
+  /// Stops the collector thread. Precondition: no timed launch is still running.
+  ~timing_collector();
+  timing_collector(const timing_collector&) = delete;
+  timing_collector& operator=(const timing_collector&) = delete;
 
-  /// Takes a free slot, reclaiming abandoned ones whose launch has finished and allocating a chunk
-  /// when none is left. Throws device_error when the allocation fails.
-  ///
-  /// Cost: an uncontended lock and a pop; a chunk's allocation (a few hundred µs) once per 256
-  /// slots in flight at once.
-  lease acquire();
+  /// A slot and a record for a timed launch on `stream`, whose open batch is `open` (made or
+  /// replaced here). Nothing when every block is in flight: the launch then goes untimed.
+  /// Precondition: the caller holds the stream's lock and the stream is not capturing.
+  /// Cost: a lock and a pop; every `block_slots` launches, a new batch (an allocation) and, when
+  /// the previous one filled, a beacon.
+  std::optional<lease> acquire(std::shared_ptr<timing_batch>& open, cudaStream_t stream,
+                               instant submitted);
 
-  /// What the launch passes its entry to stamp into the slot.
-  cuda_timing_target target(const lease& taken) const noexcept;
+  /// Says a leased launch was not submitted (its launch call failed): its record reads as no window.
+  void abandon(const lease& taken) noexcept;
 
-  /// The launch's window once its last block has written it, or nothing yet. Never blocks.
-  std::optional<device_window> poll(const lease& taken) const noexcept;
+  /// Closes `batch` if still open: records its beacon on its stream and hands it to the collector.
+  /// Precondition (from a stream): its lock is held; (from a read): none.
+  void close(const std::shared_ptr<timing_batch>& batch) noexcept;
 
-  /// Gives the slot back: at once when its launch wrote its window or was never submitted
-  /// (`submitted` false), else once the launch is seen to have finished. Never throws.
-  void release(const lease& taken, bool submitted = true) noexcept;
+  /// Blocks until `record` is collected, closing its batch if it is still open; returns its window,
+  /// or nothing when the launch left none. Throws device_error (naming `kernel`) when the device
+  /// failed before the window was read.
+  std::optional<device_window> wait(timing_record& record, std::string_view kernel);
 
-  /// Slots allocated so far (for tests and the measurement harness).
-  std::size_t capacity() const noexcept;
+  /// Says one holder of `record` is done with it; the last one recycles it. Never throws.
+  void let_go(timing_record* record) noexcept;
+
+  /// Blocks of device memory allocated so far (for tests and the harness).
+  std::size_t blocks() const noexcept;
+
+  /// Stops the collector thread; every read still waiting, or made later, throws. Idempotent.
+  void stop() noexcept;
 
  private:
-  struct chunk {
-    cuda_timing_slot* slots = nullptr;            // device memory
-    cuda_timing_record* records = nullptr;        // pinned host memory
-    cuda_timing_record* records_on_device = nullptr;
+  struct block_memory {
+    cuda_timing_slot* slots = nullptr;  // block_slots slots, device memory
   };
 
-  cuda_timing_record& record(std::uint32_t index) const noexcept;
-  void grow();  // holds mutex_
+  timing_record* new_record(instant submitted);
+  std::optional<std::uint32_t> take_block();  // caller holds mutex_
+  void run();
+  bool collect(timing_batch& batch);  // one closed batch whose beacon has passed
+  void fail_pending(const std::string& why) noexcept;
+  cudaEvent_t take_event();  // caller holds mutex_
 
-  int device_;
-  std::array<std::atomic<chunk*>, max_chunks> chunks_{};
-  std::atomic<std::uint32_t> chunk_count_{0};
+  const int device_;
+  const std::shared_ptr<device_health> health_;
 
-  std::mutex mutex_;
-  std::vector<std::uint32_t> free_;
-  std::vector<lease> abandoned_;
-  std::uint64_t next_sequence_ = 1;
+  mutable std::mutex mutex_;
+  std::condition_variable work_;       // the collector waits for closed batches
+  std::condition_variable collected_;  // reads wait for their records
+  std::vector<block_memory> blocks_;   // guarded by mutex_
+  std::vector<std::uint32_t> free_blocks_;
+  std::vector<cudaEvent_t> free_events_;
+  std::deque<std::shared_ptr<timing_batch>> closed_;  // in the order they closed
+  std::vector<std::unique_ptr<timing_record[]>> record_chunks_;
+  timing_record* free_records_ = nullptr;
+  bool stopping_ = false;
+  bool poked_ = false;  // a batch closed or a read waits: poll at once
+  bool failed_ = false;
+
+  // The collector thread's own: a stream the copies run on, and pinned memory for a block's copy
+  // and for the zeros that reset it.
+  cudaStream_t private_ = nullptr;
+  cuda_timing_slot* staging_ = nullptr;
+  cuda_timing_slot* zeros_ = nullptr;
+  std::thread collector_;
 };
 
 }  // namespace launchwatch::detail::cuda

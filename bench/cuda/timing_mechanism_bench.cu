@@ -170,13 +170,7 @@ struct rig {
           check(cudaEventRecord(timing_events[2 * i + 1], stream), "cudaEventRecord");
           break;
         case mechanism::slot: {
-          const auto lease = collector.acquire(open, stream, clock_type::now());
-          if (!lease) {
-            std::fprintf(stderr, "the timing collector ran out of slots: use smaller batches\n");
-            std::exit(1);
-          }
-          launch(kernel, grid, block, lease->target, stream);
-          records.push_back(lease->record);
+          launch(kernel, grid, block, take(), stream);
           break;
         }
         case mechanism::ordering_event:
@@ -189,6 +183,30 @@ struct rig {
   }
 
   void sync() { check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); }
+
+  /// A slot for one timed launch, its record kept for slot_windows().
+  lwd::cuda_timing_target take() {
+    const auto lease = collector.acquire(open, stream, clock_type::now());
+    if (!lease) {
+      std::fprintf(stderr, "the timing collector ran out of slots: use smaller batches\n");
+      std::exit(1);
+    }
+    records.push_back(lease->record);
+    return lease->target;
+  }
+
+  /// The window of the one launch take() was last asked for, waiting for it to be read back.
+  lwc::device_window read_last() {
+    auto* record = records.back();
+    records.pop_back();
+    const auto w = collector.wait(*record, "timing_mechanism_bench");
+    collector.let_go(record);
+    if (!w) {
+      std::fprintf(stderr, "a timed launch left no window\n");
+      std::exit(1);
+    }
+    return *w;
+  }
 
   std::vector<double> event_windows_us(std::size_t count) {
     std::vector<double> out;
@@ -271,12 +289,10 @@ void windows(rig& r, const char* label, const K& kernel, dim3 grid, dim3 block, 
     auto s = r.slot_windows();
 
     // Both on the same launches: events around a slot-timed launch.
-    r.leases.clear();
+    r.records.clear();
     for (std::size_t i = 0; i < batch; ++i) {
       check(cudaEventRecord(r.timing_events[2 * i], r.stream), "cudaEventRecord");
-      const auto lease = r.pool.acquire();
-      launch(kernel, grid, block, r.pool.target(lease), r.stream);
-      r.leases.push_back(lease);
+      launch(kernel, grid, block, r.take(), r.stream);
       check(cudaEventRecord(r.timing_events[2 * i + 1], r.stream), "cudaEventRecord");
     }
     r.sync();
@@ -339,13 +355,9 @@ void resolved_round_trips(rig& r, int count) {
     const double b = us_between(began, clock_type::now());
 
     began = clock_type::now();
-    const auto lease = r.pool.acquire();
-    launch(empty_kernel{}, 1, 32, r.pool.target(lease), r.stream);
-    std::optional<lwc::device_window> w;
-    while (!(w = r.pool.poll(lease))) {
-    }
-    const lw::profile_ticks ticks = r.clock.to_ticks(w->start, w->end);
-    r.pool.release(lease);
+    launch(empty_kernel{}, 1, 32, r.take(), r.stream);
+    const lwc::device_window w = r.read_last();
+    const lw::profile_ticks ticks = r.clock.to_ticks(w.start, w.end);
     const double c = us_between(began, clock_type::now());
     (void)ticks;
     if (i < 0) continue;
@@ -439,15 +451,12 @@ void clock_facts(rig& r, bool quick) {
   std::vector<double> after_launch, before_seen;
   int violations = 0;
   for (int i = 0; i < 200; ++i) {
-    const auto lease = r.pool.acquire();
+    const auto target = r.take();
     const auto before = clock_type::now();
-    launch(spin_kernel{2000}, 1, 32, r.pool.target(lease), r.stream);
-    std::optional<lwc::device_window> w;
-    while (!(w = r.pool.poll(lease))) {
-    }
+    launch(spin_kernel{2000}, 1, 32, target, r.stream);
+    const lwc::device_window w = r.read_last();
     const auto seen = clock_type::now();
-    r.pool.release(lease);
-    const lw::profile_ticks t = r.clock.to_ticks(w->start, w->end);
+    const lw::profile_ticks t = r.clock.to_ticks(w.start, w.end);
     const double x = us_between(before, t.start());
     const double y = us_between(t.end(), seen);
     after_launch.push_back(x);
@@ -480,15 +489,13 @@ void epilogue_cost(rig& r, int reps) {
     for (int rep = -1; rep < reps; ++rep) {
       for (int variant = 0; variant < 2; ++variant) {
         constexpr int per = 10;
-        r.leases.clear();
+        r.records.clear();
         check(cudaEventRecord(a, r.stream), "cudaEventRecord");
         for (int i = 0; i < per; ++i) {
           if (variant == 0) {
             launch(fill_kernel{out, n}, grid, s.block, {}, r.stream);
           } else {
-            const auto lease = r.pool.acquire();
-            launch(fill_kernel{out, n}, grid, s.block, r.pool.target(lease), r.stream);
-            r.leases.push_back(lease);
+            launch(fill_kernel{out, n}, grid, s.block, r.take(), r.stream);
           }
         }
         check(cudaEventRecord(b, r.stream), "cudaEventRecord");

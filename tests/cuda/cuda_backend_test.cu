@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -25,6 +26,8 @@
 #include "conformance/conformance_kernels.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/host_only_launch.hpp"
+#include "backend/cuda/grid_overhead.hpp"
+#include "support/capturing_sink.hpp"
 #include "support/observers.hpp"
 
 namespace launchwatch::cuda_testing {
@@ -233,6 +236,63 @@ TEST_F(CudaTiming, MeasurementsDroppedUnreadDoNotStopLaterOnesFromBeingTaken) {
   const auto windows = resolve_all(keeps->take());
   ASSERT_EQ(windows.size(), 1u);
   EXPECT_GE(windows[0].length(), 100us);
+}
+
+// Issue 10: timing state on the device is bounded; a pass far longer than it still gets every
+// measurement, since each batch of slots is read back and reused once its launches have run.
+TEST_F(CudaTiming, APassOfManyMoreTimedLaunchesThanSlotsGetsEveryMeasurement) {
+  auto keeps = std::make_shared<testing::keeper>();
+  auto done = client().empty<int>(1);
+  constexpr int launches = 20'000;  // ten times the slots a device ever has
+  {
+    launch_observation watching{keeps};
+    for (int i = 0; i < launches; ++i) client().launch(fill{done.view(), i}, cube_count{1}, cube_dim{32});
+  }
+  client().sync();
+  const auto windows = resolve_all(keeps->take());
+  EXPECT_EQ(windows.size(), static_cast<std::size_t>(launches));
+}
+
+// Issue 10: when every slot holds a launch that has not run, a launch goes on untimed, said once,
+// rather than throwing from client.launch.
+TEST_F(CudaTiming, WhenEveryTimingSlotIsInFlightALaunchGoesOnUntimedWithOneWarning) {
+  testing::captured_log log;
+  auto keeps = std::make_shared<testing::keeper>();
+  auto values = client().empty<int>(1);
+  constexpr int launches = 4'000;  // more than the 2048 slots a device has, all behind one kernel
+  {
+    launch_observation watching{keeps};
+    client().launch(spin{300'000'000ull, values.view()}, cube_count{1}, cube_dim{1});
+    for (int i = 0; i < launches; ++i) client().launch(fill{values.view(), i}, cube_count{1}, cube_dim{1});
+  }
+  EXPECT_EQ(client().read(values), std::vector<int>{launches - 1}) << "every launch ran";
+  const auto kept = keeps->take().size();
+  EXPECT_LT(kept, static_cast<std::size_t>(launches)) << "no launch found the slots all in flight";
+  EXPECT_GT(kept, 0u);
+  EXPECT_EQ(log->count_containing("every deferred-timing slot"), 1u);
+}
+
+// Issue 10: a window spans the kernel plus the grid's launch and retire no in-kernel stamp sees.
+TEST_F(CudaTiming, AWindowHoldsTheKernelAndTheDevicesGridOverhead) {
+  cudaDeviceProp properties{};
+  ASSERT_EQ(cudaGetDeviceProperties(&properties, 0), cudaSuccess);
+  const auto measured = detail::cuda::measured_grid_overheads();
+  if (std::none_of(measured.begin(), measured.end(), [&](const auto& m) {
+        return m.major == properties.major && m.minor == properties.minor;
+      })) {
+    GTEST_SKIP() << "no grid overhead measured for compute capability " << properties.major << "."
+                 << properties.minor;
+  }
+  auto keeps = std::make_shared<testing::keeper>();
+  auto done = client().empty<int>(1);
+  {
+    launch_observation watching{keeps};
+    client().launch(spin{100'000ull, done.view()}, cube_count{1}, cube_dim{32});
+  }
+  const auto windows = resolve_all(keeps->take());
+  ASSERT_EQ(windows.size(), 1u);
+  EXPECT_GE(windows[0].length(), 100us + 400ns) << "the grid overhead was not added";
+  EXPECT_LT(windows[0].length(), 150us);
 }
 
 TEST_F(CudaTiming, AMeasurementOutlivesTheClientThatTookIt) {

@@ -15,6 +15,7 @@
 
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/device_clock.hpp"
+#include "backend/cuda/grid_overhead.hpp"
 
 namespace launchwatch::cuda_testing {
 namespace {
@@ -151,6 +152,48 @@ TEST(DeviceClockMapping, StepsWhenTheGapIsTooLargeToSlew) {
   const std::vector<clock_anchor> anchors{{epoch, 0, 500}, {epoch + second, second + 5'000'000, 500}};
   const clock_segment next = device_clock::next_segment(anchors, first);
   EXPECT_EQ(next.host_ns, second + 5'000'000);
+}
+
+// Review finding 6: a window straddling a stepped re-anchor used to change length by the step.
+TEST(DeviceClockMapping, AWindowStraddlingAStepKeepsItsLength) {
+  const std::vector<clock_segment> segments{{epoch, 0, 1.0}, {epoch + 1'000, 5'000'000, 1.0}};
+  const auto [start, end] = device_clock::map_window(segments, epoch + 500, epoch + 1'500);
+  EXPECT_EQ(end - start, 1'000) << "the 5 ms step went into the kernel's length";
+  EXPECT_EQ(start, 500) << "mapped through the segment that holds its start";
+}
+
+TEST(DeviceClockMapping, AWindowIsMappedLikeItsStartAlone) {
+  const std::vector<clock_segment> segments{{epoch, 0, 1.0}, {epoch + second, second + 7, 1.0}};
+  const auto [start, end] = device_clock::map_window(segments, epoch + 2 * second, epoch + 2 * second + 40);
+  EXPECT_EQ(start, device_clock::map(segments, epoch + 2 * second));
+  EXPECT_EQ(end - start, 40);
+}
+
+TEST(GridOverhead, AcceptsWholeNanosecondsUpToTheLimit) {
+  EXPECT_EQ(detail::cuda::parse_grid_overhead("0"), std::chrono::nanoseconds{0});
+  EXPECT_EQ(detail::cuda::parse_grid_overhead("480"), std::chrono::nanoseconds{480});
+  EXPECT_EQ(detail::cuda::parse_grid_overhead("100000"), std::chrono::nanoseconds{100'000});
+}
+
+TEST(GridOverhead, RejectsAnythingElseNamingTheVariableAndWhatItAccepts) {
+  for (const char* bad : {"", "-1", "0.5", "480ns", "100001", "abc"}) {
+    try {
+      (void)detail::cuda::parse_grid_overhead(bad);
+      ADD_FAILURE() << "accepted `" << bad << "`";
+    } catch (const configuration_error& error) {
+      EXPECT_THAT(error.what(), ::testing::HasSubstr("LAUNCHWATCH_CUDA_GRID_OVERHEAD_NS"));
+      EXPECT_THAT(error.what(), ::testing::HasSubstr("whole number of nanoseconds"));
+    }
+  }
+}
+
+TEST(GridOverhead, EveryMeasuredFigureSaysWhereItComesFrom) {
+  ASSERT_FALSE(detail::cuda::measured_grid_overheads().empty());
+  for (const auto& m : detail::cuda::measured_grid_overheads()) {
+    EXPECT_GT(m.overhead.count(), 0);
+    EXPECT_FALSE(m.device.empty());
+    EXPECT_THAT(std::string{m.provenance}, ::testing::HasSubstr("CUPTI"));
+  }
 }
 
 TEST(DeviceClockMapping, MeasuresTheRateOverTheAnchorsOfTheLastMinute) {

@@ -21,15 +21,6 @@ client client::cuda(int device_index) {
     throw std::invalid_argument{fmt::format(
         "launchwatch::client::cuda({}): a device index counts from 0", device_index)};
   }
-  static std::once_flag loading_chosen;
-  std::call_once(loading_chosen, [] {
-    // CUDA loads a kernel lazily, at its first launch, and loading may synchronise the whole
-    // context: a kernel's first launch would wait for every kernel running on the device, on any
-    // stream, and so would a read queued behind it (seen on an H200: a read waited out another
-    // stream's 1 s kernel). Load every module when the context starts instead, unless the program
-    // chose otherwise, or started CUDA before this (the variable is read then).
-    (void)setenv("CUDA_MODULE_LOADING", "EAGER", /*overwrite=*/0);
-  });
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess) {

@@ -3,6 +3,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <tuple>
+#include <utility>
 #include <atomic>
 #include <limits>
 #include <thread>
@@ -237,13 +239,21 @@ clock_segment device_clock::next_segment(const std::vector<clock_anchor>& anchor
   return clock_segment{now.device_ns, reached, slope};
 }
 
+std::pair<std::int64_t, std::int64_t> device_clock::map_window(
+    const std::vector<clock_segment>& segments, std::uint64_t start_ns, std::uint64_t end_ns) {
+  auto after = std::upper_bound(
+      segments.begin(), segments.end(), start_ns,
+      [](std::uint64_t ns, const clock_segment& s) { return ns < s.device_ns; });
+  const clock_segment& holding = after == segments.begin() ? segments.front() : *(after - 1);
+  return {along(holding, start_ns), along(holding, std::max(start_ns, end_ns))};
+}
+
 profile_ticks device_clock::to_ticks(std::uint64_t start_ns, std::uint64_t end_ns) const {
   std::int64_t start = 0;
   std::int64_t end = 0;
   {
     std::lock_guard lock{mutex_};
-    start = map(segments_, start_ns);
-    end = map(segments_, end_ns);
+    std::tie(start, end) = map_window(segments_, start_ns, end_ns);
   }
   const auto to = [](std::int64_t ns) { return instant{std::chrono::nanoseconds{ns}}; };
   return profile_ticks::from_start_end(to(start), to(end));

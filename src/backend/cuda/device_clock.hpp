@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include <launchwatch/profile.hpp>
@@ -72,8 +73,8 @@ class device_clock {
   /// Takes a first anchor if there is none, waiting for the device as long as it takes.
   void ensure_anchored();
 
-  /// Maps a window, each end through the segment that holds it: a window that straddles a stepped
-  /// re-anchor has its length changed by the step (review finding 6, issue 10).
+  /// Maps a window, both ends through the segment that holds its start: a re-anchor that steps
+  /// the mapping inside the window moves the window, never changes its length.
   /// Precondition: ensure_anchored() was called.
   profile_ticks to_ticks(std::uint64_t start_ns, std::uint64_t end_ns) const;
 
@@ -84,6 +85,12 @@ class device_clock {
   /// Maps `device_ns` through `segments` (oldest first, at least one): the last segment starting at
   /// or before it, or the first one extrapolated back. Pure, for tests.
   static std::int64_t map(const std::vector<clock_segment>& segments, std::uint64_t device_ns);
+
+  /// Maps a window through `segments` (oldest first, at least one), both ends through the segment
+  /// that holds `start_ns`. Pure, for tests.
+  static std::pair<std::int64_t, std::int64_t> map_window(const std::vector<clock_segment>& segments,
+                                                          std::uint64_t start_ns,
+                                                          std::uint64_t end_ns);
 
   /// The segment a new anchor starts, given the anchors so far (oldest first, the new one last, at
   /// least two) and the current last segment. Pure, for tests.

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <launchwatch/detail/cuda_entry.hpp>
@@ -128,10 +129,12 @@ struct rig {
   cudaStream_t stream = nullptr;
   std::vector<cudaEvent_t> timing_events;   // pairs
   std::vector<cudaEvent_t> ordering_events;  // one per launch, timing disabled
-  lwc::timing_collector collector{0, std::make_shared<lwc::device_health>(0)};
+  lwc::timing_collector collector{0, std::make_shared<lwc::device_health>(0),
+                                  lwc::timing_collector::default_slots};
   std::shared_ptr<lwc::timing_batch> open;  // the stream's open batch, as a cuda_stream keeps it
   lwc::device_clock clock{0};
   std::vector<lwc::timing_record*> records;
+  std::shared_ptr<lwc::timing_batch> filled;
 
   explicit rig(std::size_t batch) {
     check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
@@ -171,6 +174,7 @@ struct rig {
           break;
         case mechanism::slot: {
           launch(kernel, grid, block, take(), stream);
+          close_filled();
           break;
         }
         case mechanism::ordering_event:
@@ -192,7 +196,13 @@ struct rig {
       std::exit(1);
     }
     records.push_back(lease->record);
+    filled = std::move(lease->filled);
     return lease->target;
+  }
+
+  /// Closes the batch the last take() filled, as a stream does once that launch is submitted.
+  void close_filled() {
+    if (filled) collector.close(std::exchange(filled, nullptr));
   }
 
   /// The window of the one launch take() was last asked for, waiting for it to be read back.
@@ -293,6 +303,7 @@ void windows(rig& r, const char* label, const K& kernel, dim3 grid, dim3 block, 
     for (std::size_t i = 0; i < batch; ++i) {
       check(cudaEventRecord(r.timing_events[2 * i], r.stream), "cudaEventRecord");
       launch(kernel, grid, block, r.take(), r.stream);
+      r.close_filled();
       check(cudaEventRecord(r.timing_events[2 * i + 1], r.stream), "cudaEventRecord");
     }
     r.sync();
@@ -356,6 +367,7 @@ void resolved_round_trips(rig& r, int count) {
 
     began = clock_type::now();
     launch(empty_kernel{}, 1, 32, r.take(), r.stream);
+      r.close_filled();
     const lwc::device_window w = r.read_last();
     const lw::profile_ticks ticks = r.clock.to_ticks(w.start, w.end);
     const double c = us_between(began, clock_type::now());
@@ -454,6 +466,7 @@ void clock_facts(rig& r, bool quick) {
     const auto target = r.take();
     const auto before = clock_type::now();
     launch(spin_kernel{2000}, 1, 32, target, r.stream);
+    r.close_filled();
     const lwc::device_window w = r.read_last();
     const auto seen = clock_type::now();
     const lw::profile_ticks t = r.clock.to_ticks(w.start, w.end);
@@ -496,6 +509,7 @@ void epilogue_cost(rig& r, int reps) {
             launch(fill_kernel{out, n}, grid, s.block, {}, r.stream);
           } else {
             launch(fill_kernel{out, n}, grid, s.block, r.take(), r.stream);
+      r.close_filled();
           }
         }
         check(cudaEventRecord(b, r.stream), "cudaEventRecord");

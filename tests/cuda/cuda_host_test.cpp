@@ -16,6 +16,7 @@
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/device_clock.hpp"
 #include "backend/cuda/grid_overhead.hpp"
+#include "backend/cuda/timing_slots.hpp"
 
 namespace launchwatch::cuda_testing {
 namespace {
@@ -183,6 +184,20 @@ TEST(GridOverhead, RejectsAnythingElseNamingTheVariableAndWhatItAccepts) {
     } catch (const configuration_error& error) {
       EXPECT_THAT(error.what(), ::testing::HasSubstr("LAUNCHWATCH_CUDA_GRID_OVERHEAD_NS"));
       EXPECT_THAT(error.what(), ::testing::HasSubstr("whole number of nanoseconds"));
+    }
+  }
+}
+
+TEST(TimingSlots, TheBudgetIsAMultipleOf64From64To65536) {
+  EXPECT_EQ(detail::cuda::parse_timing_slots("64"), 64u);
+  EXPECT_EQ(detail::cuda::parse_timing_slots("65536"), 65536u);
+  for (const char* bad : {"", "0", "63", "100", "65600", "-64", "64k"}) {
+    try {
+      (void)detail::cuda::parse_timing_slots(bad);
+      ADD_FAILURE() << "accepted `" << bad << "`";
+    } catch (const configuration_error& error) {
+      EXPECT_THAT(error.what(), ::testing::HasSubstr("LAUNCHWATCH_CUDA_TIMING_SLOTS"));
+      EXPECT_THAT(error.what(), ::testing::HasSubstr("multiple of 64"));
     }
   }
 }

@@ -38,6 +38,7 @@ cuda_device::cuda_device(int index)
   shared_memory_per_block_ = properties.sharedMemPerBlock;
   // Read now, so a bad LAUNCHWATCH_CUDA_GRID_OVERHEAD_NS fails client::cuda(), not a launch.
   grid_overhead_ = grid_overhead_for(properties.major, properties.minor);
+  timing_slots_ = timing_slots_from_environment();
   shared_memory_per_block_optin_ = properties.sharedMemPerBlockOptin;
   int count = 0;
   check(cudaGetDeviceCount(&count), "cudaGetDeviceCount", index_);
@@ -220,7 +221,7 @@ void cuda_device::check_attributes(const launch_descriptor& launch) {
 
 const std::shared_ptr<device_timing>& cuda_device::timing() {
   std::call_once(timing_once_,
-                 [&] { timing_ = std::make_shared<device_timing>(index_, health_, grid_overhead_); });
+                 [&] { timing_ = std::make_shared<device_timing>(index_, health_, grid_overhead_, timing_slots_); });
   return timing_;
 }
 

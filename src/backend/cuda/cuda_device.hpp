@@ -86,6 +86,7 @@ class cuda_device final : public device, public std::enable_shared_from_this<cud
   std::unordered_map<const void*, cudaFuncAttributes> attributes_;
 
   std::chrono::nanoseconds grid_overhead_{0};
+  std::uint32_t timing_slots_ = 0;
   std::once_flag timing_once_;
   std::shared_ptr<device_timing> timing_;
 };

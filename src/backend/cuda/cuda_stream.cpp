@@ -164,6 +164,8 @@ profiled_submission cuda_stream::submit_profiled(const launch_descriptor& launch
   profile_duration measurement{record_resolver{timing, taken->record, launch.name},
                                timing_method::device};
   this->launch(launch, taken->target);
+  // A batch this launch filled is closed after it, so its beacon follows every launch it holds.
+  if (taken->filled) timing->collector.close(taken->filled);
   const std::uint64_t point = note_submitted(launch.name);
   return profiled_submission{point, std::move(measurement), {}};
 }

@@ -107,6 +107,10 @@ device_clock::device_clock(int device) : device_{device} {
   void* on_device = nullptr;
   check(cudaHostGetDevicePointer(&on_device, host, 0), "cudaHostGetDevicePointer", device_);
   mailbox_on_device_ = static_cast<clock_probe_mailbox*>(on_device);
+  // Loaded now, while the caller creates deferred timing: under CUDA's lazy module loading the
+  // probe's first launch would load it then, and a load can wait for kernels already running.
+  cudaFuncAttributes attributes{};
+  check(cudaFuncGetAttributes(&attributes, clock_probe), "cudaFuncGetAttributes", device_);
 }
 
 device_clock::~device_clock() {

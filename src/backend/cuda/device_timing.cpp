@@ -36,11 +36,11 @@ struct keeper_registry {
 }  // namespace
 
 device_timing::device_timing(int index, std::shared_ptr<device_health> device_health,
-                             std::chrono::nanoseconds overhead)
+                             std::chrono::nanoseconds overhead, std::uint32_t slots)
     : device{index},
       health{std::move(device_health)},
       grid_overhead{overhead},
-      collector{index, health},
+      collector{index, health, slots},
       clock{index} {
   // No anchor is taken here: the first timed launch would wait for the device (behind a
   // persistent kernel, forever). The keeper anchors as soon as timing starts, and a read that

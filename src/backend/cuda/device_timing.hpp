@@ -28,7 +28,7 @@ namespace launchwatch::detail::cuda {
 class device_timing {
  public:
   device_timing(int device, std::shared_ptr<device_health> health,
-                std::chrono::nanoseconds grid_overhead);
+                std::chrono::nanoseconds grid_overhead, std::uint32_t slots);
   /// Stops the keeper.
   ~device_timing();
   device_timing(const device_timing&) = delete;

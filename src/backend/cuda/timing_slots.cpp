@@ -3,6 +3,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cstdlib>
 #include <string>
 #include <utility>
 
@@ -32,10 +34,32 @@ std::optional<device_window> fold(const cuda_timing_slot& slot) {
   return device_window{~start_inverted, end};
 }
 
+constexpr std::string_view slots_variable = "LAUNCHWATCH_CUDA_TIMING_SLOTS";
+
 }  // namespace
 
-timing_collector::timing_collector(int device, std::shared_ptr<device_health> health)
-    : device_{device}, health_{std::move(health)} {
+std::uint32_t parse_timing_slots(std::string_view value) {
+  std::uint32_t slots = 0;
+  const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), slots);
+  if (error != std::errc{} || end != value.data() + value.size() || slots < 64 || slots > 65536 ||
+      slots % timing_collector::block_slots != 0) {
+    throw configuration_error{fmt::format(
+        "{} is set to `{}`, which is not a number of timing slots: give a multiple of 64 from 64 "
+        "to 65536, the most timed launches a device keeps in flight (unset means {})",
+        slots_variable, value, timing_collector::default_slots)};
+  }
+  return slots;
+}
+
+std::uint32_t timing_slots_from_environment() {
+  const char* set = std::getenv(std::string{slots_variable}.c_str());
+  if (set == nullptr || *set == '\0') return timing_collector::default_slots;
+  return parse_timing_slots(set);
+}
+
+timing_collector::timing_collector(int device, std::shared_ptr<device_health> health,
+                                   std::uint32_t slots)
+    : device_{device}, health_{std::move(health)}, max_blocks_{slots / block_slots} {
   device_guard on{device_};
   relaxed_capture_mode relaxed;
   check(cudaStreamCreateWithFlags(&private_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags",
@@ -94,7 +118,7 @@ std::optional<std::uint32_t> timing_collector::take_block() {
     free_blocks_.pop_back();
     return block;
   }
-  if (blocks_.size() >= max_blocks || failed_) return std::nullopt;
+  if (blocks_.size() >= max_blocks_ || failed_) return std::nullopt;
   device_guard on{device_};
   relaxed_capture_mode relaxed;
   void* memory = nullptr;
@@ -144,14 +168,14 @@ std::optional<timing_collector::lease> timing_collector::acquire(
             std::lock_guard lock{mutex_};
             base = blocks_[open->block].slots;
           }
-          taken = lease{cuda_timing_target{base + open->used}, record};
+          taken = lease{cuda_timing_target{base + open->used}, record, nullptr};
           open->records[open->used++] = record;
           if (open->used == timing_batch::capacity) full = open;
         }
       }
       if (taken) {
         if (full) {
-          close(full);
+          taken->filled = std::move(full);
           open.reset();
         }
         return taken;

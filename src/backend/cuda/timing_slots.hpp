@@ -86,16 +86,22 @@ class timing_collector {
  public:
   /// Slots per block, a batch's worth.
   static constexpr std::uint32_t block_slots = timing_batch::capacity;
-  /// The most device memory deferred timing takes on one device: 32 blocks of 256 KiB.
-  static constexpr std::uint32_t max_blocks = 32;
+  /// The slots deferred timing takes on one device unless LAUNCHWATCH_CUDA_TIMING_SLOTS says
+  /// otherwise: 32 blocks of 256 KiB, 8 MiB, as many launches as CUDA queues on a stream and more.
+  static constexpr std::uint32_t default_slots = 2048;
 
-  /// What a timed launch stamps into, and where its measurement will be.
+  /// What a timed launch stamps into, and where its measurement will be. `filled` is the batch
+  /// this launch filled, which the caller closes once the launch is submitted (its beacon must come
+  /// after it).
   struct lease {
     cuda_timing_target target;
     timing_record* record = nullptr;
+    std::shared_ptr<timing_batch> filled;
   };
 
-  timing_collector(int device, std::shared_ptr<device_health> health);
+  /// `slots`: the most slots of device memory it may take (a multiple of block_slots, see
+  /// timing_slots_for()).
+  timing_collector(int device, std::shared_ptr<device_health> health, std::uint32_t slots);
   /// Stops the collector thread. Precondition: no timed launch is still running.
   ~timing_collector();
   timing_collector(const timing_collector&) = delete;
@@ -144,6 +150,7 @@ class timing_collector {
 
   const int device_;
   const std::shared_ptr<device_health> health_;
+  const std::uint32_t max_blocks_;
 
   mutable std::mutex mutex_;
   std::condition_variable work_;       // the collector waits for closed batches
@@ -165,5 +172,13 @@ class timing_collector {
   cuda_timing_slot* zeros_ = nullptr;
   std::thread collector_;
 };
+
+/// LAUNCHWATCH_CUDA_TIMING_SLOTS=`value`: a multiple of 64 from 64 to 65536, the most timed
+/// launches a device keeps in flight (a test forces the budget's end with it). Throws
+/// configuration_error naming the variable, the value and what it accepts.
+std::uint32_t parse_timing_slots(std::string_view value);
+
+/// The variable's value when set, else timing_collector::default_slots. Throws as above.
+std::uint32_t timing_slots_from_environment();
 
 }  // namespace launchwatch::detail::cuda

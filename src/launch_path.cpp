@@ -166,7 +166,11 @@ void issue(const launch_info& info, submitter& source) {
     return;
   }
 
-  measured_submission submitted = source.submit_profiled();
+  // Read at once under `resolved`, and when the logger and a timing observer both want it.
+  const bool read_now = reported.request == timing_request::resolved ||
+                        (logger_reads && reported.request != timing_request::none);
+  measured_submission submitted =
+      source.submit_profiled(read_now ? read_when::at_once : read_when::later);
   if (!submitted.profile) {
     warn_profile_refused(info.kernel, submitted.refusal);
     // Still written, as untimed: the log lists every launch, and a zero would lie.

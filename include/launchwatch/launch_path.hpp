@@ -49,6 +49,13 @@ namespace launch_path {
   return (detail::launch_watch::bits() & detail::launch_watch::observing) != 0;
 }
 
+/// When the launch path will read a launch's measurement: `later` (kept unread, as `deferred`
+/// observers keep it, or read by the logger's writer in turn) or `at_once` (right after the launch,
+/// on the issuing thread: `resolved`, or the logger and a timing observer both wanting it). A
+/// backend may measure the two differently: one to be read back in bulk, the other fast to read
+/// alone.
+enum class read_when { later, at_once };
+
 /// What a launch submitted between profile markers gave back: its measurement, unread, or, when the
 /// source could not measure it (a graph capture window records launches that run only at replay),
 /// nothing and why.
@@ -70,8 +77,8 @@ class submitter {
   virtual void submit() = 0;
   /// Submits the launch between profile markers and returns its measurement unread; or submits it
   /// untimed and says why it could not be measured. Under a dry run the measurement is the host time
-  /// of the preparation (method `system`), since no kernel runs.
-  virtual measured_submission submit_profiled() = 0;
+  /// of the preparation (method `system`), since no kernel runs. `when` says when it will be read.
+  virtual measured_submission submit_profiled(read_when when) = 0;
 
  protected:
   submitter() = default;

@@ -59,6 +59,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <launchwatch/launch_path.hpp>
 #include <launchwatch/profile.hpp>
 #include <launchwatch/runtime/geometry.hpp>
 #include <launchwatch/runtime/kernel.hpp>
@@ -139,7 +140,9 @@ class stream {
   /// Queues the launch; returns its ordering point (0 while capturing).
   virtual std::uint64_t submit(const launch_descriptor& launch) = 0;
   /// Queues the launch bracketed by a measurement, or records it and refuses the measurement.
-  virtual profiled_submission submit_profiled(const launch_descriptor& launch) = 0;
+  /// `when` says whether the measurement will be read right after the launch or kept for later.
+  virtual profiled_submission submit_profiled(const launch_descriptor& launch,
+                                              launch_path::read_when when) = 0;
   /// Records the launch into the capture window open on this stream and returns true; returns
   /// false, doing nothing, when none is open.
   virtual bool record(const launch_descriptor& launch) = 0;

@@ -162,7 +162,7 @@ class client_submission final : public launch_path::submitter {
     track(on_->submit(launch_));
   }
 
-  launch_path::measured_submission submit_profiled() override {
+  launch_path::measured_submission submit_profiled(launch_path::read_when when) override {
     if (mode_ == launch_mode::skip) {
       if (on_->record(launch_)) {
         track(0);
@@ -174,7 +174,7 @@ class client_submission final : public launch_path::submitter {
       const auto end = std::chrono::steady_clock::now();
       return {profile_duration::from_system_time(start, end), {}};
     }
-    auto submitted = on_->submit_profiled(launch_);
+    auto submitted = on_->submit_profiled(launch_, when);
     track(submitted.point);
     return {std::move(submitted.profile), submitted.refusal};
   }

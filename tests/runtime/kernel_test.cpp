@@ -220,7 +220,8 @@ class recording_stream final : public detail::stream {
         std::vector<detail::span_ref>(launch.spans.begin(), launch.spans.end())});
     return ++point_;
   }
-  detail::profiled_submission submit_profiled(const detail::launch_descriptor& launch) override {
+  detail::profiled_submission submit_profiled(const detail::launch_descriptor& launch,
+                                              launch_path::read_when) override {
     return detail::profiled_submission{submit(launch), std::nullopt, "recording only"};
   }
   bool record(const detail::launch_descriptor&) override { return false; }

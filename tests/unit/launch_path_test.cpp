@@ -47,8 +47,9 @@ class fake_submitter final : public launch_path::submitter {
 
   void submit() override { calls.push_back("submit"); }
 
-  launch_path::measured_submission submit_profiled() override {
+  launch_path::measured_submission submit_profiled(launch_path::read_when when) override {
     calls.push_back("submit_profiled");
+    asked_when.push_back(when);
     if (while_submitting) while_submitting();
     switch (kind_) {
       case measurement::refused:
@@ -71,6 +72,7 @@ class fake_submitter final : public launch_path::submitter {
   }
 
   std::vector<std::string> calls;
+  std::vector<launch_path::read_when> asked_when;
   std::atomic<int> reads{0};
   std::thread::id read_on;
   /// Runs inside submit_profiled, as another thread would while this one submits.
@@ -299,6 +301,25 @@ TEST(LaunchPath, WithTheLoggerAtExecutionOnlyTheLaunchIsWrittenAndSubmittedUntim
   EXPECT_THAT(logging.written(), HasSubstr("launch a_kernel on cpu:0 stream 3"));
 }
 
+TEST(LaunchPath, TheSourceIsToldWhetherTheMeasurementWillBeReadAtOnceOrLater) {
+  using launch_path::read_when;
+  const auto asked = [](std::shared_ptr<launch_observer> observer, profile_level level) {
+    std::optional<with_logger> logging;
+    if (level != profile_level::disabled) logging.emplace(level);
+    std::optional<launch_observation> watching;
+    if (observer) watching.emplace(std::move(observer));
+    fake_submitter source;
+    launch_path::issue(info_of("a_kernel"), source);
+    return source.asked_when;
+  };
+  EXPECT_THAT(asked(std::make_shared<keeper>(), profile_level::disabled), ElementsAre(read_when::later));
+  EXPECT_THAT(asked(std::make_shared<timer>(), profile_level::disabled), ElementsAre(read_when::at_once));
+  EXPECT_THAT(asked(nullptr, profile_level::medium), ElementsAre(read_when::later))
+      << "the logger's writer reads in turn, off the launch path";
+  EXPECT_THAT(asked(std::make_shared<recorder>(), profile_level::medium), ElementsAre(read_when::later));
+  EXPECT_THAT(asked(std::make_shared<keeper>(), profile_level::medium), ElementsAre(read_when::at_once));
+}
+
 // 8. A measurement without ticks is skipped with a warning, never reported as zero.
 TEST(LaunchPath, AMeasurementWithoutTicksIsSkippedWithAWarningNotReportedAsZero) {
   captured_log log;
@@ -363,7 +384,7 @@ TEST(LaunchPath, AnExceptionFromTheSubmissionPropagatesAfterTheLaunchWasReported
   launch_observation watching{observer};
   struct failing : launch_path::submitter {
     void submit() override { throw std::runtime_error{"queue full"}; }
-    launch_path::measured_submission submit_profiled() override { return {}; }
+    launch_path::measured_submission submit_profiled(launch_path::read_when) override { return {}; }
   } source;
   EXPECT_THROW(launch_path::issue(info_of("a_kernel"), source), std::runtime_error);
   EXPECT_THAT(observer->names(), ElementsAre("a_kernel"));

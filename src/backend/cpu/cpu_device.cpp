@@ -207,7 +207,8 @@ std::uint64_t cpu_stream::submit(const launch_descriptor& launch) {
   return enqueue(work_item{cpu_launch::copy_of(launch), nullptr, nullptr, 0});
 }
 
-profiled_submission cpu_stream::submit_profiled(const launch_descriptor& launch) {
+profiled_submission cpu_stream::submit_profiled(const launch_descriptor& launch,
+                                                launch_path::read_when) {
   auto* const timing = timings_->acquire();
   std::uint64_t point = 0;
   try {

@@ -101,7 +101,8 @@ class cpu_stream final : public stream {
   void validate(const launch_descriptor& launch) override;
   void prepare(const launch_descriptor& launch) override;
   std::uint64_t submit(const launch_descriptor& launch) override;
-  profiled_submission submit_profiled(const launch_descriptor& launch) override;
+  profiled_submission submit_profiled(const launch_descriptor& launch,
+                                      launch_path::read_when when) override;
   bool record(const launch_descriptor& launch) override;
   void wait(std::uint64_t point) override;
   std::uint64_t last_point() const noexcept override;

@@ -31,12 +31,13 @@ constexpr std::string_view graph_replay_name = "(CUDA graph replay)";
 class record_resolver {
  public:
   record_resolver(std::shared_ptr<device_timing> timing, timing_record* record,
-                  std::string_view kernel) noexcept
-      : timing_{std::move(timing)}, record_{record}, kernel_{kernel} {}
+                  std::string_view kernel, bool at_once) noexcept
+      : timing_{std::move(timing)}, record_{record}, kernel_{kernel}, at_once_{at_once} {}
   record_resolver(record_resolver&& other) noexcept
       : timing_{std::move(other.timing_)},
         record_{std::exchange(other.record_, nullptr)},
-        kernel_{other.kernel_} {}
+        kernel_{other.kernel_},
+        at_once_{other.at_once_} {}
   record_resolver& operator=(record_resolver&&) = delete;
   record_resolver(const record_resolver&) = delete;
   record_resolver& operator=(const record_resolver&) = delete;
@@ -52,13 +53,14 @@ class record_resolver {
       timing_record* record;
       ~let_go() { timing.collector.let_go(record); }
     } on_exit{*timing_, std::exchange(record_, nullptr)};
-    return timing_->read(*on_exit.record, kernel_);
+    return timing_->read(*on_exit.record, kernel_, at_once_);
   }
 
  private:
   std::shared_ptr<device_timing> timing_;
   timing_record* record_;
   std::string_view kernel_;
+  bool at_once_;
 };
 
 static_assert(sizeof(record_resolver) <= detail::profile_resolver::inline_size,
@@ -133,12 +135,14 @@ std::uint64_t cuda_stream::submit(const launch_descriptor& launch) {
   return note_submitted(launch.name);
 }
 
-profiled_submission cuda_stream::submit_profiled(const launch_descriptor& launch) {
+profiled_submission cuda_stream::submit_profiled(const launch_descriptor& launch,
+                                                 launch_path::read_when when) {
   constexpr std::string_view capturing_refusal =
       "the stream is recording a CUDA graph: its launches run at each replay, not now";
   // Checked first without the lock so a launch inside a capture window never creates the device's
   // timing state (an allocation a capturing thread must not make), and again under it below.
   if (capturing()) return profiled_submission{submit(launch), std::nullopt, capturing_refusal};
+  const bool at_once = when == launch_path::read_when::at_once;
   const std::shared_ptr<device_timing>& timing = owner_->timing();
   timing->note_timed_launch();
   std::lock_guard lock{mutex_};
@@ -161,7 +165,7 @@ profiled_submission cuda_stream::submit_profiled(const launch_descriptor& launch
   }
   // Held from here, so the record is let go whatever happens: a launch that fails is read as no
   // window.
-  profile_duration measurement{record_resolver{timing, taken->record, launch.name},
+  profile_duration measurement{record_resolver{timing, taken->record, launch.name, at_once},
                                timing_method::device};
   this->launch(launch, taken->target);
   // A batch this launch filled is closed after it, so its beacon follows every launch it holds.

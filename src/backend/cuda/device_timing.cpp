@@ -113,8 +113,11 @@ void device_timing::keep() {
   }
 }
 
-std::optional<profile_ticks> device_timing::read(timing_record& record, std::string_view kernel) {
-  const std::optional<device_window> window = collector.wait(record, kernel);
+std::optional<profile_ticks> device_timing::read(timing_record& record, std::string_view kernel,
+                                                 bool at_once) {
+  std::optional<device_window> window;
+  if (at_once) window = collector.read_alone(record);
+  if (!window) window = collector.wait(record, kernel);
   if (!window) return std::nullopt;
   {
     relaxed_capture_mode relaxed;

@@ -45,7 +45,8 @@ class device_timing {
   /// was submitted. Nothing when the launch left no window. Blocks until the batch is read back
   /// (and, the first time, until the clock has an anchor); throws device_error naming `kernel`
   /// when the device failed first.
-  std::optional<profile_ticks> read(timing_record& record, std::string_view kernel);
+  /// `at_once`: read just this launch's slot rather than wait for its batch (resolved timing).
+  std::optional<profile_ticks> read(timing_record& record, std::string_view kernel, bool at_once);
 
   /// Stops every device's keeper and collector: at exit, before CUDA's runtime tears itself down.
   static void stop_all_keepers() noexcept;

@@ -71,6 +71,14 @@ timing_collector::timing_collector(int device, std::shared_ptr<device_health> he
   check(cudaHostAlloc(&zeros, block_bytes, cudaHostAllocDefault), "cudaHostAlloc", device_);
   std::fill_n(static_cast<unsigned char*>(zeros), block_bytes, static_cast<unsigned char>(0));
   zeros_ = static_cast<cuda_timing_slot*>(zeros);
+  check(cudaStreamCreateWithFlags(&reader_stream_, cudaStreamNonBlocking),
+        "cudaStreamCreateWithFlags", device_);
+  check(cudaEventCreateWithFlags(&reader_event_, cudaEventDisableTiming), "cudaEventCreateWithFlags",
+        device_);
+  void* reader = nullptr;
+  check(cudaHostAlloc(&reader, sizeof(cuda_timing_slot), cudaHostAllocDefault), "cudaHostAlloc",
+        device_);
+  reader_staging_ = static_cast<cuda_timing_slot*>(reader);
   collector_ = std::thread{[this] { run(); }};
 }
 
@@ -90,6 +98,9 @@ timing_collector::~timing_collector() {
   for (cudaEvent_t e : free_events_) (void)cudaEventDestroy(e);
   (void)cudaFreeHost(staging_);
   (void)cudaFreeHost(zeros_);
+  (void)cudaFreeHost(reader_staging_);
+  (void)cudaEventDestroy(reader_event_);
+  (void)cudaStreamDestroy(reader_stream_);
   (void)cudaStreamDestroy(private_);
 }
 
@@ -168,6 +179,7 @@ std::optional<timing_collector::lease> timing_collector::acquire(
             std::lock_guard lock{mutex_};
             base = blocks_[open->block].slots;
           }
+          record->slot = base + open->used;
           taken = lease{cuda_timing_target{base + open->used}, record, nullptr};
           open->records[open->used++] = record;
           if (open->used == timing_batch::capacity) full = open;
@@ -238,6 +250,37 @@ void timing_collector::let_go(timing_record* record) noexcept {
 std::size_t timing_collector::blocks() const noexcept {
   std::lock_guard lock{mutex_};
   return blocks_.size();
+}
+
+std::optional<device_window> timing_collector::read_alone(timing_record& record) {
+  if (record.state.load(std::memory_order_acquire) != timing_record::pending || !record.batch) {
+    return std::nullopt;
+  }
+  std::lock_guard reading{reader_mutex_};
+  device_guard on{device_};
+  relaxed_capture_mode relaxed;
+  {
+    std::lock_guard batch_lock{record.batch->mutex};
+    // A closed batch goes to the collector, which zeroes its slots: read it there.
+    if (!record.batch->open) return std::nullopt;
+    if (cudaEventRecord(reader_event_, record.batch->stream) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return std::nullopt;
+    }
+  }
+  cudaError_t status = cudaEventSynchronize(reader_event_);
+  if (status == cudaSuccess) {
+    status = cudaMemcpyAsync(reader_staging_, record.slot, sizeof(cuda_timing_slot),
+                             cudaMemcpyDeviceToHost, reader_stream_);
+  }
+  if (status == cudaSuccess) status = cudaStreamSynchronize(reader_stream_);
+  if (status != cudaSuccess) {
+    (void)health_->note(status, "reading a timed launch's slot (cudaEventSynchronize)");
+    (void)cudaGetLastError();
+    return std::nullopt;  // wait() reports the device's fault
+  }
+  // Zeros when its batch closed and was read back in between: wait() has the record then.
+  return fold(*reader_staging_);
 }
 
 std::optional<device_window> timing_collector::wait(timing_record& record,

@@ -46,6 +46,8 @@ struct timing_record {
   device_window window;
   /// When the launch was submitted, on the host: a mapped window never starts before it.
   instant submitted{};
+  /// The slot it was stamped in, for a read of it alone.
+  cuda_timing_slot* slot = nullptr;
   std::atomic<int> holders{0};
   /// The batch it was stamped in, so a read that finds it pending can close the batch.
   std::shared_ptr<timing_batch> batch;
@@ -127,6 +129,12 @@ class timing_collector {
   /// failed before the window was read.
   std::optional<device_window> wait(timing_record& record, std::string_view kernel);
 
+  /// Reads `record`'s window straight from its slot, without closing its batch: an event after its
+  /// launch, waited for, then one copy of the slot. For a launch read right after it was issued
+  /// (resolved timing), where waiting for a batch would cost more than the kernel. Nothing when the
+  /// batch has closed or the slot was read back already: then wait() has it.
+  std::optional<device_window> read_alone(timing_record& record);
+
   /// Says one holder of `record` is done with it; the last one recycles it. Never throws.
   void let_go(timing_record* record) noexcept;
 
@@ -170,6 +178,12 @@ class timing_collector {
   cudaStream_t private_ = nullptr;
   cuda_timing_slot* staging_ = nullptr;
   cuda_timing_slot* zeros_ = nullptr;
+
+  // read_alone()'s, one reader at a time.
+  std::mutex reader_mutex_;
+  cudaStream_t reader_stream_ = nullptr;
+  cudaEvent_t reader_event_ = nullptr;
+  cuda_timing_slot* reader_staging_ = nullptr;
   std::thread collector_;
 };
 

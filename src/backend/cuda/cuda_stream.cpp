@@ -168,6 +168,7 @@ profiled_submission cuda_stream::submit_profiled(const launch_descriptor& launch
   profile_duration measurement{record_resolver{timing, taken->record, launch.name, at_once},
                                timing_method::device};
   this->launch(launch, taken->target);
+  if (at_once) timing->collector.stage(*taken->record, stream_);
   // A batch this launch filled is closed after it, so its beacon follows every launch it holds.
   if (taken->filled) timing->collector.close(taken->filled);
   const std::uint64_t point = note_submitted(launch.name);

@@ -71,14 +71,16 @@ timing_collector::timing_collector(int device, std::shared_ptr<device_health> he
   check(cudaHostAlloc(&zeros, block_bytes, cudaHostAllocDefault), "cudaHostAlloc", device_);
   std::fill_n(static_cast<unsigned char*>(zeros), block_bytes, static_cast<unsigned char>(0));
   zeros_ = static_cast<cuda_timing_slot*>(zeros);
-  check(cudaStreamCreateWithFlags(&reader_stream_, cudaStreamNonBlocking),
-        "cudaStreamCreateWithFlags", device_);
-  check(cudaEventCreateWithFlags(&reader_event_, cudaEventDisableTiming), "cudaEventCreateWithFlags",
-        device_);
-  void* reader = nullptr;
-  check(cudaHostAlloc(&reader, sizeof(cuda_timing_slot), cudaHostAllocDefault), "cudaHostAlloc",
-        device_);
-  reader_staging_ = static_cast<cuda_timing_slot*>(reader);
+  void* staged = nullptr;
+  check(cudaHostAlloc(&staged, sizeof(cuda_timing_slot) * staged_copies, cudaHostAllocDefault),
+        "cudaHostAlloc", device_);
+  staged_ = static_cast<cuda_timing_slot*>(staged);
+  for (int i = staged_copies; i-- > 0;) {
+    check(cudaEventCreateWithFlags(&staged_events_[static_cast<std::size_t>(i)],
+                                   cudaEventDisableTiming),
+          "cudaEventCreateWithFlags", device_);
+    free_staged_.push_back(i);
+  }
   collector_ = std::thread{[this] { run(); }};
 }
 
@@ -98,9 +100,8 @@ timing_collector::~timing_collector() {
   for (cudaEvent_t e : free_events_) (void)cudaEventDestroy(e);
   (void)cudaFreeHost(staging_);
   (void)cudaFreeHost(zeros_);
-  (void)cudaFreeHost(reader_staging_);
-  (void)cudaEventDestroy(reader_event_);
-  (void)cudaStreamDestroy(reader_stream_);
+  (void)cudaFreeHost(staged_);
+  for (cudaEvent_t e : staged_events_) (void)cudaEventDestroy(e);
   (void)cudaStreamDestroy(private_);
 }
 
@@ -120,6 +121,7 @@ timing_record* timing_collector::new_record(instant submitted) {
   taken->window = {};
   taken->submitted = submitted;
   taken->holders.store(2, std::memory_order_relaxed);
+  taken->staged = -1;
   return taken;
 }
 
@@ -242,7 +244,13 @@ void timing_collector::close(const std::shared_ptr<timing_batch>& batch) noexcep
 void timing_collector::let_go(timing_record* record) noexcept {
   if (record->holders.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   record->batch.reset();
+  // Staged but dropped unread: its copy goes back once it has landed (one still in flight is left
+  // out of use rather than waited for).
+  const int copy = std::exchange(record->staged, -1);
+  const bool copy_free =
+      copy >= 0 && cudaEventQuery(staged_events_[static_cast<std::size_t>(copy)]) == cudaSuccess;
   std::lock_guard lock{mutex_};
+  if (copy_free) free_staged_.push_back(copy);
   record->next_free = free_records_;
   free_records_ = record;
 }
@@ -252,35 +260,45 @@ std::size_t timing_collector::blocks() const noexcept {
   return blocks_.size();
 }
 
-std::optional<device_window> timing_collector::read_alone(timing_record& record) {
-  if (record.state.load(std::memory_order_acquire) != timing_record::pending || !record.batch) {
-    return std::nullopt;
-  }
-  std::lock_guard reading{reader_mutex_};
-  device_guard on{device_};
-  relaxed_capture_mode relaxed;
+void timing_collector::stage(timing_record& record, cudaStream_t stream) noexcept {
+  int copy = -1;
   {
-    std::lock_guard batch_lock{record.batch->mutex};
-    // A closed batch goes to the collector, which zeroes its slots: read it there.
-    if (!record.batch->open) return std::nullopt;
-    if (cudaEventRecord(reader_event_, record.batch->stream) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return std::nullopt;
+    std::lock_guard lock{mutex_};
+    if (free_staged_.empty()) return;
+    copy = free_staged_.back();
+    free_staged_.pop_back();
+  }
+  const cudaError_t copied =
+      cudaMemcpyAsync(staged_ + copy, record.slot, sizeof(cuda_timing_slot), cudaMemcpyDeviceToHost,
+                      stream);
+  if (copied != cudaSuccess ||
+      cudaEventRecord(staged_events_[static_cast<std::size_t>(copy)], stream) != cudaSuccess) {
+    (void)cudaGetLastError();
+    std::lock_guard lock{mutex_};
+    free_staged_.push_back(copy);
+    return;
+  }
+  record.staged = copy;
+}
+
+std::optional<device_window> timing_collector::read_alone(timing_record& record) {
+  const int copy = std::exchange(record.staged, -1);
+  if (copy < 0) return std::nullopt;
+  struct give_back {
+    timing_collector& collector;
+    int copy;
+    ~give_back() {
+      std::lock_guard lock{collector.mutex_};
+      collector.free_staged_.push_back(copy);
     }
-  }
-  cudaError_t status = cudaEventSynchronize(reader_event_);
-  if (status == cudaSuccess) {
-    status = cudaMemcpyAsync(reader_staging_, record.slot, sizeof(cuda_timing_slot),
-                             cudaMemcpyDeviceToHost, reader_stream_);
-  }
-  if (status == cudaSuccess) status = cudaStreamSynchronize(reader_stream_);
+  } on_exit{*this, copy};
+  const cudaError_t status = cudaEventSynchronize(staged_events_[static_cast<std::size_t>(copy)]);
   if (status != cudaSuccess) {
-    (void)health_->note(status, "reading a timed launch's slot (cudaEventSynchronize)");
+    (void)health_->note(status, "cudaEventSynchronize (a timed launch read at once)");
     (void)cudaGetLastError();
     return std::nullopt;  // wait() reports the device's fault
   }
-  // Zeros when its batch closed and was read back in between: wait() has the record then.
-  return fold(*reader_staging_);
+  return fold(staged_[copy]);
 }
 
 std::optional<device_window> timing_collector::wait(timing_record& record,

@@ -48,6 +48,9 @@ struct timing_record {
   instant submitted{};
   /// The slot it was stamped in, for a read of it alone.
   cuda_timing_slot* slot = nullptr;
+  /// Where stage() copied the slot in the launch's own stream, when it was (an index into the
+  /// collector's staged copies), or -1.
+  int staged = -1;
   std::atomic<int> holders{0};
   /// The batch it was stamped in, so a read that finds it pending can close the batch.
   std::shared_ptr<timing_batch> batch;
@@ -129,10 +132,15 @@ class timing_collector {
   /// failed before the window was read.
   std::optional<device_window> wait(timing_record& record, std::string_view kernel);
 
-  /// Reads `record`'s window straight from its slot, without closing its batch: an event after its
-  /// launch, waited for, then one copy of the slot. For a launch read right after it was issued
-  /// (resolved timing), where waiting for a batch would cost more than the kernel. Nothing when the
-  /// batch has closed or the slot was read back already: then wait() has it.
+  /// For a launch whose measurement is read right after it (resolved timing), where waiting for a
+  /// batch would cost more than the kernel: queues a copy of its slot to pinned host memory and an
+  /// event behind it, in the launch's own stream, so one wait on the event brings both. Does
+  /// nothing when every staged copy is in use (the read then goes through its batch).
+  /// Precondition: the caller holds the stream's lock, right after submitting the launch.
+  void stage(timing_record& record, cudaStream_t stream) noexcept;
+
+  /// Reads `record`'s window from its staged copy, waiting for the copy's event. Nothing when it
+  /// was not staged: then wait() has it.
   std::optional<device_window> read_alone(timing_record& record);
 
   /// Says one holder of `record` is done with it; the last one recycles it. Never throws.
@@ -179,11 +187,11 @@ class timing_collector {
   cuda_timing_slot* staging_ = nullptr;
   cuda_timing_slot* zeros_ = nullptr;
 
-  // read_alone()'s, one reader at a time.
-  std::mutex reader_mutex_;
-  cudaStream_t reader_stream_ = nullptr;
-  cudaEvent_t reader_event_ = nullptr;
-  cuda_timing_slot* reader_staging_ = nullptr;
+  // stage()'s copies: pinned slots and the events behind them, taken and given back under mutex_.
+  static constexpr int staged_copies = 64;
+  cuda_timing_slot* staged_ = nullptr;  // staged_copies slots, pinned host memory
+  std::array<cudaEvent_t, staged_copies> staged_events_{};
+  std::vector<int> free_staged_;
   std::thread collector_;
 };
 

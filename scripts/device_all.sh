@@ -6,7 +6,9 @@
 # Prints a short table last.
 #
 # Usage: OUT=dir scripts/device_all.sh [step ...]   (OUT defaults to build/device-out)
-#   steps: checks (gpu_check.sh), demo, peers, cpu, threads; all but threads by default. threads
+#   steps: checks (gpu_check.sh), demo, peers, cpu, threads, timing; all but threads and timing by
+#   default. timing runs launchwatch_deferred_timing_bench (issue 10's targets; LONG=N adds one
+#   attribute_pass of N deferred-timed launches). threads
 #   runs scripts/bench_before_after.sh against the source tree in $BASE_SRC (unobserved launches
 #   from 1, 2, 4 and 16 threads on this host's cores, a base commit against this tree). The build is incremental,
 #   so a machine kept warm between two calls builds once: `... checks demo` then `... peers cpu`.
@@ -30,6 +32,7 @@ t=$(date +%s)
 targets=(launchwatch_conformance_cuda_test launchwatch_conformance_cuda_concurrency_test launchwatch_cuda_timing_budget_test
          launchwatch_cuda_backend_test launchwatch_cuda_host_test
          launchwatch_timing_mechanism_bench launchwatch_launch_cost_bench launchwatch_peers_bench
+         launchwatch_deferred_timing_bench
          launchwatch launchwatch_observer_bench launchwatch_attribution_bench launchwatch_launch_bench)
 source scripts/find_cupti.sh
 if cmake --preset cuda -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES=90 "${cupti_args[@]}" >"$logs/configure.log" 2>&1 &&
@@ -70,6 +73,17 @@ if timeout 200 "$BUILD/bench/peers/launchwatch_peers_bench" --json "$OUT/peers.j
   row "peers harness" ok "$(( $(date +%s) - t )) s"
 else
   row "peers harness" FAIL "logs/peers_tables.txt"
+fi
+fi
+
+if want timing; then
+echo "== deferred timing against its targets"
+t=$(date +%s)
+if timeout 500 "$BUILD/bench/peers/launchwatch_deferred_timing_bench" ${LONG:+--long $LONG} \
+     >"$OUT/deferred_timing.txt" 2>&1; then
+  row "deferred timing bench" ok "deferred_timing.txt, $(( $(date +%s) - t )) s"
+else
+  row "deferred timing bench" FAIL "deferred_timing.txt"
 fi
 fi
 

@@ -176,13 +176,8 @@ std::optional<timing_collector::lease> timing_collector::acquire(
         if (open->open && open->used < timing_batch::capacity) {
           timing_record* record = new_record(submitted);
           record->batch = open;
-          cuda_timing_slot* base = nullptr;
-          {
-            std::lock_guard lock{mutex_};
-            base = blocks_[open->block].slots;
-          }
-          record->slot = base + open->used;
-          taken = lease{cuda_timing_target{base + open->used}, record, nullptr};
+          record->slot = open->slots + open->used;
+          taken = lease{cuda_timing_target{record->slot}, record, nullptr};
           open->records[open->used++] = record;
           if (open->used == timing_batch::capacity) full = open;
         }
@@ -202,6 +197,7 @@ std::optional<timing_collector::lease> timing_collector::acquire(
       const auto block = take_block();
       if (!block) return std::nullopt;
       batch->block = *block;
+      batch->slots = blocks_[*block].slots;
       try {
         batch->beacon = take_event();
       } catch (...) {
@@ -328,11 +324,7 @@ std::optional<device_window> timing_collector::wait(timing_record& record,
 }
 
 bool timing_collector::collect(timing_batch& batch) {
-  cuda_timing_slot* base = nullptr;
-  {
-    std::lock_guard lock{mutex_};
-    base = blocks_[batch.block].slots;
-  }
+  cuda_timing_slot* const base = batch.slots;
   const std::size_t bytes = sizeof(cuda_timing_slot) * batch.used;
   if (bytes > 0) {
     cudaError_t status = cudaMemcpyAsync(staging_, base, bytes, cudaMemcpyDeviceToHost, private_);

@@ -68,6 +68,7 @@ struct timing_batch {
   cudaStream_t stream = nullptr;
   cudaEvent_t beacon = nullptr;
   std::uint32_t block = 0;
+  cuda_timing_slot* slots = nullptr;  // the block's first slot, in device memory
   std::uint32_t used = 0;      // guarded by mutex
   std::array<timing_record*, capacity> records{};
 };

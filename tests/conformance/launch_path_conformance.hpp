@@ -24,23 +24,16 @@
 #include <launchwatch/observe.hpp>
 #include <launchwatch/runtime/client.hpp>
 
+#include "conformance/conformance_fixture.hpp"
 #include "conformance/conformance_kernels.hpp"
 #include "support/observers.hpp"
 
 namespace launchwatch::conformance {
 
 template <class Backend>
-class launch_path_conformance : public ::testing::Test {
+class launch_path_conformance : public backend_test<Backend> {
  protected:
-  void SetUp() override {
-    if (const auto why = Backend::unavailable()) GTEST_SKIP() << *why;
-    client_.emplace(Backend::make_client());
-  }
   void TearDown() override { detail::reset_profiling_logger_for_testing(); }
-
-  launchwatch::client& client() { return *client_; }
-
-  std::optional<launchwatch::client> client_;
 };
 
 TYPED_TEST_SUITE_P(launch_path_conformance);

@@ -180,6 +180,22 @@ TYPED_TEST_P(launch_path_conformance, TimedLaunchesOnAPinnedStreamAnotherThreadC
   }
 }
 
+// Finding 22: a capture window's buffers used to stay alive after its thread ended mid-window,
+// until the next capture on a stream of the same id, which never comes.
+TYPED_TEST_P(launch_path_conformance, ABufferKeptOnlyByACaptureWhoseThreadEndedMidWindowIsFreed) {
+  launchwatch::client& client = this->client();
+  std::optional<buffer<int>> values{client.template empty<int>(8)};
+  const auto view = values->view();
+  std::thread{[&] {
+    client.begin_capture();
+    client.launch(fill{view, 1}, cube_count{1}, cube_dim{8});
+    // The thread ends with its capture open: its stream goes, and the window with it.
+  }}.join();
+  values.reset();
+  EXPECT_THROW(client.launch(fill{view, 2}, cube_count{1}, cube_dim{8}), invalid_launch)
+      << "the ended capture kept the buffer alive";
+}
+
 REGISTER_TYPED_TEST_SUITE_P(
     launch_path_conformance, ACaptureUnderADryRunRecordsItsLaunchesAndARealReplayRunsThem,
     AReplayUnderADryRunLeavesEveryBufferAsItWas,
@@ -187,6 +203,7 @@ REGISTER_TYPED_TEST_SUITE_P(
     AReadOnAnotherThreadDoesNotTakeAFailureOfALaunchThatNeverTouchedItsBuffer,
     WithTheLoggerOnANamesOnlyObserverDoesNotMakeALaunchWaitForItsKernel,
     ALaunchsBuffersAreTrackedBeforeItsMeasurementIsRouted,
-    TimedLaunchesOnAPinnedStreamAnotherThreadCapturesNeverLeaveAMeasurementThatHangs);
+    TimedLaunchesOnAPinnedStreamAnotherThreadCapturesNeverLeaveAMeasurementThatHangs,
+    ABufferKeptOnlyByACaptureWhoseThreadEndedMidWindowIsFreed);
 
 }  // namespace launchwatch::conformance

@@ -210,11 +210,6 @@ std::optional<timing_collector::lease> timing_collector::acquire(
   }
 }
 
-void timing_collector::abandon(const lease& taken) noexcept {
-  // The launch never ran: its slot stays empty, so the collector will find no window there.
-  (void)taken;
-}
-
 void timing_collector::close(const std::shared_ptr<timing_batch>& batch) noexcept {
   {
     std::lock_guard batch_lock{batch->mutex};

@@ -106,7 +106,7 @@ class timing_collector {
   };
 
   /// `slots`: the most slots of device memory it may take (a multiple of block_slots, see
-  /// timing_slots_for()).
+  /// timing_slots_from_environment()).
   timing_collector(int device, std::shared_ptr<device_health> health, std::uint32_t slots);
   /// Stops the collector thread. Precondition: no timed launch is still running.
   ~timing_collector();
@@ -116,13 +116,11 @@ class timing_collector {
   /// A slot and a record for a timed launch on `stream`, whose open batch is `open` (made or
   /// replaced here). Nothing when every block is in flight: the launch then goes untimed.
   /// Precondition: the caller holds the stream's lock and the stream is not capturing.
-  /// Cost: a lock and a pop; every `block_slots` launches, a new batch (an allocation) and, when
-  /// the previous one filled, a beacon.
+  /// Cost: the batch's lock and the record pool's; every `block_slots` launches, a new batch (an
+  /// allocation) and a block from the pool (a device allocation while fewer than the budget's
+  /// exist). The caller closes a batch the launch filled (a beacon) after submitting it.
   std::optional<lease> acquire(std::shared_ptr<timing_batch>& open, cudaStream_t stream,
                                instant submitted);
-
-  /// Says a leased launch was not submitted (its launch call failed): its record reads as no window.
-  void abandon(const lease& taken) noexcept;
 
   /// Closes `batch` if still open: records its beacon on its stream and hands it to the collector.
   /// Precondition (from a stream): its lock is held; (from a read): none.

@@ -408,8 +408,8 @@ pass_summary attribution::collect_summary() {
     if (!log.aggregate.empty()) ++threads;
     taken.push_back(std::exchange(log.aggregate, {}));
   }
-  std::pair<std::map<detail::stream_key, detail::interval_union, std::less<>>,
-            std::map<detail::device_key, detail::interval_union, std::less<>>>
+  std::pair<std::map<detail::stream_key, detail::interval_union, detail::key_less>,
+            std::map<detail::device_key, detail::interval_union, detail::key_less>>
       unions;
   {
     std::lock_guard lock{r.timeline_mutex};

@@ -131,7 +131,7 @@ nanoseconds interval_union::span() const {
 
 // --- timeline ---
 
-interval_union& timeline::of(std::map<stream_key, interval_union, std::less<>>& unions,
+interval_union& timeline::of(std::map<stream_key, interval_union, key_less>& unions,
                              std::string_view backend, int device, std::uint64_t stream) {
   const auto key = std::tuple{backend, device, stream};
   auto found = unions.find(key);
@@ -155,8 +155,8 @@ void timeline::add(const stream_info& stream, instant start, instant end) {
   add(stream.backend, stream.device, stream.stream, start, end);
 }
 
-std::pair<std::map<stream_key, interval_union, std::less<>>,
-          std::map<device_key, interval_union, std::less<>>>
+std::pair<std::map<stream_key, interval_union, key_less>,
+          std::map<device_key, interval_union, key_less>>
 timeline::take() {
   auto taken = std::pair{std::exchange(streams_, {}), std::exchange(devices_, {})};
   for (auto& [key, u] : taken.first) u.finish();
@@ -256,8 +256,8 @@ summary_node summary_builder::assemble(std::uint32_t scope) {
 
 pass_summary summary_builder::finish(
     const lost_measurements& lost, std::size_t host_threads,
-    const std::map<stream_key, interval_union, std::less<>>& stream_unions,
-    const std::map<device_key, interval_union, std::less<>>& device_unions) {
+    const std::map<stream_key, interval_union, key_less>& stream_unions,
+    const std::map<device_key, interval_union, key_less>& device_unions) {
   summary_.lost = lost;
   summary_.host_threads = host_threads;
   // Children come after their parents, so walking backwards completes each scope before adding it

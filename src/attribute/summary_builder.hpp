@@ -89,6 +89,30 @@ class interval_union {
 using stream_key = std::tuple<std::string, int, std::uint64_t>;
 using device_key = std::tuple<std::string, int>;
 
+/// Orders stream and device keys with their backend's name compared as a string_view, so a lookup
+/// can pass the name without building a std::string. (std::less<> would compare a tuple of
+/// string_view with a tuple of string through tuple's own operators, which not every standard
+/// library and compiler pair accepts: clang 14 with libstdc++ 12 does not.)
+struct key_less {
+  using is_transparent = void;
+  template <class A, class B>
+  bool operator()(const A& a, const B& b) const {
+    return viewed(a) < viewed(b);
+  }
+
+ private:
+  static std::string_view view_of(const std::string& s) noexcept { return s; }
+  static std::string_view view_of(std::string_view s) noexcept { return s; }
+  template <class T>
+  static const T& view_of(const T& value) noexcept {
+    return value;
+  }
+  template <class... T>
+  static auto viewed(const std::tuple<T...>& key) {
+    return std::apply([](const auto&... field) { return std::tuple{view_of(field)...}; }, key);
+  }
+};
+
 /// Kernels' places on the timeline, united per stream and per device.
 class timeline {
  public:
@@ -97,16 +121,16 @@ class timeline {
   void add(const stream_info& stream, instant start, instant end);
   void add(std::string_view backend, int device, std::uint64_t stream, instant start, instant end);
   /// Finishes every union; the timeline reads as empty afterwards for the next pass.
-  std::pair<std::map<stream_key, interval_union, std::less<>>,
-            std::map<device_key, interval_union, std::less<>>>
+  std::pair<std::map<stream_key, interval_union, key_less>,
+            std::map<device_key, interval_union, key_less>>
   take();
 
  private:
-  interval_union& of(std::map<stream_key, interval_union, std::less<>>& unions, std::string_view backend,
+  interval_union& of(std::map<stream_key, interval_union, key_less>& unions, std::string_view backend,
                      int device, std::uint64_t stream);
   std::size_t window_;
-  std::map<stream_key, interval_union, std::less<>> streams_;
-  std::map<device_key, interval_union, std::less<>> devices_;
+  std::map<stream_key, interval_union, key_less> streams_;
+  std::map<device_key, interval_union, key_less> devices_;
 };
 
 /// Assembles a pass_summary from groups over one set of tables.
@@ -122,8 +146,8 @@ class summary_builder {
   /// The summary. `unions` gives each stream's and device's kernels on the timeline (from a
   /// timeline's take()); streams and devices without one had no placed kernels.
   pass_summary finish(const lost_measurements& lost, std::size_t host_threads,
-                      const std::map<stream_key, interval_union, std::less<>>& stream_unions,
-                      const std::map<device_key, interval_union, std::less<>>& device_unions);
+                      const std::map<stream_key, interval_union, key_less>& stream_unions,
+                      const std::map<device_key, interval_union, key_less>& device_unions);
 
  private:
   /// Where a row goes among its siblings: its first issue, then the order rows were made in.

@@ -32,6 +32,11 @@
 
 #include <launchwatch/launchwatch.hpp>
 
+#include <launchwatch/launch_path.hpp>
+
+#include "backend/cuda/cuda_check.hpp"
+#include "backend/cuda/device_health.hpp"
+#include "backend/cuda/timing_slots.hpp"
 #include "cupti_peers.hpp"
 
 namespace {
@@ -223,6 +228,82 @@ void host_costs(lw::client& c, int rounds) {
   check(cudaStreamDestroy(raw_stream), "cudaStreamDestroy");
 }
 
+/// A launch source that submits nothing: what the launch path's own routing costs.
+class routed_only final : public lw::launch_path::submitter {
+ public:
+  void submit() override {}
+  lw::launch_path::measured_submission submit_profiled(lw::launch_path::read_when) override {
+    const auto now = clock_type::now();
+    return {lw::profile_duration::from_system_time(now, now), {}};
+  }
+};
+
+class names_only final : public lw::launch_observer {
+ public:
+  void launched(std::string_view) override {}
+};
+
+/// Where a deferred launch's host time goes, part by part, each timed on its own in this run: the
+/// launch path's routing for a names-only and a deferred observer (no submission), and the timing
+/// collector's acquire and batch close (no launch).
+void host_breakdown(int rounds) {
+  namespace lwc = lw::detail::cuda;
+  constexpr int batch = 20'000;
+  lw::launch_info info;
+  info.kernel = "breakdown";
+  info.backend = "cuda";
+  std::vector<double> route_names, route_deferred, acquire;
+  lwc::timing_collector collector{0, std::make_shared<lwc::device_health>(0),
+                                  lwc::timing_collector::default_slots};
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  for (int r = -1; r < rounds; ++r) {
+    routed_only source;
+    {
+      lw::launch_observation watching{std::make_shared<names_only>()};
+      const auto began = clock_type::now();
+      for (int i = 0; i < batch; ++i) lw::launch_path::issue(info, source);
+      if (r >= 0) route_names.push_back(us_since(began) * 1000.0 / batch);
+    }
+    auto keeps = std::make_shared<keeper>();
+    {
+      lw::launch_observation watching{keeps};
+      const auto began = clock_type::now();
+      for (int i = 0; i < batch; ++i) lw::launch_path::issue(info, source);
+      if (r >= 0) route_deferred.push_back(us_since(began) * 1000.0 / batch);
+    }
+    (void)keeps->read_us();
+    std::shared_ptr<lwc::timing_batch> open;
+    std::vector<lwc::timing_record*> records;
+    records.reserve(1024);
+    double spent = 0;
+    for (int done = 0; done < batch; done += 1024) {
+      const auto began = clock_type::now();
+      for (int i = 0; i < 1024; ++i) {
+        auto lease = collector.acquire(open, stream, clock_type::now());
+        if (!lease) break;
+        if (lease->filled) collector.close(lease->filled);
+        records.push_back(lease->record);
+      }
+      spent += us_since(began);
+      if (open) collector.close(open);
+      open.reset();
+      for (auto* record : records) {
+        (void)collector.wait(*record, "breakdown");
+        collector.let_go(record);
+      }
+      records.clear();
+    }
+    if (r >= 0) acquire.push_back(spent * 1000.0 / batch);
+  }
+  check(cudaStreamDestroy(stream), "cudaStreamDestroy");
+  std::printf("\n[host breakdown] per launch, %d rounds of %d, no kernel launched\n", rounds, batch);
+  std::printf("  launch path, names-only observer           %8.1f ns\n", median(route_names));
+  std::printf("  launch path, deferred observer (kept)      %8.1f ns  (+%.1f over names-only)\n",
+              median(route_deferred), median(route_deferred) - median(route_names));
+  std::printf("  timing collector: clock read, acquire, close %6.1f ns\n", median(acquire));
+}
+
 void fidelity(lw::client& c, double cpus) {
   auto out = c.empty<float>(1);
   const std::vector<shape> shapes{
@@ -325,6 +406,7 @@ int main(int argc, char** argv) {
               props.major, props.minor, props.multiProcessorCount, cpus);
   wall_ratios(c, cpus, rounds);
   host_costs(c, rounds);
+  host_breakdown(rounds);
   fidelity(c, cpus);
   if (long_launches > 0) long_pass(c, long_launches);
   return 0;

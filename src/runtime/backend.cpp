@@ -2,6 +2,8 @@
 
 #include <atomic>
 
+#include <fmt/format.h>
+
 #include <launchwatch/logger.hpp>
 
 namespace launchwatch::detail {
@@ -20,6 +22,8 @@ std::atomic<std::uint64_t> stream_ids{1};
 stream::stream() : id_{next_id(stream_ids)} {}
 
 device::device() : id_{next_id(device_ids)} {}
+
+std::string label(const device& d) { return fmt::format("{}:{}", d.backend(), d.index()); }
 
 void start_device_runtime() { profiling_logger::instance().start(); }
 

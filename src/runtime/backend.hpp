@@ -222,6 +222,9 @@ class device {
   std::uint64_t id_;
 };
 
+/// "backend:index" (`cpu:0`, `cuda:1`): how the runtime's messages name a device.
+std::string label(const device& d);
+
 /// Starts what a device runtime needs once per device (the profiling logger, which reads
 /// LAUNCHWATCH_PROFILE and LAUNCHWATCH_LOG). Call before handing out a new device's first client;
 /// throws configuration_error on a bad setting.

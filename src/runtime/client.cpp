@@ -24,8 +24,6 @@ namespace launchwatch {
 namespace detail {
 namespace {
 
-std::string label(const device& d) { return fmt::format("{}:{}", d.backend(), d.index()); }
-
 [[noreturn]] void refuse_while_capturing(const char* what) {
   throw capture_error{fmt::format(
       "{} refused: this thread's stream is recording a graph capture, whose launches have not run "

@@ -22,8 +22,6 @@ namespace launchwatch {
 namespace detail {
 namespace {
 
-std::string label(const device& d) { return fmt::format("{}:{}", d.backend(), d.index()); }
-
 // ---------------------------------------------------------------------------------------------
 // The allocations one launch references: on the stack for the common case of a few spans.
 

@@ -21,6 +21,7 @@
 
 #include <gtest/gtest.h>
 
+#include "conformance/conformance_kernels.hpp"
 #include "support/observers.hpp"
 
 namespace launchwatch {
@@ -32,14 +33,7 @@ constexpr bool under_thread_sanitizer = true;
 constexpr bool under_thread_sanitizer = false;
 #endif
 
-struct fill {
-  device_span<int> out;
-  int value;
-  void operator()(unit u) const {
-    const auto i = u.absolute_pos();
-    if (i < out.size()) out[i] = value;
-  }
-};
+using conformance::fill;
 
 /// What became of a child: its exit status, or the signal that ended it.
 struct child_outcome {

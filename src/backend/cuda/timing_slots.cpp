@@ -328,7 +328,8 @@ bool timing_collector::collect(timing_batch& batch) {
     }
     if (status == cudaSuccess) status = cudaStreamSynchronize(private_);
     if (status != cudaSuccess) {
-      fail_pending(health_->note(status, "reading deferred timing back (cudaMemcpyAsync)"));
+      (void)health_->note(status, "reading deferred timing back (cudaMemcpyAsync)");
+      fail_pending();
       return false;
     }
   }
@@ -348,9 +349,12 @@ bool timing_collector::collect(timing_batch& batch) {
   return true;
 }
 
-void timing_collector::fail_pending(const std::string& why) noexcept {
-  (void)why;
+void timing_collector::fail_pending() noexcept {
   std::lock_guard lock{mutex_};
+  mark_pending_failed();
+}
+
+void timing_collector::mark_pending_failed() noexcept {
   failed_ = true;
   for (const auto& batch : closed_) {
     for (std::uint32_t i = 0; i < batch->used; ++i) {
@@ -382,7 +386,8 @@ void timing_collector::run() {
           batch->used == 0 ? cudaSuccess : cudaEventQuery(batch->beacon);
       if (status == cudaErrorNotReady) continue;
       if (status != cudaSuccess) {
-        fail_pending(health_->note(status, "cudaEventQuery (a timing batch's beacon)"));
+        (void)health_->note(status, "cudaEventQuery (a timing batch's beacon)");
+        fail_pending();
         (void)cudaGetLastError();
         broken = true;
         break;
@@ -407,13 +412,7 @@ void timing_collector::run() {
                                          : std::min(pause * 2, std::chrono::microseconds{1000});
   }
   // Stopped (at exit, or the device failed): whatever is still pending will never be read back.
-  failed_ = true;
-  for (const auto& batch : closed_) {
-    for (std::uint32_t i = 0; i < batch->used; ++i) {
-      batch->records[i]->state.store(timing_record::failed, std::memory_order_release);
-    }
-  }
-  collected_.notify_all();
+  mark_pending_failed();
 }
 
 }  // namespace launchwatch::detail::cuda

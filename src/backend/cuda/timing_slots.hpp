@@ -160,7 +160,8 @@ class timing_collector {
   std::optional<std::uint32_t> take_block();  // caller holds mutex_
   void run();
   bool collect(timing_batch& batch);  // one closed batch whose beacon has passed
-  void fail_pending(const std::string& why) noexcept;
+  void fail_pending() noexcept;
+  void mark_pending_failed() noexcept;  // caller holds mutex_
   cudaEvent_t take_event();  // caller holds mutex_
 
   const int device_;

@@ -7,6 +7,7 @@
 #include <launchwatch/attribute/scope.hpp>
 #include <launchwatch/attribute/summary.hpp>
 #include <launchwatch/config.hpp>
+#include <launchwatch/cuda_bridge.hpp>
 #include <launchwatch/dry_run.hpp>
 #include <launchwatch/errors.hpp>
 #include <launchwatch/kernel_name.hpp>

@@ -1,0 +1,245 @@
+// The CUDA bridge: every CUDA kernel the process launches, reported like one of launchwatch's own.
+//
+// Most kernels a C++ program runs are not launched through launchwatch's client: cuBLAS, cuDNN,
+// NCCL, CUTLASS, Triton, libtorch, the program's own `<<<>>>`. While a cuda_bridge lives, each of
+// them reaches the installed launch observer through the same launch path as a native launch
+// (launch_path.hpp): reported synchronously on the issuing thread before it is submitted, timed on
+// request, attributed to scopes, rendered by the same reports. It hangs on CUPTI's driver-domain
+// launch callbacks (which run exactly there) and takes device time from CUPTI's concurrent-kernel
+// records on the steady clock. Facts behind the design: DESIGN.md §8, research/cuda-bridge.md;
+// user-facing guide: docs/cuda_bridge.md.
+//
+// Declared in every build, with no CUDA header: a build without CUDA (or without CUPTI) links, and
+// constructing a bridge there throws cuda_bridge_unavailable saying so.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <launchwatch/errors.hpp>
+#include <launchwatch/profile.hpp>
+
+namespace launchwatch {
+
+namespace detail {
+class cuda_bridge_engine;
+}
+
+/// Which launches the bridge reports: all of them, or only those between the program's
+/// cudaProfilerStart / cuProfilerStart and the matching Stop (as Nsight Systems'
+/// `--capture-range=cudaProfilerApi` does), so a program can mark the part worth watching.
+enum class cuda_capture_range {
+  /// Every launch while the bridge lives.
+  whole,
+  /// Only launches (and graph replays) issued while the profiler API range is open. Closed at
+  /// construction; Start opens it, Stop closes it, any number of times.
+  cuda_profiler_api,
+};
+
+/// What the bridge does with a CUDA graph's replays. A replay is never reported to `launched`
+/// (behaviour 12: its kernels were reported once, when the capture recorded them).
+enum class cuda_graph_replays {
+  /// Replays are run and not reported at all. The default: nothing is traced for them.
+  unreported,
+  /// Each replayed kernel node's device time is told to an installed observer that also derives
+  /// from graph_replay_observer, charged to the launch that recorded the node (its
+  /// launch_info::launch_id). Enables CUPTI's concurrent-kernel records at construction, which
+  /// costs every launch of the process about +0.8 µs host (research/cuda-bridge.md §2).
+  per_node,
+};
+
+/// How a cuda_bridge watches the process. Every field has a default that suits a program that
+/// just wants its kernels in the reports.
+struct cuda_bridge_options {
+  /// Which launches are reported; see cuda_capture_range.
+  cuda_capture_range capture_range = cuda_capture_range::whole;
+  /// What graph replays are told; see cuda_graph_replays.
+  cuda_graph_replays graph_replays = cuda_graph_replays::unreported;
+  /// Turn CUPTI's concurrent-kernel records on at construction rather than at the first launch an
+  /// observer asks to time. The lazy default keeps a names-only pass at callback cost (+0.2-0.5 µs a
+  /// launch); records cost about +0.8 µs a launch host and 9-10% device on back-to-back short
+  /// kernels, from the moment they are on until the bridge is destroyed (they are never turned off
+  /// while CUDA work may run: CUPTI is fragile there).
+  bool trace_kernels_from_start = false;
+  /// How often the collector thread asks CUPTI for completed records while a measurement is
+  /// awaited. CUPTI never delivers a buffer that is not full on its own, so someone must flush; a
+  /// shorter period delivers sooner and costs a flush call (about 9 µs idle) each time.
+  std::chrono::milliseconds flush_period{10};
+  /// How long resolving a deferred measurement waits for its record before giving up (the
+  /// measurement is then empty, with behaviour 8's warning and a count in stats()). CUPTI withholds
+  /// a record until every kernel sharing its buffer has finished, so this bounds the wait for the
+  /// longest kernel in flight, not only this one.
+  std::chrono::milliseconds record_timeout{std::chrono::seconds{30}};
+  /// Honour LAUNCHWATCH_CUPTI (`on`, the default, or `off`): with `off` the constructor throws
+  /// cuda_bridge_unavailable saying so, so an unmodified program can be run without the bridge. A
+  /// value other than on/off (or 1/0, true/false) throws configuration_error naming the variable.
+  bool read_environment = true;
+};
+
+/// The bridge could not start, and why; the process's CUDA is left as it was, and launchwatch then
+/// sees only its own launches (client::cuda).
+///
+/// The message says what to do. why() lets a program react (run without the bridge, or report the
+/// other tool that holds CUPTI).
+class cuda_bridge_unavailable : public backend_unavailable {
+ public:
+  /// What stood in the way.
+  enum class reason {
+    /// This build has no CUDA backend, or was built without CUPTI.
+    not_built,
+    /// LAUNCHWATCH_CUPTI=off.
+    turned_off,
+    /// No CUDA device (or no driver) on this machine.
+    no_device,
+    /// Another CUPTI subscriber holds CUPTI (Nsight, compute-sanitizer, the PyTorch profiler,
+    /// another tool's injection): holder() names it as CUPTI reports it.
+    cupti_in_use,
+    /// The CUPTI, driver or runtime versions do not fit each other (the versions are in the
+    /// message).
+    incompatible,
+    /// CUPTI failed in another way (the call and CUPTI's error are in the message).
+    cupti_failed,
+  };
+
+  cuda_bridge_unavailable(reason why, const std::string& message, std::string holder = {})
+      : backend_unavailable{message},
+        why_{why},
+        holder_{std::make_shared<const std::string>(std::move(holder))} {}
+
+  /// What stood in the way.
+  [[nodiscard]] reason why() const noexcept { return why_; }
+  /// The name of the CUPTI subscriber that holds CUPTI, as CUPTI gives it (for example "CUPTI for
+  /// <not provided>"); empty unless why() is cupti_in_use.
+  [[nodiscard]] std::string_view holder() const noexcept { return *holder_; }
+
+ private:
+  reason why_;
+  std::shared_ptr<const std::string> holder_;  // shared: an exception's copy must not throw
+};
+
+/// What a bridge has done so far, for tests, the `launchwatch run` summary and a program that wants
+/// to say how complete its timings are. Counts since the process's first bridge was constructed.
+struct cuda_bridge_stats {
+  /// Foreign launches reported to the launch path (graph replays not included).
+  std::uint64_t launches_reported = 0;
+  /// Launches launchwatch's own CUDA backend issued, seen by CUPTI and skipped (reported by the
+  /// backend itself, so never twice).
+  std::uint64_t own_launches_skipped = 0;
+  /// Launches outside the capture range (cuda_capture_range::cuda_profiler_api), not reported.
+  std::uint64_t outside_capture_range = 0;
+  /// Deferred measurements whose CUPTI record arrived.
+  std::uint64_t measurements_delivered = 0;
+  /// Deferred measurements that never got a record (timed out, the record was lost or carried no
+  /// timestamps): each resolved empty, never as zero.
+  std::uint64_t measurements_missing = 0;
+  /// Records CUPTI says it dropped (its buffers were full).
+  std::uint64_t records_dropped = 0;
+  /// Replayed graph nodes told to a graph_replay_observer.
+  std::uint64_t replayed_nodes_delivered = 0;
+};
+
+/// One kernel node of a replayed CUDA graph, with its device time: what a graph_replay_observer is
+/// told under cuda_graph_replays::per_node.
+struct replayed_node {
+  /// The kernel's name: the same interned view its capture-time launch was reported with.
+  std::string_view kernel;
+  /// The launch_info::launch_id of the launch that recorded this node during the capture, so an
+  /// observer charges the time to what it saw then (its scope path, for attribution).
+  std::uint64_t captured_launch = 0;
+  /// Which replay this was: the same for every node of one cudaGraphLaunch, distinct across replays.
+  std::uint64_t replay = 0;
+  /// The device and stream the replay ran on.
+  int device = 0;
+  std::uint64_t stream = 0;
+  /// When the node's kernel ran, on the steady clock (device timestamps, timing_method::device).
+  profile_ticks ticks = profile_ticks::from_start_end(instant{}, instant{});
+};
+
+/// Opt-in extension for observers that want device time of graph replays (beyond the spec, which
+/// reports nothing per replay). An observer derives from launch_observer and from this; with a
+/// bridge built with cuda_graph_replays::per_node, each replayed kernel node is told here.
+///
+/// Why a separate interface: a replay is not a launch (nothing is issued, no scope is current on
+/// its thread for the nodes), so it must not reach `launched`, and an observer that never asked
+/// pays nothing. The captured launch's id is the link back to what the observer saw at capture.
+///
+/// Contract: called on the bridge's collector thread (or the thread calling cuda_bridge::flush),
+/// after the replay ran, with the observer slot's shared lock held, and only while the observation
+/// that was installed when the replay was launched is still installed (behaviour 6's rule). Same
+/// rules as launch_observer methods: cheap, must not launch, must not install or drop an
+/// observation; exceptions are contained.
+class graph_replay_observer {
+ public:
+  virtual ~graph_replay_observer() = default;
+  /// A replayed kernel node ran; `node.ticks` says when.
+  virtual void replayed(const replayed_node& node) = 0;
+};
+
+/// Reports every CUDA kernel launch in the process to launchwatch's launch path while it lives.
+///
+/// RAII because the bridge holds a process-wide resource (CUPTI has one subscriber) that must be
+/// given back exactly: the destructor turns records off after the device is idle, unsubscribes and
+/// calls cuptiFinalize, so launches after it are as fast as before it (without cuptiFinalize they
+/// stay slower for the rest of the process).
+///
+/// What it reports: each kernel launch CUDA's driver sees (runtime `<<<>>>`, cudaLaunchKernel[Ex],
+/// cooperative launches, direct cuLaunchKernel[Ex], libraries that bypass the runtime), once, on the
+/// issuing thread, before submission, with launch_info{kernel (demangled once per distinct name),
+/// backend "cuda", device, stream, grid, block, capturing, collective for NCCL's kernels,
+/// launch_id}. Launches made by launchwatch's own CUDA backend are skipped (the backend reports
+/// them). A foreign launch cannot be skipped, so under a dry run it is reported with dry_run false
+/// and runs. Inside a stream capture it is reported with capturing true and its measurement refused
+/// (behaviour 10); replays are not reported (see cuda_graph_replays).
+///
+/// Timing: `deferred` hands a measurement that resolves from the kernel's CUPTI record (device
+/// start and end, on the steady clock); `resolved` (and the logger past execution_only) brackets the
+/// launch with two CUDA events and reads them at once, on the issuing thread.
+///
+/// One bridge per process at a time in effect: a second cuda_bridge constructed while one lives
+/// shares it (its options are ignored) and the last one destroyed tears it down.
+///
+/// Thread safety: construct and destroy on any thread, not inside an observer method, and not while
+/// another thread is constructing or destroying one. Launches may run on any thread meanwhile.
+/// Cost: see docs/cuda_bridge.md; names only about +0.2-0.5 µs a launch, deferred about +1 µs.
+class [[nodiscard]] cuda_bridge {
+ public:
+  /// Subscribes to CUPTI and starts reporting.
+  ///
+  /// Throws cuda_bridge_unavailable (why() says which case) when this build has no CUDA or CUPTI,
+  /// LAUNCHWATCH_CUPTI=off, there is no device, another subscriber holds CUPTI (holder() names it),
+  /// or the versions do not fit; configuration_error for a bad LAUNCHWATCH_CUPTI. Nothing is left
+  /// subscribed when it throws. Best constructed before the program's first CUDA call.
+  explicit cuda_bridge(cuda_bridge_options options = {});
+  /// Waits for the devices the bridge saw launches on, delivers what is pending, and gives CUPTI
+  /// back (cuptiFinalize). Measurements not yet resolved then resolve from what arrived, or empty.
+  ~cuda_bridge();
+
+  cuda_bridge(const cuda_bridge&) = delete;
+  cuda_bridge& operator=(const cuda_bridge&) = delete;
+  cuda_bridge(cuda_bridge&&) = delete;
+  cuda_bridge& operator=(cuda_bridge&&) = delete;
+
+  /// Waits until every device the bridge saw a launch on is idle, then delivers every pending
+  /// measurement (deferred records become readable at once; replayed graph nodes are told). For
+  /// the end of a pass or of the process (`launchwatch run` calls it at exit), before reports are
+  /// written.
+  ///
+  /// Thread safety: any thread, not inside an observer method. Work that other threads launch
+  /// meanwhile may still be pending when it returns. Cost: a device synchronise and a CUPTI flush.
+  void flush();
+
+  /// Counts of what the bridge did so far. Any thread. Cost: a few relaxed loads.
+  [[nodiscard]] cuda_bridge_stats stats() const noexcept;
+
+  /// Whether this build can run a bridge at all (CUDA and CUPTI were built in); false means the
+  /// constructor always throws cuda_bridge_unavailable with reason not_built.
+  [[nodiscard]] static bool built() noexcept;
+
+ private:
+  std::shared_ptr<detail::cuda_bridge_engine> engine_;
+};
+
+}  // namespace launchwatch

@@ -1,0 +1,37 @@
+// cuda_bridge in a build that cannot run it (no CUDA backend, or CUDA without CUPTI): it still links,
+// so a program written for both kinds of build learns at run time that the bridge is absent.
+#include <launchwatch/cuda_bridge.hpp>
+
+#include <launchwatch/config.hpp>
+
+namespace launchwatch {
+
+namespace detail {
+class cuda_bridge_engine {};
+}  // namespace detail
+
+cuda_bridge::cuda_bridge(cuda_bridge_options /*options*/) {
+#if LAUNCHWATCH_HAS_CUDA
+  throw cuda_bridge_unavailable{
+      cuda_bridge_unavailable::reason::not_built,
+      "launchwatch::cuda_bridge: this build of launchwatch found no CUPTI beside the CUDA toolkit, "
+      "so it cannot see kernels it did not launch. Install the toolkit's CUPTI (cuda-cupti-dev) "
+      "and reconfigure; launchwatch's own CUDA launches are still reported."};
+#else
+  throw cuda_bridge_unavailable{
+      cuda_bridge_unavailable::reason::not_built,
+      "launchwatch::cuda_bridge: this build of launchwatch has no CUDA backend (it was configured "
+      "with LAUNCHWATCH_CUDA=OFF, or without a CUDA compiler), so CUDA was not built and there are "
+      "no CUDA launches to watch. Rebuild with the CUDA toolkit and -DLAUNCHWATCH_CUDA=ON"};
+#endif
+}
+
+cuda_bridge::~cuda_bridge() = default;
+
+void cuda_bridge::flush() {}
+
+cuda_bridge_stats cuda_bridge::stats() const noexcept { return {}; }
+
+bool cuda_bridge::built() noexcept { return false; }
+
+}  // namespace launchwatch

@@ -1,5 +1,6 @@
 // `launchwatch`: the command-line program. `demo` runs a small transformer under an attribution
-// observer and writes its report and trace files; `report` renders a saved summary.
+// observer and writes its report and trace files; `run` watches another program's CUDA kernels and
+// NVTX ranges; `report` renders a saved summary.
 
 #include <cerrno>
 #include <cmath>
@@ -23,10 +24,13 @@
 #include <launchwatch/attribute/attribution.hpp>
 #include <launchwatch/attribute/diff.hpp>
 #include <launchwatch/attribute/render.hpp>
+#include <launchwatch/attribute/report_files.hpp>
 #include <launchwatch/attribute/summary.hpp>
 #include <launchwatch/runtime/client.hpp>
 
 #include "forward.hpp"
+#include "report_paths.hpp"
+#include "run_command.hpp"
 #include "transformer.hpp"
 
 namespace {
@@ -44,17 +48,6 @@ struct demo_options {
   bool progress = true;
   std::size_t trace_events = 0;
 };
-
-/// An output file opened before any work is done, so an unwritable path fails in a second with
-/// the path and the reason, not after the pass with its results lost.
-std::ofstream open_output(const fs::path& path) {
-  std::ofstream file{path, std::ios::out | std::ios::trunc};
-  if (!file) {
-    throw std::runtime_error{fmt::format("cannot write {}: {}. Choose another folder with --out.",
-                                         path.string(), std::strerror(errno))};
-  }
-  return file;
-}
 
 timing_request parse_timing(const std::string& timing) {
   if (timing == "none") return timing_request::none;
@@ -82,15 +75,7 @@ class progress_line {
 
 int run_demo(const demo_options& options) {
   options.model.validate();
-  std::error_code error;
-  fs::create_directories(options.out, error);
-  if (error) {
-    throw std::runtime_error{fmt::format("cannot create the output folder {}: {}. Choose another with --out.",
-                                         options.out.string(), error.message())};
-  }
-  auto trace_file = open_output(options.out / "trace.json");
-  auto folded_file = open_output(options.out / "flame.folded");
-  auto summary_file = open_output(options.out / "summary.json");
+  report_files files{options.out};
 
   auto device = options.backend == "cuda" ? client::cuda(options.device) : client::cpu(options.device);
   const auto& model = options.model;
@@ -138,23 +123,14 @@ int run_demo(const demo_options& options) {
   write_tree(std::cout, summary);
   trace_options trace;
   trace.max_events = options.trace_events;
-  const auto written = write_chrome_trace(trace_file, pass, trace);
-  write_folded(folded_file, summary);
-  write_summary_json(summary_file, summary);
-  for (auto* file : {&trace_file, &folded_file, &summary_file}) {
-    file->flush();
-    if (!*file) throw std::runtime_error{"writing the output files failed (disk full?)"};
-  }
+  const auto written = files.write(pass, summary, trace);
   if (written.dropped > 0) {
     std::cout << fmt::format(
         "\ntrace.json: cut at {} events (--trace-events): it holds the pass up to {:.3f} ms, and {} "
         "later events were dropped\n",
         options.trace_events, static_cast<double>(written.dropped_from.count()) / 1e6, written.dropped);
   }
-  std::cout << fmt::format(
-      "\nwrote {0}/trace.json (open in https://ui.perfetto.dev), {0}/flame.folded (flamegraph.pl, "
-      "speedscope) and {0}/summary.json (launchwatch report {0}/summary.json)\n",
-      options.out.string());
+  std::cout << '\n' << cli::wrote_report_files(options.out) << '\n';
   return 0;
 }
 
@@ -274,9 +250,13 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"device", "stream"}))
       ->capture_default_str();
 
+  cli::run_options run;
+  auto* run_command = cli::add_run_command(app, run);
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*demo_command) return run_demo(options);
+    if (*run_command) return cli::run_program(run);
     return run_report(report);
   } catch (const std::exception& error) {
     std::cerr << "launchwatch: " << error.what() << '\n';

@@ -4,6 +4,7 @@
 #include <launchwatch/attribute/attribution.hpp>
 #include <launchwatch/attribute/count.hpp>
 #include <launchwatch/attribute/render.hpp>
+#include <launchwatch/attribute/report_files.hpp>
 #include <launchwatch/attribute/scope.hpp>
 #include <launchwatch/attribute/summary.hpp>
 #include <launchwatch/config.hpp>

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 
+#include "scope_nvtx.hpp"
+#include "scope_paths.hpp"
+
 namespace launchwatch::detail {
 namespace {
 
@@ -122,6 +125,7 @@ void register_recorder(recorder& r) {
   std::lock_guard lock{registry.mutex};
   registry.live.push_back(&r);
   registry.newest.store(r.generation, std::memory_order_release);
+  recording_scopes.store(true, std::memory_order_relaxed);
   attributing.store(true, std::memory_order_relaxed);
 }
 
@@ -131,7 +135,9 @@ void unregister_recorder(recorder& r) noexcept {
   std::erase(registry.live, &r);
   registry.newest.store(registry.live.empty() ? 0 : registry.live.back()->generation,
                         std::memory_order_release);
-  attributing.store(!registry.live.empty(), std::memory_order_relaxed);
+  recording_scopes.store(!registry.live.empty(), std::memory_order_relaxed);
+  // Scopes keep reaching enter_scope while an NVTX tool hears them.
+  attributing.store(!registry.live.empty() || scopes_go_to_nvtx(), std::memory_order_relaxed);
 }
 
 thread_log& log_for(recorder& r) {

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "recorder.hpp"
+#include "scope_nvtx.hpp"
 #include "scope_paths.hpp"
 
 namespace launchwatch::detail {
@@ -71,7 +72,14 @@ struct scope_stack {
 };
 thread_local scope_stack open_scopes;
 
+/// A token's depth carries, in its top bit, whether the scope is also an NVTX range; a depth of
+/// `no_frame` means it is only that (no attribution was recording when it was entered).
+constexpr std::uint32_t nvtx_range_bit = std::uint32_t{1} << 31;
+constexpr std::uint32_t no_frame = nvtx_range_bit - 1;
+
 }  // namespace
+
+std::atomic<bool> recording_scopes{false};
 
 path_id intern_path(path_id parent, std::string_view name) {
   const auto hash = hash_key(parent, name);
@@ -112,6 +120,11 @@ path_id current_path() noexcept {
 std::size_t open_scope_depth() noexcept { return open_scopes.frames.size(); }
 
 scope_token enter_scope(std::string_view name) noexcept {
+  const std::uint32_t nvtx = scopes_go_to_nvtx() && push_nvtx_range(name) ? nvtx_range_bit : 0;
+  const scope_token only_nvtx = nvtx != 0 ? scope_token{nvtx | no_frame, 1} : scope_token{};
+  // An NVTX tool alone keeps the flag set: scopes then go to it, and only an attribution's
+  // lifetime puts them on a path.
+  if (!recording_scopes.load(std::memory_order_relaxed)) return only_nvtx;
   try {
     auto& stack = open_scopes;
     const path_id parent = stack.frames.empty() ? no_path : stack.frames.back().path;
@@ -121,13 +134,16 @@ scope_token enter_scope(std::string_view name) noexcept {
     const std::uint32_t serial = stack.next_serial;
     stack.next_serial = serial == UINT32_MAX ? 1 : serial + 1;  // 0 means "not entered"
     stack.frames.push_back(frame{path, serial, start});
-    return scope_token{static_cast<std::uint32_t>(stack.frames.size() - 1), serial};
+    return scope_token{static_cast<std::uint32_t>(stack.frames.size() - 1) | nvtx, serial};
   } catch (...) {
-    return scope_token{};
+    return only_nvtx;
   }
 }
 
 void leave_scope(scope_token token) noexcept {
+  if ((token.depth & nvtx_range_bit) != 0) pop_nvtx_range();
+  token.depth &= ~nvtx_range_bit;
+  if (token.depth == no_frame) return;
   auto& frames = open_scopes.frames;
   // A frame already popped (an enclosing scope left first) or reused by a later scope is not ours.
   if (token.depth >= frames.size() || frames[token.depth].serial != token.serial) return;

@@ -2,11 +2,16 @@
 // attribution reads at each launch.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <cstddef>
 #include <string_view>
 
 namespace launchwatch::detail {
+
+/// Set while at least one attribution lives: scopes entered then are pushed onto their thread's
+/// path. Unlike `attributing` (which an attached NVTX tool also sets), nothing else sets it.
+extern std::atomic<bool> recording_scopes;
 
 /// A scope path, interned: the same name entered under the same parent always gets the same id,
 /// on every thread, for the life of the process. 0 is the empty path (outside any scope).

@@ -15,8 +15,9 @@ namespace launchwatch {
 
 namespace detail {
 
-/// Set while at least one `attribution` lives, cleared when the last one is destroyed: the one
-/// flag every scope reads. Inline so the load is visible at every scope's construction.
+/// Set while at least one `attribution` lives, cleared when the last one is destroyed, and set for
+/// good when an NVTX tool is attached (scopes then go to it too): the one flag every scope reads.
+/// Inline so the load is visible at every scope's construction.
 inline std::atomic<bool> attributing{false};
 
 /// What a scope that was entered needs to leave: its frame on the thread's scope stack and the
@@ -53,9 +54,15 @@ void leave_scope(scope_token token) noexcept;
 /// Only scopes entered while an attribution lives are part of a path: one begun before the
 /// attribution was created is not seen by it, and its inner scopes' paths start below it.
 ///
+/// While an NVTX tool is attached to the process (Nsight Systems; NVTX_INJECTION64_PATH), every
+/// scope is also an NVTX range on the domain "launchwatch", so the tool's timeline shows the same
+/// names; launchwatch's own injection (`launchwatch run`) turns those ranges back into scopes of
+/// its report, once.
+///
 /// Thread safety: a scope belongs to the thread that created it and must be destroyed there.
-/// Cost: with no attribution alive, one relaxed load and a branch in the constructor and a branch
-/// on a member in the destructor; no allocation, no string work. While one lives, a thread-local
+/// Cost: with no attribution alive and no NVTX tool, one relaxed load and a branch in the
+/// constructor and a branch on a member in the destructor; no allocation, no string work (NVTX is
+/// not even initialised). With a tool attached, the tool's push and pop besides. While one lives, a thread-local
 /// lookup of the interned name, two clock reads and an uncontended lock to record the interval.
 class [[nodiscard]] scope {
  public:

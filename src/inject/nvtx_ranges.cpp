@@ -1,0 +1,143 @@
+// NVTX ranges as launchwatch scopes (nvtx_ranges.hpp).
+
+#include "nvtx_ranges.hpp"
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <launchwatch/attribute/scope.hpp>
+
+#include "attribute/scope_nvtx.hpp"
+#include "range_names.hpp"
+
+namespace launchwatch::detail {
+namespace {
+
+/// One thread's open ranges: a stack of scope tokens per domain (null is NVTX's default domain).
+struct thread_ranges {
+  std::unordered_map<nvtxDomainHandle_t, std::vector<scope_token>> stacks;
+  std::string buffer;  // a wide message's UTF-8
+};
+thread_local thread_ranges ranges;
+
+int push(nvtxDomainHandle_t domain, std::string_view name) noexcept {
+  if (in_scope_nvtx_call()) return 0;  // this copy's own scope: it records itself
+  try {
+    auto& stack = ranges.stacks[domain];
+    stack.push_back(enter_scope(name));
+    return static_cast<int>(stack.size() - 1);
+  } catch (...) {
+    return -1;  // out of memory: the range is lost, the program goes on
+  }
+}
+
+int pop(nvtxDomainHandle_t domain) noexcept {
+  if (in_scope_nvtx_call()) return 0;
+  const auto found = ranges.stacks.find(domain);
+  if (found == ranges.stacks.end() || found->second.empty()) return -1;
+  const scope_token token = found->second.back();
+  found->second.pop_back();
+  if (token.serial != 0) leave_scope(token);
+  return static_cast<int>(found->second.size());
+}
+
+int push_ex(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) noexcept {
+  if (in_scope_nvtx_call()) return 0;
+  try {
+    return push(domain, range_name(attributes, ranges.buffer, nvtx_registry::get()));
+  } catch (...) {
+    return -1;
+  }
+}
+
+int NVTX_API range_push_a(const char* message) { return push(nullptr, ascii_range_name(message)); }
+int NVTX_API range_push_w(const wchar_t* message) {
+  try {
+    return push(nullptr, wide_range_name(message, ranges.buffer));
+  } catch (...) {
+    return -1;
+  }
+}
+int NVTX_API range_push_ex(const nvtxEventAttributes_t* attributes) { return push_ex(nullptr, attributes); }
+int NVTX_API range_pop() { return pop(nullptr); }
+int NVTX_API domain_range_push_ex(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
+  return push_ex(domain, attributes);
+}
+int NVTX_API domain_range_pop(nvtxDomainHandle_t domain) { return pop(domain); }
+
+nvtxDomainHandle_t NVTX_API domain_create_a(const char* name) {
+  try {
+    return nvtx_registry::get().create_domain(ascii_range_name(name));
+  } catch (...) {
+    return nullptr;
+  }
+}
+nvtxDomainHandle_t NVTX_API domain_create_w(const wchar_t* name) {
+  try {
+    std::string buffer;
+    return nvtx_registry::get().create_domain(wide_range_name(name, buffer));
+  } catch (...) {
+    return nullptr;
+  }
+}
+void NVTX_API domain_destroy(nvtxDomainHandle_t) {}  // handles stay valid: ranges may still be open
+void NVTX_API initialize(const void*) {}
+
+nvtxStringHandle_t NVTX_API domain_register_string_a(nvtxDomainHandle_t, const char* text) {
+  try {
+    return nvtx_registry::get().register_string(ascii_range_name(text));
+  } catch (...) {
+    return nullptr;
+  }
+}
+nvtxStringHandle_t NVTX_API domain_register_string_w(nvtxDomainHandle_t, const wchar_t* text) {
+  try {
+    std::string buffer;
+    return nvtx_registry::get().register_string(wide_range_name(text, buffer));
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+/// Points slot `id` of a module's table at `handler`, where the table has that slot.
+template <class F>
+void fill(NvtxFunctionTable table, unsigned int size, unsigned int id, F handler) {
+  if (id < size && table[id] != nullptr) *table[id] = reinterpret_cast<NvtxFunctionPointer>(handler);
+}
+
+}  // namespace
+
+int fill_nvtx_export_table(NvtxGetExportTableFunc_t get_export_table) noexcept {
+  if (get_export_table == nullptr) return 0;
+  const auto* callbacks = static_cast<const NvtxExportTableCallbacks*>(get_export_table(NVTX_ETID_CALLBACKS));
+  if (callbacks == nullptr || callbacks->struct_size < sizeof(NvtxExportTableCallbacks) ||
+      callbacks->GetModuleFunctionTable == nullptr) {
+    return 0;
+  }
+  NvtxFunctionTable core = nullptr;
+  unsigned int core_size = 0;
+  if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &core, &core_size) == 0 || core == nullptr) {
+    return 0;
+  }
+  fill(core, core_size, NVTX_CBID_CORE_RangePushA, &range_push_a);
+  fill(core, core_size, NVTX_CBID_CORE_RangePushW, &range_push_w);
+  fill(core, core_size, NVTX_CBID_CORE_RangePushEx, &range_push_ex);
+  fill(core, core_size, NVTX_CBID_CORE_RangePop, &range_pop);
+
+  NvtxFunctionTable core2 = nullptr;
+  unsigned int core2_size = 0;
+  if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &core2, &core2_size) != 0 && core2 != nullptr) {
+    fill(core2, core2_size, NVTX_CBID_CORE2_DomainRangePushEx, &domain_range_push_ex);
+    fill(core2, core2_size, NVTX_CBID_CORE2_DomainRangePop, &domain_range_pop);
+    fill(core2, core2_size, NVTX_CBID_CORE2_DomainCreateA, &domain_create_a);
+    fill(core2, core2_size, NVTX_CBID_CORE2_DomainCreateW, &domain_create_w);
+    fill(core2, core2_size, NVTX_CBID_CORE2_DomainDestroy, &domain_destroy);
+    fill(core2, core2_size, NVTX_CBID_CORE2_DomainRegisterStringA, &domain_register_string_a);
+    fill(core2, core2_size, NVTX_CBID_CORE2_DomainRegisterStringW, &domain_register_string_w);
+    fill(core2, core2_size, NVTX_CBID_CORE2_Initialize, &initialize);
+  }
+  return 1;
+}
+
+}  // namespace launchwatch::detail

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <thread>
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -105,6 +106,10 @@ void start() {
   s.watching.emplace(s.observer);
   running = true;
   std::atexit(&finish_at_exit);
+  // Python ends an uncaught KeyboardInterrupt by finalising, then raising SIGINT again with its
+  // default action, which skips C's atexit: inside Python, have it call us when it finalises too.
+  using py_at_exit = int (*)(void (*)());
+  if (auto* at_exit = reinterpret_cast<py_at_exit>(::dlsym(RTLD_DEFAULT, "Py_AtExit"))) at_exit(&finish_at_exit);
   catch_stop_signals();
 }
 

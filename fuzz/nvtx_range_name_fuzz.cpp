@@ -91,6 +91,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const char form = size > 0 ? input[0] : 'A';
   const std::string rest = size > 0 ? input.substr(1) : input;
   std::string buffer;
+  std::string message;  // an 'E' input's message: the name may be a view into it
   std::string_view name;
   auto& registry = launchwatch::detail::nvtx_registry::get();
   switch (form) {
@@ -110,10 +111,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     case 'R': {
       auto attributes = attributes_for(NVTX_MESSAGE_TYPE_REGISTERED);
-      // Registered once per distinct text, for the life of the process: keep the texts few.
-      attributes.message.registered = registry.register_string(rest.substr(0, 4));
+      // Registered once per distinct text, for the life of the process: keep the texts few (at most 65,536).
+      attributes.message.registered = registry.register_string(rest.substr(0, 2));
       name = launchwatch::detail::range_name(&attributes, buffer, registry);
-      if (!rest.empty() && rest.find('\0') >= 4 && name != std::string_view{rest}.substr(0, 4)) {
+      if (!rest.empty() && rest.find('\0') >= 2 && name != std::string_view{rest}.substr(0, 2)) {
         broken("a registered string names its range", name);
       }
       break;
@@ -123,7 +124,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       attributes.size = size > 3 ? static_cast<std::uint16_t>(static_cast<std::uint8_t>(input[2]) |
                                                               (static_cast<std::uint8_t>(input[3]) << 8))
                                  : 0;
-      const std::string message = size > 4 ? input.substr(4) : std::string{};
+      message = size > 4 ? input.substr(4) : std::string{};
       if (attributes.messageType == NVTX_MESSAGE_TYPE_REGISTERED) {
         std::uintptr_t handle = 0;
         std::memcpy(&handle, message.data(), std::min(message.size(), sizeof handle));

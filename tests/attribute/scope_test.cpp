@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "fake_clock.hpp"
+#include "launch_paths.hpp"
 #include "attribute/scope_paths.hpp"
 
 namespace launchwatch {
@@ -23,25 +24,13 @@ namespace {
 using namespace std::chrono_literals;
 using ::testing::ElementsAre;
 using testing::fake_clock;
+using testing::launch;
+using testing::launch_paths;
 
 static_assert(!std::is_copy_constructible_v<scope>);
 static_assert(!std::is_move_constructible_v<scope>);
 static_assert(!std::is_copy_assignable_v<scope>);
 static_assert(!std::is_move_assignable_v<scope>);
-
-/// Launches `kernel` the way a runtime reports one.
-void launch(std::string_view kernel) {
-  launch_info info;
-  info.kernel = kernel;
-  launch_path::notify_launch(info);
-}
-
-/// The scope path of each launch in `pass`, as text ("" outside any scope).
-std::vector<std::string> launch_paths(const pass_record& pass) {
-  std::vector<std::string> paths;
-  for (const auto& l : pass.launches) paths.push_back(l.scope ? pass.scope_path_text(*l.scope) : "");
-  return paths;
-}
 
 TEST(Scope, WithNoAttributionAliveAScopeIsNotEntered) {
   ASSERT_FALSE(detail::attributing.load());

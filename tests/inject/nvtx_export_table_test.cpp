@@ -11,8 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <launchwatch/attribute/attribution.hpp>
-#include <launchwatch/launch_path.hpp>
 
+#include "attribute/launch_paths.hpp"
 #include "nvtx_ranges.hpp"
 #include "range_names.hpp"
 
@@ -21,6 +21,8 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::UnorderedElementsAre;
+using testing::launch;
+using testing::launch_paths;
 
 /// NVTX's side of the handshake: one table per module, each slot a function pointer the tool may
 /// overwrite (null: NVTX's no-op).
@@ -96,18 +98,6 @@ nvtxEventAttributes_t ascii(const char* message) {
   attributes.messageType = NVTX_MESSAGE_TYPE_ASCII;
   attributes.message.ascii = message;
   return attributes;
-}
-
-void launch(std::string_view kernel) {
-  launch_info info;
-  info.kernel = kernel;
-  launch_path::notify_launch(info);
-}
-
-std::vector<std::string> launch_paths(const pass_record& pass) {
-  std::vector<std::string> paths;
-  for (const auto& l : pass.launches) paths.push_back(l.scope ? pass.scope_path_text(*l.scope) : "");
-  return paths;
 }
 
 TEST(NvtxExportTable, FillsThePushAndPopSlotsOfBothModules) {

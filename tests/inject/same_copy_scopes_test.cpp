@@ -10,26 +10,16 @@
 
 #include <launchwatch/attribute/attribution.hpp>
 #include <launchwatch/attribute/scope.hpp>
-#include <launchwatch/launch_path.hpp>
 
+#include "attribute/launch_paths.hpp"
 #include "attribute/scope_nvtx.hpp"
 
 namespace launchwatch {
 namespace {
 
 using ::testing::ElementsAre;
-
-void launch() {
-  launch_info info;
-  info.kernel = "k";
-  launch_path::notify_launch(info);
-}
-
-std::vector<std::string> launch_paths(const pass_record& pass) {
-  std::vector<std::string> paths;
-  for (const auto& l : pass.launches) paths.push_back(l.scope ? pass.scope_path_text(*l.scope) : "");
-  return paths;
-}
+using testing::launch;
+using testing::launch_paths;
 
 TEST(SameCopy, ScopesGoToTheInjectionAsRanges) { EXPECT_TRUE(detail::scopes_go_to_nvtx()); }
 
@@ -37,7 +27,7 @@ TEST(SameCopy, AScopeIsEnteredOnceThoughTheInjectionHearsItsRange) {
   const auto pass = attribute_pass([] {
     scope model{"model"};
     scope layer{"layer"};
-    launch();
+    launch("k");
   });
   EXPECT_THAT(launch_paths(pass), ElementsAre("model/layer"));
 }
@@ -48,7 +38,7 @@ TEST(SameCopy, TheProgramsNvtxRangesAndScopesMakeOnePath) {
     {
       scope model{"model"};
       nvtxRangePushA("gemm");
-      launch();
+      launch("k");
       nvtxRangePop();
     }
     nvtxRangePop();

@@ -8,8 +8,8 @@
 
 #include <launchwatch/attribute/attribution.hpp>
 #include <launchwatch/attribute/scope.hpp>
-#include <launchwatch/launch_path.hpp>
 
+#include "attribute/launch_paths.hpp"
 #include "attribute/scope_nvtx.hpp"
 #include "fake_nvtx_tool.hpp"
 
@@ -41,9 +41,7 @@ TEST_F(ScopesAsNvtx, ScopesAreRangesOnTheLaunchwatchDomainWithNoAttributionAlive
 TEST_F(ScopesAsNvtx, WhileAttributingScopesAreRangesAndPathsAlike) {
   const auto pass = attribute_pass([] {
     scope model{"model"};
-    launch_info info;
-    info.kernel = "k";
-    launch_path::notify_launch(info);
+    testing::launch("k");
   });
   ASSERT_EQ(pass.launches.size(), 1u);
   ASSERT_TRUE(pass.launches[0].scope.has_value());

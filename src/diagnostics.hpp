@@ -26,6 +26,7 @@ enum class once_warning : std::size_t {
   profile_refused,
   grid_overhead_unmeasured,
   collective_read_refused,
+  cupti_record_missing,
   count_,
 };
 

@@ -25,6 +25,8 @@ enum class once_warning : std::size_t {
   timing_dropped_by_observer_asking_none,
   profile_refused,
   grid_overhead_unmeasured,
+  collective_read_refused,
+  cupti_record_missing,
   count_,
 };
 

@@ -34,6 +34,17 @@ void warn_logger_takes_deferred_once() {
   }
 }
 
+/// Says, once per process at warning level and at debug level after, that a collective's
+/// measurement was refused rather than read at once (DESIGN.md §10).
+void warn_collective_refused(std::string_view kernel, std::string_view reason) {
+  const auto level = first_time(once_warning::collective_read_refused) ? spdlog::level::warn
+                                                                      : spdlog::level::debug;
+  diagnostics().log(level,
+                    "Skipped timing a launch of `{}` for its observer: {}. The kernel is still "
+                    "launched and reported; only its measurement is missing.",
+                    kernel, reason);
+}
+
 std::shared_ptr<launch_observer> installed_observer() {
   check_not_in_callback("read a launch's measurement");
   auto& stack = observation_stack::get();
@@ -153,24 +164,59 @@ bool timing_wanted_observed() {
 namespace launch_path {
 
 void issue(const launch_info& info, submitter& source) {
-  detail::check_not_in_callback("launch a kernel");
-  auto& logger = profiling_logger::instance();
-  const profile_level level = logger.level();
-  const bool logger_reads = level > profile_level::execution_only;
-  const detail::reported_launch reported =
-      is_observing() ? detail::report(info) : detail::reported_launch{};
-
-  if (!logger_reads && reported.request == timing_request::none) {
+  const issue_decision decision = begin_issue(info);
+  if (!decision.measure()) {
     source.submit();
-    if (level == profile_level::execution_only) logger.record_execution(info);
+    finish_issue(info, decision);
     return;
   }
+  finish_issue(info, decision, source.submit_profiled(decision.when()));
+}
 
+issue_decision begin_issue(const launch_info& info) {
+  detail::check_not_in_callback("launch a kernel");
+  const profile_level level = profiling_logger::instance().level();
+  issue_decision decision;
+  decision.logger_reads_ = level > profile_level::execution_only;
+  decision.logger_lists_ = level == profile_level::execution_only;
+  if (is_observing()) {
+    const detail::reported_launch reported = detail::report(info);
+    decision.request_ = reported.request;
+    decision.observation_ = reported.observation;
+  }
+  if (!decision.logger_reads_ && decision.request_ == timing_request::none) return decision;
   // Read at once under `resolved`, and when the logger and a timing observer both want it.
-  const bool read_now = reported.request == timing_request::resolved ||
-                        (logger_reads && reported.request != timing_request::none);
-  measured_submission submitted =
-      source.submit_profiled(read_now ? read_when::at_once : read_when::later);
+  const bool read_now = decision.request_ == timing_request::resolved ||
+                        (decision.logger_reads_ && decision.request_ != timing_request::none);
+  if (read_now && info.collective) {
+    // A collective completes only when its peers launch, and this thread may be the one to issue
+    // them next: waiting here would never end.
+    decision.refusal_ =
+        "it is a collective (it completes only once its peers launch, so reading it at once could "
+        "wait forever); ask for deferred timing to measure collectives";
+    return decision;
+  }
+  decision.measure_ = true;
+  decision.when_ = read_now ? read_when::at_once : read_when::later;
+  return decision;
+}
+
+void finish_issue(const launch_info& info, const issue_decision& decision) {
+  auto& logger = profiling_logger::instance();
+  if (!decision.refusal_.empty()) {
+    detail::warn_collective_refused(info.kernel, decision.refusal_);
+    // Still written, as untimed: the log lists every launch, and a zero would lie.
+    if (decision.logger_reads_) logger.record(info, detail::no_measurement());
+    return;
+  }
+  if (decision.logger_lists_) logger.record_execution(info);
+}
+
+void finish_issue(const launch_info& info, const issue_decision& decision,
+                  measured_submission submitted) {
+  auto& logger = profiling_logger::instance();
+  const bool logger_reads = decision.logger_reads_;
+  const detail::reported_launch reported{decision.request_, decision.observation_};
   if (!submitted.profile) {
     warn_profile_refused(info.kernel, submitted.refusal);
     // Still written, as untimed: the log lists every launch, and a zero would lie.

@@ -357,11 +357,12 @@ const char* level_name(profile_level level) {
 
 void reset_profiling_logger_for_testing() {
   auto& state = logger_state::get();
+  watch_change_notice notice;  // after the locks are released
   std::lock_guard config{state.config_mutex};
   stop_writer(state, std::nullopt, false);
   std::lock_guard lock{state.mutex};
   profiling_logger::instance().level_.store(profile_level::disabled, std::memory_order_relaxed);
-  launch_watch_writer::set(launch_watch::logging, false);
+  notice.changed = launch_watch_writer::set(launch_watch::logging, false);
   state.started = false;
   state.level_set_by_code = false;
   state.output_set_by_code = false;
@@ -390,6 +391,7 @@ void profiling_logger::set_level(profile_level level) {
         static_cast<int>(level))};
   }
   auto& state = detail::logger_state::get();
+  detail::watch_change_notice notice;  // after the locks are released
   std::lock_guard config{state.config_mutex};
   const bool active = state.started && level != profile_level::disabled;
   std::shared_ptr<spdlog::logger> opened;
@@ -404,7 +406,8 @@ void profiling_logger::set_level(profile_level level) {
   std::lock_guard lock{state.mutex};
   if (opened) detail::install_output(state, std::move(opened));
   level_.store(level, std::memory_order_relaxed);
-  detail::launch_watch_writer::set(detail::launch_watch::logging, level != profile_level::disabled);
+  notice.changed =
+      detail::launch_watch_writer::set(detail::launch_watch::logging, level != profile_level::disabled);
   if (active && state.accepting) detail::ensure_writer(state);
 }
 
@@ -421,6 +424,7 @@ void profiling_logger::set_output(log_output output) {
 
 void profiling_logger::start() {
   auto& state = detail::logger_state::get();
+  detail::watch_change_notice notice;  // after the locks are released
   std::lock_guard config{state.config_mutex};
   if (state.started) return;
   // Everything is read and opened before anything is changed, so a bad value leaves the logger as
@@ -457,7 +461,8 @@ void profiling_logger::start() {
   state.has_origin = true;
   if (opened) detail::install_output(state, std::move(opened));
   level_.store(level, std::memory_order_relaxed);
-  detail::launch_watch_writer::set(detail::launch_watch::logging, level != profile_level::disabled);
+  notice.changed =
+      detail::launch_watch_writer::set(detail::launch_watch::logging, level != profile_level::disabled);
   if (level != profile_level::disabled && state.accepting) detail::ensure_writer(state);
 }
 

@@ -40,6 +40,7 @@ void observation_stack::register_fork_handlers() noexcept {
 void observation_stack::push(launch_observation& observation) {
   static std::atomic<std::uint64_t> next_serial{1};
   observation.serial_ = next_serial.fetch_add(1, std::memory_order_relaxed);
+  watch_change_notice notice;  // after the lock is released
   std::unique_lock lock{mutex};
   observation.below_ = top;
   if (top != nullptr) top->above_ = &observation;
@@ -48,10 +49,11 @@ void observation_stack::push(launch_observation& observation) {
   installed_serial = observation.serial_;
   // Last, and under the lock, so the bit is never set over an empty slot nor left set by a drop
   // racing with an install on another thread.
-  launch_watch_writer::set(launch_watch::observing, true);
+  notice.changed = launch_watch_writer::set(launch_watch::observing, true);
 }
 
 void observation_stack::remove(launch_observation& observation) {
+  watch_change_notice notice;  // after the lock is released
   std::unique_lock lock{mutex};
   if (observation.above_ != nullptr) {
     observation.above_->below_ = observation.below_;
@@ -63,7 +65,7 @@ void observation_stack::remove(launch_observation& observation) {
   installed_serial = top != nullptr ? top->serial_ : 0;
   // Cleared only once the slot is empty: a launch that reads the bit in between finds the slot
   // empty and does nothing, rather than an ended observer.
-  launch_watch_writer::set(launch_watch::observing, installed != nullptr);
+  notice.changed = launch_watch_writer::set(launch_watch::observing, installed != nullptr);
 }
 
 void fail_reentry(const char* what) {

@@ -75,7 +75,7 @@ struct cuda_bridge_options {
   std::chrono::milliseconds record_timeout{std::chrono::seconds{30}};
   /// Honour LAUNCHWATCH_CUPTI (`on`, the default, or `off`): with `off` the constructor throws
   /// cuda_bridge_unavailable saying so, so an unmodified program can be run without the bridge. A
-  /// value other than on/off (or 1/0, true/false) throws configuration_error naming the variable.
+  /// value other than on/off throws configuration_error naming the variable and the accepted values.
   bool read_environment = true;
 };
 

@@ -16,6 +16,7 @@
 // submit.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -96,8 +97,9 @@ class submitter {
 /// logger, or handed to the logger unread when the observer asked for no timing (so a names-only
 /// observer never makes launches wait for their kernels). A duration goes only to the observation
 /// the launch was reported to, and only while it is still installed. A measurement without ticks is
-/// skipped with a warning, a refused profile is warned about (the launch is still submitted), and an
-/// observer that throws is contained.
+/// skipped with a warning, a refused profile is warned about (the launch is still submitted), a
+/// collective launch is never read at once (see begin_issue), and an observer that throws is
+/// contained.
 ///
 /// Call on the issuing thread, after the launch was validated, with `info` built once (its views
 /// outliving every launch, as kernel names do). Exceptions from `source` propagate, and so does a
@@ -108,6 +110,59 @@ class submitter {
 /// when it is on; a blocking read only under `resolved`, or when the logger and a timing observer
 /// both want the reading.
 void issue(const launch_info& info, submitter& source);
+
+/// What begin_issue() decided for a launch it reported: whether the source measures it and when the
+/// measurement will be read. Handed back, unchanged, to finish_issue().
+///
+/// A value the source keeps between its two steps (on its stack, or in a thread-local slot between
+/// two callbacks); it holds no lock and no reference to the observer, only the serial of the
+/// observation the launch was reported to, so an observation may end in between.
+class issue_decision {
+ public:
+  /// Whether the source submits the launch between profile markers (submit_profiled's job).
+  [[nodiscard]] bool measure() const noexcept { return measure_; }
+  /// When the measurement will be read, if measure().
+  [[nodiscard]] read_when when() const noexcept { return when_; }
+
+ private:
+  friend issue_decision begin_issue(const launch_info& info);
+  friend void finish_issue(const launch_info& info, const issue_decision& decision);
+  friend void finish_issue(const launch_info& info, const issue_decision& decision,
+                           measured_submission submitted);
+
+  timing_request request_ = timing_request::none;
+  std::uint64_t observation_ = 0;
+  bool logger_reads_ = false;
+  bool logger_lists_ = false;
+  bool measure_ = false;
+  read_when when_ = read_when::later;
+  /// Why the launch path itself refused a measurement it would have taken (a collective read at
+  /// once); static storage.
+  std::string_view refusal_;
+};
+
+/// issue() in two steps, for a launch source that sees a launch before and after its submission but
+/// does not submit it itself: the CUDA bridge, whose CUPTI callbacks run on the issuing thread at
+/// the launch's entry (before submission) and exit (after). issue() is these two around a submit.
+///
+/// begin_issue reports `info` (`launched_with`) and asks timing() once, then decides: measure or
+/// not, read later or at once. A collective launch (`info.collective`) is never read at once (its
+/// peers may be issued by this thread after it, so waiting deadlocks): the measurement is refused,
+/// with one warning per process, and the launch goes on; `deferred` stays measured. Call on the
+/// issuing thread before submission; must not be called from inside an observer method.
+/// Cost: as issue()'s report, one shared lock of the slot when an observer is installed.
+[[nodiscard]] issue_decision begin_issue(const launch_info& info);
+
+/// The second step after an untimed submission (`!decision.measure()`): writes the logger's line
+/// when it lists launches, and says why a refused measurement is missing.
+void finish_issue(const launch_info& info, const issue_decision& decision);
+
+/// The second step after a measured submission: routes `submitted` as issue() does (unread to
+/// `profiled`, read and told to `timed`, handed to the logger), or warns that the source refused the
+/// profile. `info` must be the one begin_issue was given (its views still valid). On the issuing
+/// thread; a read at once blocks for the kernel, with no lock held.
+void finish_issue(const launch_info& info, const issue_decision& decision,
+                  measured_submission submitted);
 
 /// Tells the installed observer, if any, that `kernel` is being issued. Call on the issuing thread,
 /// before the launch is submitted.

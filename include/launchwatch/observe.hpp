@@ -76,6 +76,14 @@ struct launch_info {
   bool dry_run = false;
   /// Whether it is being recorded into a graph rather than run now.
   bool capturing = false;
+  /// Whether it is one side of a collective (it completes only when its peers launch: NCCL's
+  /// kernels, a native kernel whose type says so through launchwatch::is_collective). Such a launch
+  /// is never timed `resolved` (reading it at once could wait forever); `deferred` is kept.
+  bool collective = false;
+  /// An id unique within the process for a launch that a later event refers back to, 0 otherwise.
+  /// The CUDA bridge numbers every launch it reports, so a graph replay's nodes can name the
+  /// capture-time launch that recorded them (graph_replay_observer in cuda_bridge.hpp).
+  std::uint64_t launch_id = 0;
 };
 
 /// Notified of every kernel launch in the process, on the thread that issued it.

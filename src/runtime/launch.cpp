@@ -134,6 +134,7 @@ launch_info describe(const launch_descriptor& launch, const device& d, const str
   info.cube_dim = {launch.geometry.dim.x, launch.geometry.dim.y, launch.geometry.dim.z};
   info.dry_run = mode == launch_mode::skip;
   info.capturing = s.capturing();
+  info.collective = launch.collective;
   return info;
 }
 

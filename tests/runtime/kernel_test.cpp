@@ -1,5 +1,6 @@
 // Kernels: how a launch finds the buffers a kernel references, and what it hands a backend.
 
+#include <launchwatch/observe.hpp>
 #include <launchwatch/runtime/client.hpp>
 
 #include <array>
@@ -298,6 +299,50 @@ TEST(LaunchDescriptor, CarriesNoCudaEntryFromAFileTheHostCompilerBuilt) {
   pinned.launch(axpy{}, cube_count{1}, cube_dim{1});
   ASSERT_EQ(device->stream->launches.size(), 1u);
   EXPECT_EQ(device->stream->launches[0].cuda_entry, nullptr);
+}
+
+/// One side of a collective, as a native kernel declares it.
+struct exchange_side {
+  static constexpr bool collective = true;
+  void operator()(unit) const {}
+};
+
+/// A kernel someone else wrote, marked collective from outside.
+struct their_exchange {
+  void operator()(unit) const {}
+};
+
+}  // namespace
+
+template <>
+inline constexpr bool is_collective<their_exchange> = true;
+
+namespace {
+
+static_assert(is_collective<exchange_side>);
+static_assert(is_collective<their_exchange>);
+static_assert(!is_collective<axpy>, "a kernel is not a collective unless it says so");
+
+TEST(LaunchInfo, SaysALaunchIsACollectiveWhenItsKernelTypeSaysSo) {
+  struct collective_flags : launch_observer {
+    void launched(std::string_view) override {}
+    void launched_with(const launch_info& info) override {
+      std::lock_guard lock{mutex};
+      flags.push_back(info.collective);
+    }
+    std::mutex mutex;
+    std::vector<bool> flags;
+  };
+  auto observer = std::make_shared<collective_flags>();
+  const client cpu = client::cpu();
+  {
+    launch_observation watching{observer};
+    cpu.launch(exchange_side{}, cube_count{1}, cube_dim{1});
+    cpu.launch(their_exchange{}, cube_count{1}, cube_dim{1});
+    cpu.launch(axpy{}, cube_count{1}, cube_dim{1});
+  }
+  cpu.sync();
+  EXPECT_EQ(observer->flags, (std::vector<bool>{true, true, false}));
 }
 
 TEST(ClientConstruction, RejectsANullDevice) {

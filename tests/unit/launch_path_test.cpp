@@ -392,5 +392,104 @@ TEST(LaunchPath, AnExceptionFromTheSubmissionPropagatesAfterTheLaunchWasReported
   EXPECT_THAT(observer->names(), ElementsAre("a_kernel"));
 }
 
+// The two-step form (begin_issue before the submission, finish_issue after it), as the CUDA
+// bridge's CUPTI callbacks use it.
+TEST(LaunchPath, BeginIssueReportsTheLaunchAndDecidesBeforeAnythingIsSubmitted) {
+  auto observer = std::make_shared<counting_observer>(timing_request::deferred);
+  launch_observation watching{observer};
+  const auto decision = launch_path::begin_issue(info_of("a_kernel"));
+  EXPECT_EQ(observer->reported.load(), 1);
+  EXPECT_TRUE(decision.measure());
+  EXPECT_EQ(decision.when(), launch_path::read_when::later);
+  fake_submitter source;
+  launch_path::finish_issue(info_of("a_kernel"), decision,
+                            source.submit_profiled(decision.when()));
+  auto kept = observer->take();
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(std::move(kept[0].second).resolve()->length(), 7us);
+}
+
+TEST(LaunchPath, BeginIssueAsksANamesOnlyObserverForNoMeasurement) {
+  launch_observation watching{std::make_shared<recorder>()};
+  EXPECT_FALSE(launch_path::begin_issue(info_of("a_kernel")).measure());
+}
+
+TEST(LaunchPath, AMeasurementFinishedAfterItsObservationWasReplacedGoesToNobody) {
+  auto reported_to = std::make_shared<timer>();
+  auto replacement = std::make_shared<timer>();
+  launch_observation watching{reported_to};
+  const auto decision = launch_path::begin_issue(info_of("a_kernel"));
+  launch_observation replacing{replacement};
+  fake_submitter source;
+  launch_path::finish_issue(info_of("a_kernel"), decision,
+                            source.submit_profiled(decision.when()));
+  EXPECT_THAT(reported_to->calls(), IsEmpty());
+  EXPECT_THAT(replacement->calls(), IsEmpty()) << "it never saw the launch";
+}
+
+TEST(LaunchPath, FinishingAnUntimedLaunchWritesTheLoggersLine) {
+  with_logger logging{profile_level::execution_only};
+  const auto decision = launch_path::begin_issue(info_of("a_kernel"));
+  EXPECT_FALSE(decision.measure());
+  launch_path::finish_issue(info_of("a_kernel"), decision);
+  EXPECT_THAT(logging.written(), HasSubstr("launch a_kernel on cpu:0 stream 3"));
+}
+
+// DESIGN.md §10: a collective is never read at once; deferred is kept.
+launch_info collective_of(std::string_view kernel) {
+  launch_info info = info_of(kernel);
+  info.collective = true;
+  return info;
+}
+
+TEST(LaunchPath, AResolvedObserverGetsNoMeasurementOfACollectiveAndOneWarningPerProcess) {
+  captured_log log;
+  auto observer = std::make_shared<timer>();
+  launch_observation watching{observer};
+  fake_submitter first;
+  fake_submitter second;
+  launch_path::issue(collective_of("all_reduce"), first);
+  launch_path::issue(collective_of("all_reduce"), second);
+  EXPECT_THAT(first.calls, ElementsAre("submit")) << "still launched, untimed";
+  EXPECT_THAT(second.calls, ElementsAre("submit"));
+  EXPECT_THAT(observer->calls(), IsEmpty());
+  EXPECT_EQ(log->count_containing("it is a collective"), 1u);
+}
+
+TEST(LaunchPath, ACollectiveIsStillReportedWhenItsMeasurementIsRefused) {
+  auto observer = std::make_shared<counting_observer>(timing_request::resolved);
+  launch_observation watching{observer};
+  fake_submitter source;
+  launch_path::issue(collective_of("all_reduce"), source);
+  EXPECT_EQ(observer->reported.load(), 1);
+}
+
+TEST(LaunchPath, ADeferredObserverKeepsACollectivesMeasurement) {
+  auto observer = std::make_shared<keeper>();
+  launch_observation watching{observer};
+  fake_submitter source;
+  launch_path::issue(collective_of("all_reduce"), source);
+  EXPECT_THAT(source.asked_when, ElementsAre(launch_path::read_when::later));
+  EXPECT_EQ(observer->take().size(), 1u);
+}
+
+TEST(LaunchPath, WithTheLoggerReadingACollectiveIsWrittenUntimedRatherThanWaitedFor) {
+  captured_log log;
+  with_logger logging{profile_level::medium};
+  launch_observation watching{std::make_shared<keeper>()};
+  fake_submitter source;
+  launch_path::issue(collective_of("all_reduce"), source);
+  EXPECT_THAT(source.calls, ElementsAre("submit"));
+  EXPECT_THAT(logging.written(), HasSubstr("launch all_reduce untimed (no measurement)"));
+}
+
+TEST(LaunchPath, WithOnlyTheLoggerReadingACollectiveIsStillMeasuredOffTheIssuingThread) {
+  with_logger logging{profile_level::medium};
+  fake_submitter source;
+  launch_path::issue(collective_of("all_reduce"), source);
+  EXPECT_THAT(source.asked_when, ElementsAre(launch_path::read_when::later));
+  EXPECT_THAT(logging.written(), HasSubstr("launch all_reduce took 7.000 us (device)"));
+}
+
 }  // namespace
 }  // namespace launchwatch

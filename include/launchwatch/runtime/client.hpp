@@ -140,6 +140,7 @@ class client {
         &detail::cpu_entry<K>,
         detail::cuda_entry_address<K, AsCuda>(),
         spans.view(),
+        is_collective<K>,
     };
     issue(launch);
   }

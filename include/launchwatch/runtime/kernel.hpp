@@ -318,6 +318,25 @@ constexpr span_list<span_capacity<K>()> kernel_spans(const K& kernel) {
 // ---------------------------------------------------------------------------------------------
 // The launch descriptor.
 
+}  // namespace launchwatch::detail
+
+namespace launchwatch {
+
+/// Whether launches of kernel type `K` are one side of a collective: a kernel that completes only
+/// when its peers (on other devices or streams) launch, as NCCL's do. The launch path then never
+/// reads such a launch's measurement at once (DESIGN.md §10): a thread issuing several sides would
+/// wait forever for the first.
+///
+/// A kernel says so with a member `static constexpr bool collective = true;`. For a type that
+/// cannot be changed, specialise this variable: `template <> inline constexpr bool
+/// launchwatch::is_collective<their_kernel> = true;`. False for every other kernel.
+template <class K>
+inline constexpr bool is_collective = requires { requires static_cast<bool>(K::collective); };
+
+}  // namespace launchwatch
+
+namespace launchwatch::detail {
+
 /// A launch's grid.
 struct launch_geometry {
   ::launchwatch::cube_count count;
@@ -397,6 +416,8 @@ struct launch_descriptor {
   const void* cuda_entry = nullptr;
   /// The buffers the kernel references, valid for the call only.
   std::span<const span_ref> spans;
+  /// `is_collective<K>`: reported as launch_info::collective.
+  bool collective = false;
 };
 
 /// Checks, at compile time, what every launch needs of a kernel type, with messages that say what to

@@ -18,6 +18,7 @@
 
 #include "capture_mode.hpp"
 #include "cuda_check.hpp"
+#include "own_submit.hpp"
 
 namespace launchwatch::detail::cuda {
 
@@ -108,7 +109,10 @@ void cuda_stream::launch(const launch_descriptor& launch, const cuda_timing_targ
   // cuda_entry<K>(K kernel, cuda_timing_target timing): CUDA copies each argument from these.
   cuda_timing_target target = timing;
   void* arguments[] = {const_cast<void*>(launch.kernel), &target};
-  const cudaError_t status = cudaLaunchKernel(launch.cuda_entry, grid, block, arguments, 0, stream_);
+  const cudaError_t status = [&] {
+    own_submit own;  // reported by the launch path already: the CUDA bridge skips it
+    return cudaLaunchKernel(launch.cuda_entry, grid, block, arguments, 0, stream_);
+  }();
   if (status != cudaSuccess) [[unlikely]] {
     owner_->health()->fail(status, "cudaLaunchKernel", launch.name);
   }
@@ -329,6 +333,7 @@ std::uint64_t cuda_stream::replay(cudaGraphExec_t graph, std::string_view /*what
   std::lock_guard lock{mutex_};
   device_guard on{owner_->index()};
   owner_->health()->throw_if_failed();
+  own_submit own;  // the CUDA bridge neither reports nor times launchwatch's own replays
   owner_->health()->check(cudaGraphLaunch(graph, stream_), "cudaGraphLaunch");
   return note_submitted(graph_replay_name);
 }

@@ -12,6 +12,7 @@
 #include <launchwatch/detail/cuda_entry.hpp>
 
 #include "cuda_check.hpp"
+#include "own_submit.hpp"
 
 namespace launchwatch::detail::cuda {
 
@@ -140,7 +141,10 @@ std::optional<clock_anchor> device_clock::probe(std::chrono::nanoseconds wait) {
   }
   *mailbox_ = clock_probe_mailbox{};
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  clock_probe<<<1, 1, 0, stream_>>>(mailbox_on_device_, probe_budget_ns);
+  {
+    own_submit own;  // launchwatch's own probe, not a program's kernel: the CUDA bridge skips it
+    clock_probe<<<1, 1, 0, stream_>>>(mailbox_on_device_, probe_budget_ns);
+  }
   check(cudaGetLastError(), "cudaLaunchKernel", device_, "launchwatch clock probe");
   probe_in_flight_ = true;
 

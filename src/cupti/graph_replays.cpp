@@ -1,0 +1,94 @@
+// Graph replays' nodes, told to a graph_replay_observer (graph_replays.hpp).
+#include "graph_replays.hpp"
+
+#include <chrono>
+#include <optional>
+#include <shared_mutex>
+
+#include "observation_slot.hpp"
+
+namespace launchwatch::detail::cupti {
+namespace {
+
+instant at(std::uint64_t nanoseconds) {
+  return instant{std::chrono::duration_cast<instant::duration>(
+      std::chrono::nanoseconds{static_cast<std::int64_t>(nanoseconds)})};
+}
+
+/// Tells the observation `observation` about `node`, if it is still the installed one and its
+/// observer asked for replays (derives from graph_replay_observer): behaviour 6's rule for a
+/// measurement that arrives after the fact.
+bool tell(std::uint64_t observation, const replayed_node& node) {
+  auto& stack = observation_stack::get();
+  std::shared_lock lock{stack.mutex};
+  if (!stack.installed || stack.installed_serial != observation) return false;
+  auto* wants = dynamic_cast<graph_replay_observer*>(stack.installed.get());
+  if (wants == nullptr) return false;
+  call_observer("replayed", node.kernel, [&] { wants->replayed(node); });
+  return true;
+}
+
+}  // namespace
+
+void graph_replays::node_created(std::uint64_t node_id, const captured_node& launch) {
+  std::lock_guard lock{mutex_};
+  nodes_[node_id] = launch;
+}
+
+void graph_replays::node_cloned(std::uint64_t original_id, std::uint64_t clone_id,
+                                const void* exec) {
+  std::lock_guard lock{mutex_};
+  const auto found = nodes_.find(original_id);
+  if (found == nodes_.end()) return;  // not a kernel a reported launch recorded
+  const captured_node launch = found->second;
+  nodes_[clone_id] = launch;
+  if (exec != nullptr) ++known_nodes_of_exec_[exec];
+}
+
+bool graph_replays::replay_launched(std::uint32_t correlation, const void* exec,
+                                    std::uint64_t observation, int device, std::uint64_t stream) {
+  std::lock_guard lock{mutex_};
+  const auto known = known_nodes_of_exec_.find(exec);
+  if (known == known_nodes_of_exec_.end() || known->second == 0) return false;
+  replays_[correlation] = replay{observation, next_replay_++, device, stream, known->second};
+  return true;
+}
+
+void graph_replays::on_record(const kernel_record& record) {
+  std::uint64_t observation = 0;
+  std::optional<replayed_node> node;
+  {
+    std::lock_guard lock{mutex_};
+    const auto r = replays_.find(record.correlation);
+    if (r == replays_.end()) return;
+    const auto n = nodes_.find(record.graph_node);
+    if (n == nodes_.end()) return;
+    observation = r->second.observation;
+    if (record.start != 0 && record.end >= record.start) {
+      node = replayed_node{n->second.kernel,
+                           n->second.launch_id,
+                           r->second.number,
+                           r->second.device,
+                           r->second.stream,
+                           profile_ticks::from_start_end(at(record.start), at(record.end))};
+    }
+    if (--r->second.remaining == 0) replays_.erase(r);
+  }
+  if (node && tell(observation, *node)) delivered_.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool graph_replays::pending() const {
+  std::lock_guard lock{mutex_};
+  return !replays_.empty();
+}
+
+void graph_replays::forget_pending() {
+  std::lock_guard lock{mutex_};
+  replays_.clear();
+}
+
+std::uint64_t graph_replays::delivered() const {
+  return delivered_.load(std::memory_order_relaxed);
+}
+
+}  // namespace launchwatch::detail::cupti

@@ -1,0 +1,144 @@
+// Device time of foreign launches, from CUPTI's concurrent-kernel activity records: the table of
+// launches whose record is awaited, CUPTI's buffer callbacks that fill it, the collector thread that
+// makes CUPTI hand buffers over, and the resolver a deferred measurement carries.
+//
+// Facts this is built on (research/cuda-bridge.md §2, measured on the H200): CUPTI never delivers a
+// buffer that is not full on its own, so someone must flush; a buffer that holds one running kernel
+// withholds every record in it; a FORCED flush hands a running kernel's record back with zero
+// timestamps and never again, so it is only used at teardown after the devices are idle; records
+// are put on the steady clock by a timestamp callback registered before any kind is enabled.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <launchwatch/profile.hpp>
+
+namespace launchwatch::detail::cupti {
+
+/// One kernel record, as the table hands it on to what else wants records (graph replays).
+struct kernel_record {
+  std::uint32_t correlation = 0;
+  std::uint64_t graph_node = 0;
+  std::uint32_t device = 0;
+  std::uint32_t stream = 0;
+  std::uint64_t start = 0;  // steady-clock nanoseconds; 0 when CUPTI did not measure it
+  std::uint64_t end = 0;
+};
+
+/// Counts of what happened to awaited records.
+struct record_counts {
+  std::uint64_t delivered = 0;
+  std::uint64_t missing = 0;
+  std::uint64_t dropped = 0;
+};
+
+/// The awaited records and the collector thread. Shared by the bridge and by every deferred
+/// measurement it handed out, so a measurement read after the bridge is gone still answers.
+///
+/// Thread safety: every member is safe from any thread.
+class kernel_records : public std::enable_shared_from_this<kernel_records> {
+ public:
+  /// Records that are not awaited (graph replays' nodes) are offered to `others`, on the thread
+  /// that delivers the buffer, with no lock of this table held.
+  kernel_records(std::chrono::milliseconds flush_period, std::chrono::milliseconds timeout,
+                 std::function<void(const kernel_record&)> others);
+  ~kernel_records();
+  kernel_records(const kernel_records&) = delete;
+  kernel_records& operator=(const kernel_records&) = delete;
+
+  /// Registers CUPTI's buffer and timestamp callbacks and starts the collector thread. Call once,
+  /// before any activity kind is enabled. Returns CUPTI's result (0 on success).
+  int start();
+
+  /// Notes that the launch with `correlation` wants its record. Call before the launch is
+  /// submitted (its record may be delivered at once). Cost: a lock and a map insert.
+  void await(std::uint32_t correlation);
+  /// The launch's record will not be read (its measurement was dropped unread, or it never ran).
+  void forget(std::uint32_t correlation) noexcept;
+  /// The launch's window, waiting for it up to the timeout (asking the collector to flush at once);
+  /// empty when no record came or it carried no timestamps. Counts and warns as behaviour 8 says.
+  std::optional<profile_ticks> take(std::uint32_t correlation);
+
+  /// Whether replays' records are wanted: keeps the collector flushing while replays are pending.
+  void set_replays_pending(bool pending) noexcept;
+
+  /// Flushes completed buffers now (never FORCED). Returns once CUPTI handed them over.
+  void flush_completed();
+  /// Flushes until no awaited record is missing that CUPTI could still deliver, or `patience`
+  /// passed: for cuda_bridge::flush() after the devices are idle.
+  void flush_until_delivered(std::chrono::milliseconds patience);
+  /// Teardown, after the devices are idle: stops the collector, FORCED-flushes, and answers every
+  /// later take() from what arrived.
+  void close();
+
+  record_counts counts() const noexcept;
+
+  /// CUPTI's buffer-completed callback lands here (any thread).
+  void on_buffer(std::uint8_t* buffer, std::size_t valid_bytes, void* context,
+                 std::uint32_t stream_id);
+
+ private:
+  struct awaited {
+    bool arrived = false;
+    std::uint64_t start = 0;
+    std::uint64_t end = 0;
+  };
+
+  void collect();
+  void warn_missing(std::uint32_t correlation, const char* why);
+
+  const std::chrono::milliseconds flush_period_;
+  const std::chrono::milliseconds timeout_;
+  std::function<void(const kernel_record&)> others_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable arrived_;
+  std::condition_variable wake_collector_;
+  std::unordered_map<std::uint32_t, awaited> awaited_;
+  /// Awaited entries whose record has not arrived: the collector flushes while there are any.
+  std::size_t outstanding_ = 0;
+  bool urgent_ = false;
+  bool closed_ = false;
+  bool stopping_ = false;
+  bool replays_pending_ = false;
+  record_counts counts_;
+  std::thread collector_;
+};
+
+/// What a deferred measurement of a foreign launch carries: the table and the launch's correlation
+/// id. Small (three words) so a profile_duration holds it without allocating; lets its record go
+/// when dropped unread.
+class record_resolver {
+ public:
+  record_resolver(std::shared_ptr<kernel_records> records, std::uint32_t correlation) noexcept
+      : records_{std::move(records)}, correlation_{correlation} {}
+  record_resolver(record_resolver&& other) noexcept
+      : records_{std::move(other.records_)}, correlation_{other.correlation_} {}
+  record_resolver& operator=(record_resolver&&) = delete;
+  record_resolver(const record_resolver&) = delete;
+  record_resolver& operator=(const record_resolver&) = delete;
+  ~record_resolver() {
+    if (records_) records_->forget(correlation_);
+  }
+
+  std::optional<profile_ticks> operator()() {
+    auto records = std::move(records_);
+    return records->take(correlation_);
+  }
+
+ private:
+  std::shared_ptr<kernel_records> records_;
+  std::uint32_t correlation_;
+};
+
+}  // namespace launchwatch::detail::cupti

@@ -1,0 +1,80 @@
+// Interning and demangling device symbols (kernel_symbols.hpp).
+#include "kernel_symbols.hpp"
+
+#include <cxxabi.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+
+namespace launchwatch::detail {
+
+std::string demangle_symbol(std::string_view symbol) {
+  // Only Itanium-mangled names; the demangler also accepts plain type names ("i" → "int"), which a
+  // kernel called `i` must not become.
+  if (symbol.size() < 3 || symbol.substr(0, 2) != "_Z") return std::string{symbol};
+  const std::string text{symbol};  // the demangler wants NUL-terminated text
+  if (text.size() != std::strlen(text.c_str())) return text;
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(text.c_str(), nullptr, nullptr, &status);
+  if (status != 0 || demangled == nullptr) {
+    std::free(demangled);
+    return text;
+  }
+  std::string result{demangled};
+  std::free(demangled);
+  return result;
+}
+
+bool is_collective_symbol(std::string_view name) noexcept {
+  // A template kernel demangles with its return type first ("void ncclKernel<...>(...)").
+  constexpr std::string_view returns_void = "void ";
+  if (name.substr(0, returns_void.size()) == returns_void) name.remove_prefix(returns_void.size());
+  return name.starts_with("ncclDevKernel") || name.starts_with("ncclKernel");
+}
+
+kernel_symbol symbol_table::intern(std::string_view symbol) {
+  const auto entry_of = [](const std::pair<std::string, std::string>& stored) {
+    return kernel_symbol{stored.second, stored.first, is_collective_symbol(stored.second)};
+  };
+  {
+    std::shared_lock lock{mutex_};
+    if (const auto found = symbols_.find(symbol); found != symbols_.end()) {
+      return entry_of(*found->second);
+    }
+  }
+  // Demangled outside the lock: microseconds, and another thread may be interning too.
+  auto stored = std::make_unique<const std::pair<std::string, std::string>>(std::string{symbol},
+                                                                            demangle_symbol(symbol));
+  std::unique_lock lock{mutex_};
+  const std::string_view key = stored->first;
+  const auto [where, inserted] = symbols_.try_emplace(key, std::move(stored));
+  return entry_of(*where->second);
+}
+
+std::size_t symbol_table::size() const {
+  std::shared_lock lock{mutex_};
+  return symbols_.size();
+}
+
+symbol_table& symbol_table::process() {
+  static auto* table = new symbol_table;  // never destroyed: names are views into it
+  return *table;
+}
+
+kernel_symbol symbol_cache::find(const char* symbol, symbol_table& table) {
+  const auto address = reinterpret_cast<std::uintptr_t>(symbol);
+  entry& slot = entries_[(address >> 3) % ways];
+  if (slot.pointer == symbol) {
+    const std::string_view cached = slot.symbol.mangled;
+    if (std::strncmp(symbol, cached.data(), cached.size()) == 0 && symbol[cached.size()] == '\0') {
+      return slot.symbol;
+    }
+  }
+  slot.symbol = table.intern(symbol);
+  slot.pointer = symbol;
+  return slot.symbol;
+}
+
+}  // namespace launchwatch::detail

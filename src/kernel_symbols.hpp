@@ -1,0 +1,80 @@
+// Kernel names that arrive as device symbols (the CUDA bridge's launches, from CUPTI's symbolName):
+// demangled once per distinct symbol and kept for the life of the process, so a launch's name is a
+// std::string_view like every native kernel's.
+//
+// In core and free of CUDA so every spelling can be unit-tested and fuzzed without a GPU.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace launchwatch::detail {
+
+/// A device symbol's name as launches report it, and what the name says about the kernel.
+struct kernel_symbol {
+  /// Demangled (or as given when it is not a mangled C++ name); process-lifetime storage.
+  std::string_view name;
+  /// The symbol as the driver spelt it; process-lifetime storage.
+  std::string_view mangled;
+  /// One of NCCL's collective kernels (ncclDevKernel*, ncclKernel*): see launch_info::collective.
+  bool collective = false;
+};
+
+/// `symbol` demangled by the C++ ABI's demangler, or `symbol` unchanged when it is not a mangled
+/// name (cuBLAS's generated kernels, extern "C" kernels) or does not demangle.
+/// Cost: 1.7-5.2 µs for a mangled name (research/cuda-bridge.md §1): call once per distinct name.
+std::string demangle_symbol(std::string_view symbol);
+
+/// Whether a kernel named `name` (demangled) is one of NCCL's collectives.
+bool is_collective_symbol(std::string_view name) noexcept;
+
+/// The process's table of device symbols seen so far.
+///
+/// Why a table keyed by text: CUPTI's symbolName is valid only during the callback, and its pointer
+/// differs between the callbacks of one launch, so the text is copied once; a caller keeps a small
+/// pointer-keyed cache in front (symbol_cache) so a repeated launch neither hashes nor locks.
+/// Thread safety: any thread. Entries are never removed, so views stay valid.
+class symbol_table {
+ public:
+  /// The interned entry for `symbol` (any bytes), created and demangled on first sight.
+  /// Cost: a shared lock and a hash when seen before; the demangle and a copy the first time.
+  kernel_symbol intern(std::string_view symbol);
+
+  /// How many distinct symbols were interned.
+  std::size_t size() const;
+
+  /// The process's table (never destroyed, so names outlive every static destructor's launches).
+  static symbol_table& process();
+
+ private:
+  mutable std::shared_mutex mutex_;
+  // Keys view the mangled copy held by each node's value, so a node never moves its text.
+  std::unordered_map<std::string_view, std::unique_ptr<const std::pair<std::string, std::string>>>
+      symbols_;
+};
+
+/// A per-thread, pointer-keyed cache in front of symbol_table: a launch of a kernel this thread
+/// launched before costs a pointer compare and a check of the text.
+///
+/// The pointer alone is not trusted (a module unloaded and another loaded may reuse the address for
+/// another name): a hit is confirmed by comparing the cached text with the symbol's.
+class symbol_cache {
+ public:
+  /// The entry for the NUL-terminated `symbol` (non-null).
+  kernel_symbol find(const char* symbol, symbol_table& table);
+
+ private:
+  static constexpr std::size_t ways = 64;
+  struct entry {
+    const char* pointer = nullptr;
+    kernel_symbol symbol;
+  };
+  entry entries_[ways];
+};
+
+}  // namespace launchwatch::detail

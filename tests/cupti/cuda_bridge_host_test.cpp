@@ -1,0 +1,77 @@
+// What the CUDA bridge says before it touches a GPU: LAUNCHWATCH_CUPTI, and a machine without one.
+// Runs everywhere the bridge is built, CI included.
+#include <launchwatch/cuda_bridge.hpp>
+
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace launchwatch {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+/// Sets LAUNCHWATCH_CUPTI for one test.
+class with_cupti_variable {
+ public:
+  explicit with_cupti_variable(const char* value) { ::setenv("LAUNCHWATCH_CUPTI", value, 1); }
+  ~with_cupti_variable() { ::unsetenv("LAUNCHWATCH_CUPTI"); }
+  with_cupti_variable(const with_cupti_variable&) = delete;
+  with_cupti_variable& operator=(const with_cupti_variable&) = delete;
+};
+
+TEST(CudaBridgeHost, ThisBuildHasTheBridge) { EXPECT_TRUE(cuda_bridge::built()); }
+
+TEST(CudaBridgeHost, LaunchwatchCuptiOffTurnsTheBridgeOffSayingHowToTurnItOn) {
+  with_cupti_variable off{"off"};
+  try {
+    cuda_bridge bridge;
+    FAIL() << "the bridge started with LAUNCHWATCH_CUPTI=off";
+  } catch (const cuda_bridge_unavailable& error) {
+    EXPECT_EQ(error.why(), cuda_bridge_unavailable::reason::turned_off);
+    EXPECT_THAT(error.what(), AllOf(HasSubstr("LAUNCHWATCH_CUPTI=off"), HasSubstr("Unset it")));
+  }
+}
+
+TEST(CudaBridgeHost, ABadLaunchwatchCuptiValueIsAConfigurationErrorNamingTheAcceptedValues) {
+  with_cupti_variable bad{"maybe"};
+  try {
+    cuda_bridge bridge;
+    FAIL() << "the bridge started with LAUNCHWATCH_CUPTI=maybe";
+  } catch (const configuration_error& error) {
+    EXPECT_THAT(error.what(),
+                AllOf(HasSubstr("LAUNCHWATCH_CUPTI"), HasSubstr("`maybe`"), HasSubstr("on, off")));
+  }
+}
+
+TEST(CudaBridgeHost, AProgramThatOptsOutOfTheEnvironmentIsNotTurnedOffByIt) {
+  with_cupti_variable off{"off"};
+  try {
+    cuda_bridge bridge{cuda_bridge_options{.read_environment = false}};
+  } catch (const cuda_bridge_unavailable& error) {
+    EXPECT_NE(error.why(), cuda_bridge_unavailable::reason::turned_off) << error.what();
+  }
+}
+
+TEST(CudaBridgeHost, WithoutADeviceTheBridgeSaysThereIsNone) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0) {
+    GTEST_SKIP() << "this machine has a CUDA device";
+  }
+  try {
+    cuda_bridge bridge;
+    FAIL() << "the bridge started without a device";
+  } catch (const cuda_bridge_unavailable& error) {
+    EXPECT_THAT(error.why(), ::testing::AnyOf(cuda_bridge_unavailable::reason::no_device,
+                                              cuda_bridge_unavailable::reason::incompatible));
+    EXPECT_THAT(error.what(), HasSubstr("CUDA"));
+  }
+}
+
+}  // namespace
+}  // namespace launchwatch

@@ -1,0 +1,715 @@
+// The CUDA bridge on a GPU: foreign launches (<<<>>>, cudaLaunchKernel[Ex], cuBLAS, graphs) reach
+// the observer through the launch path with the contract's guarantees. Skips, saying why, where no
+// device is visible or another tool holds CUPTI (compute-sanitizer does).
+
+#include <launchwatch/cuda_bridge.hpp>
+#include <launchwatch/launchwatch.hpp>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cuda_profiler_api.h>
+#include <cupti.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "support/capturing_sink.hpp"
+#include "support/observers.hpp"
+
+namespace launchwatch {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::StartsWith;
+
+// ---------------------------------------------------------------------------------------------
+// Kernels a program would launch itself.
+
+__global__ void add_one(int* value) { atomicAdd(value, 1); }
+
+__global__ void sets_flag(volatile int* flag) { *flag = 1; }
+
+__device__ unsigned long long globaltimer() {
+  unsigned long long t = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__global__ void spin_for(unsigned long long nanoseconds) {
+  const unsigned long long start = globaltimer();
+  while (globaltimer() - start < nanoseconds) {
+  }
+}
+
+// Named as NCCL names its collectives; runs alone, so it cannot hang.
+__global__ void ncclDevKernel_AllReduce_Sum_f32_RING_LL(int* value) { atomicAdd(value, 1); }
+
+/// A launchwatch kernel, launched through client::cuda().
+struct bump {
+  device_span<int> value;
+  LAUNCHWATCH_HOST_DEVICE void operator()(unit u) const {
+    if (u.absolute_pos() == 0) value[0] += 1;
+  }
+};
+
+void check(cudaError_t status) { ASSERT_EQ(status, cudaSuccess) << cudaGetErrorString(status); }
+
+/// A device int, zeroed.
+struct device_int {
+  device_int() {
+    (void)cudaMalloc(&pointer, sizeof(int));
+    (void)cudaMemset(pointer, 0, sizeof(int));
+  }
+  ~device_int() { (void)cudaFree(pointer); }
+  int read() const {
+    int value = -1;
+    (void)cudaMemcpy(&value, pointer, sizeof(int), cudaMemcpyDeviceToHost);
+    return value;
+  }
+  int* pointer = nullptr;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Observers.
+
+struct seen_launch {
+  std::string kernel;
+  launch_info info;
+  std::thread::id thread;
+};
+
+/// Records every launch with everything it was told, and asks for `request`.
+class info_recorder : public testing::keeper {
+ public:
+  explicit info_recorder(timing_request request = timing_request::none) : request_{request} {}
+  void launched_with(const launch_info& info) override {
+    if (on_launch) on_launch(info);
+    std::lock_guard lock{mutex_};
+    seen_.push_back(seen_launch{std::string{info.kernel}, info, std::this_thread::get_id()});
+  }
+  timing_request timing() const override { return request_; }
+  std::vector<seen_launch> seen() const {
+    std::lock_guard lock{mutex_};
+    return seen_;
+  }
+  std::size_t count_of(std::string_view prefix) const {
+    std::lock_guard lock{mutex_};
+    return static_cast<std::size_t>(std::count_if(seen_.begin(), seen_.end(), [&](const auto& s) {
+      return std::string_view{s.kernel}.starts_with(prefix);
+    }));
+  }
+  /// Runs inside launched_with, before the record is kept.
+  std::function<void(const launch_info&)> on_launch;
+
+ private:
+  timing_request request_;
+  mutable std::mutex mutex_;
+  std::vector<seen_launch> seen_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures: a bridge for each test, or a skip saying why there cannot be one here.
+
+class CudaBridge : public ::testing::Test {
+ protected:
+  virtual cuda_bridge_options options() const { return {}; }
+
+  void SetUp() override {
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+      (void)cudaGetLastError();
+      GTEST_SKIP() << "no CUDA device here";
+    }
+    try {
+      bridge_ = std::make_unique<cuda_bridge>(options());
+    } catch (const cuda_bridge_unavailable& why) {
+      if (why.why() == cuda_bridge_unavailable::reason::cupti_in_use) {
+        GTEST_SKIP() << "another tool holds CUPTI (compute-sanitizer does): " << why.what();
+      }
+      throw;
+    }
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  }
+
+  void TearDown() override {
+    if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+    bridge_.reset();
+  }
+
+  std::unique_ptr<cuda_bridge> bridge_;
+  cudaStream_t stream_ = nullptr;
+};
+
+// ---------------------------------------------------------------------------------------------
+// What is reported, once, when, with what.
+
+// Behaviour 1 for a foreign launch: on the issuing thread, before the kernel could run.
+TEST_F(CudaBridge, ATripleChevronLaunchIsReportedOnItsThreadBeforeTheKernelRuns) {
+  int* flag = nullptr;
+  check(cudaHostAlloc(&flag, sizeof(int), cudaHostAllocMapped));
+  *flag = 0;
+  int* flag_on_device = nullptr;
+  check(cudaHostGetDevicePointer(&flag_on_device, flag, 0));
+  auto observer = std::make_shared<info_recorder>();
+  std::atomic<int> flag_when_reported{-1};
+  observer->on_launch = [&](const launch_info&) {
+    flag_when_reported = *static_cast<volatile int*>(flag);
+    std::this_thread::sleep_for(2ms);  // the kernel would have run by now, were it submitted
+  };
+  {
+    launch_observation watching{observer};
+    sets_flag<<<1, 1, 0, stream_>>>(flag_on_device);
+    check(cudaStreamSynchronize(stream_));
+  }
+  const auto seen = observer->seen();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].kernel, "sets_flag(int volatile*)");
+  EXPECT_EQ(seen[0].thread, std::this_thread::get_id());
+  EXPECT_EQ(flag_when_reported.load(), 0) << "the kernel ran before it was reported";
+  EXPECT_EQ(*static_cast<volatile int*>(flag), 1);
+  check(cudaFreeHost(flag));
+}
+
+TEST_F(CudaBridge, EachLaunchIsReportedOnceThoughTheRuntimeAndTheDriverBothSeeIt) {
+  auto observer = std::make_shared<info_recorder>();
+  device_int counter;
+  {
+    launch_observation watching{observer};
+    for (int i = 0; i < 100; ++i) add_one<<<1, 1, 0, stream_>>>(counter.pointer);
+    void* arguments[] = {&counter.pointer};
+    for (int i = 0; i < 100; ++i) {
+      check(cudaLaunchKernel(reinterpret_cast<const void*>(&add_one), dim3{1}, dim3{1}, arguments,
+                             0, stream_));
+    }
+    check(cudaStreamSynchronize(stream_));
+  }
+  EXPECT_EQ(observer->count_of("add_one"), 200u);
+  EXPECT_EQ(counter.read(), 200);
+  EXPECT_EQ(bridge_->stats().launches_reported, 200u);
+}
+
+TEST_F(CudaBridge, ALaunchExReportsItsDeviceStreamGridBlockAndDemangledName) {
+  auto observer = std::make_shared<info_recorder>();
+  device_int counter;
+  {
+    launch_observation watching{observer};
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3{3, 2, 1};
+    config.blockDim = dim3{64, 1, 1};
+    config.stream = stream_;
+    check(cudaLaunchKernelEx(&config, add_one, counter.pointer));
+    check(cudaStreamSynchronize(stream_));
+  }
+  const auto seen = observer->seen();
+  ASSERT_EQ(seen.size(), 1u);
+  const launch_info& info = seen[0].info;
+  EXPECT_EQ(seen[0].kernel, "add_one(int*)");
+  EXPECT_EQ(info.backend, "cuda");
+  int device = -1;
+  check(cudaGetDevice(&device));
+  EXPECT_EQ(info.device, device);
+  EXPECT_EQ(info.stream, reinterpret_cast<std::uintptr_t>(stream_));
+  EXPECT_EQ(info.cube_count, (std::array<std::uint32_t, 3>{3, 2, 1}));
+  EXPECT_EQ(info.cube_dim, (std::array<std::uint32_t, 3>{64, 1, 1}));
+  EXPECT_FALSE(info.capturing);
+  EXPECT_FALSE(info.collective);
+  EXPECT_FALSE(info.dry_run);
+  EXPECT_NE(info.launch_id, 0u);
+  EXPECT_EQ(counter.read(), 6 * 64);
+}
+
+TEST_F(CudaBridge, LaunchwatchsOwnCudaLaunchesAreReportedOnceNotTwice) {
+  client cuda = client::cuda();
+  buffer<int> value = cuda.create<int>(std::vector<int>{0});
+  auto observer = std::make_shared<info_recorder>();
+  {
+    launch_observation watching{observer};
+    cuda.launch(bump{value.view()}, cube_count{1}, cube_dim{1});
+    cuda.sync();
+  }
+  const auto seen = observer->seen();
+  ASSERT_EQ(seen.size(), 1u) << "reported by the backend and again by the bridge";
+  EXPECT_EQ(seen[0].kernel, type_name<bump>());
+  EXPECT_GE(bridge_->stats().own_launches_skipped, 1u);
+  EXPECT_EQ(cuda.read(value), std::vector<int>{1});
+}
+
+TEST_F(CudaBridge, NothingIsReportedOrCountedWhileNoObservationIsInstalled) {
+  device_int counter;
+  for (int i = 0; i < 10; ++i) add_one<<<1, 1, 0, stream_>>>(counter.pointer);
+  check(cudaStreamSynchronize(stream_));
+  EXPECT_EQ(bridge_->stats().launches_reported, 0u);
+  EXPECT_EQ(counter.read(), 10);
+}
+
+TEST_F(CudaBridge, LaunchesFromSeveralThreadsAreEachReportedOnTheirOwnThreadInIssueOrder) {
+  constexpr int threads = 8;
+  constexpr int launches = 500;
+  auto observer = std::make_shared<info_recorder>();
+  std::vector<std::thread::id> ids(threads);
+  {
+    launch_observation watching{observer};
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([&, t] {
+        ids[t] = std::this_thread::get_id();
+        cudaStream_t mine = nullptr;
+        (void)cudaStreamCreateWithFlags(&mine, cudaStreamNonBlocking);
+        dim3 grid{1};
+        for (int i = 0; i < launches; ++i) {
+          // The grid's x counts the launches, so issue order shows in what was reported.
+          grid.x = static_cast<unsigned>(i + 1);
+          spin_for<<<grid, 1, 0, mine>>>(0);
+        }
+        (void)cudaStreamSynchronize(mine);
+        (void)cudaStreamDestroy(mine);
+      });
+    }
+    for (auto& worker : workers) worker.join();
+  }
+  std::map<std::thread::id, std::vector<std::uint32_t>> by_thread;
+  for (const auto& s : observer->seen()) by_thread[s.thread].push_back(s.info.cube_count[0]);
+  ASSERT_EQ(by_thread.size(), static_cast<std::size_t>(threads));
+  for (const auto id : ids) {
+    const auto& order = by_thread[id];
+    ASSERT_EQ(order.size(), static_cast<std::size_t>(launches));
+    for (int i = 0; i < launches; ++i) EXPECT_EQ(order[i], static_cast<std::uint32_t>(i + 1));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Libraries and attribution.
+
+TEST_F(CudaBridge, CublasKernelsAreReportedAndAttributedToTheScopeTheyWereIssuedIn) {
+  cublasHandle_t handle = nullptr;
+  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublasSetStream(handle, stream_), CUBLAS_STATUS_SUCCESS);
+  constexpr int n = 256;
+  float* matrices = nullptr;
+  check(cudaMalloc(&matrices, 3 * n * n * sizeof(float)));
+  check(cudaMemset(matrices, 0, 3 * n * n * sizeof(float)));
+  const float one = 1.0f;
+  // A first call outside the pass: cuBLAS's own set-up is not what this test attributes.
+  (void)cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, matrices, n, matrices + n * n,
+                    n, &one, matrices + 2 * n * n, n);
+  check(cudaStreamSynchronize(stream_));
+  const pass_record pass = attribute_pass(
+      [&] {
+        scope gemm{"gemm"};
+        for (int i = 0; i < 3; ++i) {
+          (void)cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, matrices, n,
+                            matrices + n * n, n, &one, matrices + 2 * n * n, n);
+        }
+        check(cudaStreamSynchronize(stream_));
+      },
+      attribution_options{.timing = timing_request::deferred});
+  ASSERT_GE(pass.launches.size(), 3u);
+  for (const launch_record& launch : pass.launches) {
+    ASSERT_TRUE(launch.scope.has_value());
+    EXPECT_EQ(pass.scope_path(*launch.scope), std::vector<std::string_view>{"gemm"});
+    EXPECT_EQ(pass.streams[launch.stream].backend, "cuda");
+    ASSERT_TRUE(launch.timing.has_value()) << pass.kernels[launch.kernel];
+    EXPECT_GT(launch.timing->length, 0ns);
+    EXPECT_EQ(launch.timing->method, timing_method::device);
+  }
+  EXPECT_FALSE(pass.kernels.empty());
+  (void)cudaFree(matrices);
+  (void)cublasDestroy(handle);
+}
+
+// Behaviour 12 for foreign graphs, from several threads at once: each captured launch is reported
+// at capture with its thread's scope, and a replay reports nothing.
+TEST_F(CudaBridge, CapturedGraphsAreReportedAtCaptureFromEveryThreadAndNotPerReplay) {
+  constexpr int threads = 4;
+  constexpr int nodes = 3;
+  constexpr int replays = 5;
+  static constexpr std::array<std::string_view, threads> names{"worker 0", "worker 1", "worker 2",
+                                                              "worker 3"};
+  std::array<std::unique_ptr<device_int>, threads> counters;
+  for (auto& c : counters) c = std::make_unique<device_int>();
+  const pass_record pass = attribute_pass(
+      [&] {
+        std::vector<std::thread> workers;
+        for (int t = 0; t < threads; ++t) {
+          workers.emplace_back([&, t] {
+            scope named{names[t]};
+            cudaStream_t mine = nullptr;
+            (void)cudaStreamCreateWithFlags(&mine, cudaStreamNonBlocking);
+            cudaGraph_t graph = nullptr;
+            cudaGraphExec_t exec = nullptr;
+            (void)cudaStreamBeginCapture(mine, cudaStreamCaptureModeThreadLocal);
+            for (int i = 0; i < nodes; ++i) add_one<<<1, 1, 0, mine>>>(counters[t]->pointer);
+            (void)cudaStreamEndCapture(mine, &graph);
+            (void)cudaGraphInstantiate(&exec, graph, 0);
+            for (int r = 0; r < replays; ++r) (void)cudaGraphLaunch(exec, mine);
+            (void)cudaStreamSynchronize(mine);
+            (void)cudaGraphExecDestroy(exec);
+            (void)cudaGraphDestroy(graph);
+            (void)cudaStreamDestroy(mine);
+          });
+        }
+        for (auto& worker : workers) worker.join();
+      },
+      attribution_options{.timing = timing_request::deferred});
+  ASSERT_EQ(pass.launches.size(), static_cast<std::size_t>(threads * nodes));
+  std::map<std::string, int> per_scope;
+  for (const launch_record& launch : pass.launches) {
+    EXPECT_TRUE(launch.captured);
+    EXPECT_FALSE(launch.timing.has_value()) << "a capture's launch does not run then";
+    ASSERT_TRUE(launch.scope.has_value());
+    ++per_scope[std::string{pass.scope_path(*launch.scope).back()}];
+    EXPECT_EQ(pass.kernels[launch.kernel], "add_one(int*)");
+  }
+  for (const auto name : names) EXPECT_EQ(per_scope[std::string{name}], nodes);
+  for (const auto& c : counters) EXPECT_EQ(c->read(), nodes * replays) << "the replays ran";
+}
+
+// Behaviour 10: the capture window refuses the profile; the launch goes on and is reported.
+TEST_F(CudaBridge, ALaunchInACaptureIsReportedCapturingAndItsMeasurementRefusedWithAWarning) {
+  testing::captured_log log;
+  auto observer = std::make_shared<info_recorder>(timing_request::deferred);
+  device_int counter;
+  cudaGraph_t graph = nullptr;
+  {
+    launch_observation watching{observer};
+    check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    add_one<<<1, 1, 0, stream_>>>(counter.pointer);
+    check(cudaStreamEndCapture(stream_, &graph));
+  }
+  const auto seen = observer->seen();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_TRUE(seen[0].info.capturing);
+  EXPECT_TRUE(observer->take().empty());
+  EXPECT_EQ(log->count_containing("recording a CUDA graph"), 1u);
+  (void)cudaGraphDestroy(graph);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timing.
+
+TEST_F(CudaBridge, AResolvedObserverIsToldEachKernelsDeviceDuration) {
+  auto observer = std::make_shared<testing::timer>();
+  {
+    launch_observation watching{observer};
+    for (int i = 0; i < 3; ++i) spin_for<<<1, 1, 0, stream_>>>(50'000);
+  }
+  const auto calls = observer->calls();
+  ASSERT_EQ(calls.size(), 3u);
+  for (const auto& [kernel, length, method] : calls) {
+    EXPECT_THAT(kernel, StartsWith("spin_for"));
+    EXPECT_GE(length, 45us);
+    EXPECT_LT(length, 5ms);
+    EXPECT_EQ(method, timing_method::device);
+  }
+}
+
+TEST_F(CudaBridge, ADeferredObserverGetsEachKernelsWindowOnTheSteadyClockAfterItsLaunch) {
+  auto observer = std::make_shared<info_recorder>(timing_request::deferred);
+  const instant before = std::chrono::steady_clock::now();
+  {
+    launch_observation watching{observer};
+    for (int i = 0; i < 5; ++i) spin_for<<<1, 1, 0, stream_>>>(50'000);
+  }
+  check(cudaStreamSynchronize(stream_));
+  const instant after = std::chrono::steady_clock::now();
+  auto kept = observer->take();
+  ASSERT_EQ(kept.size(), 5u);
+  std::optional<instant> previous_end;
+  for (auto& [kernel, profile] : kept) {
+    EXPECT_EQ(profile.method(), timing_method::device);
+    const auto ticks = std::move(profile).resolve();
+    ASSERT_TRUE(ticks.has_value()) << kernel;
+    EXPECT_GE(ticks->length(), 45us);
+    EXPECT_GT(ticks->start(), before);
+    EXPECT_LT(ticks->end(), after);
+    if (previous_end) EXPECT_GE(ticks->start(), *previous_end) << "one stream runs them in order";
+    previous_end = ticks->end();
+  }
+  const cuda_bridge_stats stats = bridge_->stats();
+  EXPECT_EQ(stats.measurements_delivered, 5u);
+  EXPECT_EQ(stats.measurements_missing, 0u);
+}
+
+TEST_F(CudaBridge, FlushWaitsForTheDeviceAndLeavesNoMeasurementPending) {
+  auto observer = std::make_shared<info_recorder>(timing_request::deferred);
+  device_int counter;
+  {
+    launch_observation watching{observer};
+    spin_for<<<1, 1, 0, stream_>>>(20'000'000);
+    add_one<<<1, 1, 0, stream_>>>(counter.pointer);
+  }
+  bridge_->flush();
+  EXPECT_EQ(cudaStreamQuery(stream_), cudaSuccess) << "flush returned before the device was idle";
+  auto kept = observer->take();
+  ASSERT_EQ(kept.size(), 2u);
+  for (auto& [kernel, profile] : kept) EXPECT_TRUE(std::move(profile).resolve().has_value()) << kernel;
+}
+
+TEST_F(CudaBridge, WithTheLoggerListingLaunchesAForeignLaunchIsWritten) {
+  std::ostringstream out;
+  detail::reset_profiling_logger_for_testing();
+  profiling_logger::instance().set_output(log_output::stream(out));
+  profiling_logger::instance().set_level(profile_level::execution_only);
+  device_int counter;
+  add_one<<<1, 1, 0, stream_>>>(counter.pointer);
+  check(cudaStreamSynchronize(stream_));
+  profiling_logger::instance().write_summary();
+  profiling_logger::instance().flush();
+  detail::reset_profiling_logger_for_testing();
+  EXPECT_THAT(out.str(), HasSubstr("add_one(int*)"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Collectives (DESIGN.md §10).
+
+TEST_F(CudaBridge, AnNcclKernelIsMarkedCollectiveAndNeverReadAtOnceWithOneWarning) {
+  testing::captured_log log;
+  auto observer = std::make_shared<testing::timer>();
+  auto names = std::make_shared<info_recorder>();
+  device_int counter;
+  {
+    launch_observation watching{observer};
+    ncclDevKernel_AllReduce_Sum_f32_RING_LL<<<1, 1, 0, stream_>>>(counter.pointer);
+    ncclDevKernel_AllReduce_Sum_f32_RING_LL<<<1, 1, 0, stream_>>>(counter.pointer);
+  }
+  {
+    launch_observation watching{names};
+    ncclDevKernel_AllReduce_Sum_f32_RING_LL<<<1, 1, 0, stream_>>>(counter.pointer);
+  }
+  check(cudaStreamSynchronize(stream_));
+  EXPECT_THAT(observer->calls(), IsEmpty());
+  EXPECT_EQ(log->count_containing("it is a collective"), 1u);
+  ASSERT_EQ(names->seen().size(), 1u);
+  EXPECT_TRUE(names->seen()[0].info.collective);
+  EXPECT_EQ(counter.read(), 3) << "the launches went on";
+}
+
+TEST_F(CudaBridge, ADeferredObserverKeepsACollectivesMeasurement) {
+  auto observer = std::make_shared<info_recorder>(timing_request::deferred);
+  device_int counter;
+  {
+    launch_observation watching{observer};
+    ncclDevKernel_AllReduce_Sum_f32_RING_LL<<<1, 1, 0, stream_>>>(counter.pointer);
+  }
+  check(cudaStreamSynchronize(stream_));
+  auto kept = observer->take();
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_TRUE(std::move(kept[0].second).resolve().has_value());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The profiler API's range (cuda_capture_range::cuda_profiler_api).
+
+class CudaBridgeProfilerRange : public CudaBridge {
+ protected:
+  cuda_bridge_options options() const override {
+    return cuda_bridge_options{.capture_range = cuda_capture_range::cuda_profiler_api};
+  }
+};
+
+TEST_F(CudaBridgeProfilerRange, OnlyLaunchesBetweenStartAndStopAreReported) {
+  auto observer = std::make_shared<info_recorder>();
+  device_int counter;
+  {
+    launch_observation watching{observer};
+    add_one<<<1, 1, 0, stream_>>>(counter.pointer);
+    check(cudaProfilerStart());
+    add_one<<<2, 1, 0, stream_>>>(counter.pointer);
+    add_one<<<3, 1, 0, stream_>>>(counter.pointer);
+    check(cudaProfilerStop());
+    add_one<<<4, 1, 0, stream_>>>(counter.pointer);
+    check(cudaStreamSynchronize(stream_));
+  }
+  const auto seen = observer->seen();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].info.cube_count[0], 2u);
+  EXPECT_EQ(seen[1].info.cube_count[0], 3u);
+  EXPECT_EQ(bridge_->stats().outside_capture_range, 2u);
+  EXPECT_EQ(counter.read(), 10);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Graph replays' nodes (cuda_graph_replays::per_node).
+
+class CudaBridgeGraphNodes : public CudaBridge {
+ protected:
+  cuda_bridge_options options() const override {
+    return cuda_bridge_options{.graph_replays = cuda_graph_replays::per_node};
+  }
+};
+
+/// Keeps the launch ids it saw at capture and the replayed nodes it is told.
+class replay_recorder : public info_recorder, public graph_replay_observer {
+ public:
+  void replayed(const replayed_node& node) override {
+    std::lock_guard lock{mutex_};
+    nodes_.push_back(node);
+  }
+  std::vector<replayed_node> nodes() const {
+    std::lock_guard lock{mutex_};
+    return nodes_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<replayed_node> nodes_;
+};
+
+TEST_F(CudaBridgeGraphNodes, EachReplayedNodeIsToldWithTheLaunchThatCapturedItAndItsDeviceTime) {
+  constexpr int nodes = 3;
+  constexpr int replays = 4;
+  auto observer = std::make_shared<replay_recorder>();
+  device_int counter;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  const instant before = std::chrono::steady_clock::now();
+  {
+    launch_observation watching{observer};
+    check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < nodes; ++i) spin_for<<<1, 1, 0, stream_>>>(20'000);
+    check(cudaStreamEndCapture(stream_, &graph));
+    check(cudaGraphInstantiate(&exec, graph, 0));
+    for (int r = 0; r < replays; ++r) check(cudaGraphLaunch(exec, stream_));
+    bridge_->flush();
+  }
+  std::set<std::uint64_t> captured;
+  for (const auto& s : observer->seen()) captured.insert(s.info.launch_id);
+  ASSERT_EQ(captured.size(), static_cast<std::size_t>(nodes)) << "reported once each, at capture";
+  const auto told = observer->nodes();
+  ASSERT_EQ(told.size(), static_cast<std::size_t>(nodes * replays));
+  std::map<std::uint64_t, int> per_replay;
+  std::map<std::uint64_t, int> per_captured;
+  for (const replayed_node& node : told) {
+    EXPECT_THAT(std::string{node.kernel}, StartsWith("spin_for"));
+    EXPECT_TRUE(captured.contains(node.captured_launch));
+    EXPECT_GE(node.ticks.length(), 18us);
+    EXPECT_GT(node.ticks.start(), before);
+    ++per_replay[node.replay];
+    ++per_captured[node.captured_launch];
+  }
+  EXPECT_EQ(per_replay.size(), static_cast<std::size_t>(replays));
+  for (const auto& [replay, count] : per_replay) EXPECT_EQ(count, nodes);
+  for (const auto& [launch, count] : per_captured) EXPECT_EQ(count, replays);
+  EXPECT_EQ(bridge_->stats().replayed_nodes_delivered, static_cast<std::uint64_t>(nodes * replays));
+  (void)cudaGraphExecDestroy(exec);
+  (void)cudaGraphDestroy(graph);
+}
+
+TEST_F(CudaBridgeGraphNodes, AnObserverThatDidNotAskForReplaysIsToldNothingOfThem) {
+  auto observer = std::make_shared<info_recorder>();
+  device_int counter;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  {
+    launch_observation watching{observer};
+    check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    add_one<<<1, 1, 0, stream_>>>(counter.pointer);
+    check(cudaStreamEndCapture(stream_, &graph));
+    check(cudaGraphInstantiate(&exec, graph, 0));
+    for (int r = 0; r < 3; ++r) check(cudaGraphLaunch(exec, stream_));
+    bridge_->flush();
+  }
+  EXPECT_EQ(observer->seen().size(), 1u);
+  EXPECT_EQ(bridge_->stats().replayed_nodes_delivered, 0u);
+  EXPECT_EQ(counter.read(), 3);
+  (void)cudaGraphExecDestroy(exec);
+  (void)cudaGraphDestroy(graph);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sharing, errors, giving CUPTI back.
+
+TEST_F(CudaBridge, ASecondBridgeSharesTheFirstAndReportingGoesOnWhileEitherLives) {
+  auto second = std::make_unique<cuda_bridge>();
+  auto observer = std::make_shared<info_recorder>();
+  device_int counter;
+  launch_observation watching{observer};
+  add_one<<<1, 1, 0, stream_>>>(counter.pointer);
+  bridge_.reset();
+  add_one<<<1, 1, 0, stream_>>>(counter.pointer);
+  check(cudaStreamSynchronize(stream_));
+  EXPECT_EQ(observer->seen().size(), 2u);
+  EXPECT_EQ(second->stats().launches_reported, 2u);
+}
+
+/// Starts a raw CUPTI subscriber, as another tool would; false when CUPTI is already held.
+bool subscribe_raw(CUpti_SubscriberHandle& handle, const char* name) {
+  CUpti_SubscriberParams params{};
+  params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+  params.subscriberName = name;
+  const auto ignore = [](void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {};
+  return cuptiSubscribe_v2(&handle, ignore, nullptr, &params) == CUPTI_SUCCESS;
+}
+
+bool have_device() {
+  int devices = 0;
+  const bool ok = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
+  (void)cudaGetLastError();
+  return ok;
+}
+
+TEST(CudaBridgeErrors, CuptiHeldByAnotherSubscriberIsNamedInTheError) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device here";
+  CUpti_SubscriberHandle other = nullptr;
+  if (!subscribe_raw(other, "another profiler")) GTEST_SKIP() << "CUPTI is held already";
+  try {
+    cuda_bridge bridge;
+    ADD_FAILURE() << "the bridge started while another subscriber held CUPTI";
+  } catch (const cuda_bridge_unavailable& error) {
+    EXPECT_EQ(error.why(), cuda_bridge_unavailable::reason::cupti_in_use);
+    EXPECT_THAT(std::string{error.holder()}, HasSubstr("another profiler"));
+    EXPECT_THAT(error.what(), HasSubstr("another profiler"));
+  }
+  (void)cuptiUnsubscribe(other);
+  (void)cuptiFinalize();
+}
+
+TEST(CudaBridgeErrors, AfterTheBridgeIsDestroyedCuptiIsFreeForAnotherTool) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device here";
+  try {
+    cuda_bridge bridge;
+  } catch (const cuda_bridge_unavailable& why) {
+    GTEST_SKIP() << why.what();
+  }
+  CUpti_SubscriberHandle other = nullptr;
+  EXPECT_TRUE(subscribe_raw(other, "the next tool"));
+  (void)cuptiUnsubscribe(other);
+  (void)cuptiFinalize();
+}
+
+TEST(CudaBridgeErrors, ABridgeCanBeStartedAgainAfterTheLastOneWasDestroyed) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device here";
+  try {
+    { cuda_bridge first; }
+    cuda_bridge again;
+    auto observer = std::make_shared<info_recorder>();
+    device_int counter;
+    {
+      launch_observation watching{observer};
+      add_one<<<1, 1>>>(counter.pointer);
+      check(cudaDeviceSynchronize());
+    }
+    EXPECT_EQ(observer->seen().size(), 1u);
+  } catch (const cuda_bridge_unavailable& why) {
+    GTEST_SKIP() << why.what();
+  }
+}
+
+}  // namespace
+}  // namespace launchwatch

@@ -19,11 +19,11 @@ if ! { cmake --preset cuda -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES=90 "${cupti_ar
   exit 1
 fi
 echo "build: $(( $(date +%s) - t )) s"
-timeout 240 ctest --test-dir "$BUILD" -R "RunOnGpu|RunCommand" --output-on-failure --no-tests=error \
+timeout 100 ctest --test-dir "$BUILD" -R "RunOnGpu|RunCommand" --output-on-failure --no-tests=error \
   >"$OUT/tests.log" 2>&1
 tests=$?
 tail -30 "$OUT/tests.log"
-timeout 240 python3 bench/torch/run_vs_profiler.py --launchwatch "$BUILD/apps/launchwatch/launchwatch" \
+timeout 100 python3 bench/torch/run_vs_profiler.py --launchwatch "$BUILD/apps/launchwatch/launchwatch" \
   --steps "$STEPS" --out "$BUILD/run-vs-profiler" >"$OUT/bench.md" 2>&1
 bench=$?
 cat "$OUT/bench.md"

@@ -35,17 +35,6 @@ namespace fs = std::filesystem;
 constexpr std::string_view library_name = "liblaunchwatch_inject.so";
 constexpr int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
 
-/// The program's pid once it runs, for the forwarding handler.
-volatile sig_atomic_t child_pid = 0;
-
-/// Passes a signal another process sent launchwatch on to the program. One the terminal sent
-/// (Ctrl-C: si_code SI_KERNEL) went to the whole foreground process group, the program included,
-/// so it is not sent twice.
-extern "C" void forward_signal(int signal_number, siginfo_t* info, void*) {
-  const pid_t pid = child_pid;
-  if (pid > 0 && info != nullptr && info->si_code <= 0) ::kill(pid, signal_number);
-}
-
 /// liblaunchwatch_inject.so: LAUNCHWATCH_INJECTION_LIBRARY, else beside this program (the build
 /// tree), else in the installed library folder beside its bin folder.
 std::optional<fs::path> find_injection_library() {
@@ -107,7 +96,13 @@ std::string how_it_ended(int status) {
   return fmt::format("exited with status {}", WEXITSTATUS(status));
 }
 
-/// Starts the program with stop signals forwarded to it and waits for it; returns its wait status.
+/// Starts the program and waits for it, passing on the stop signals another process sends
+/// launchwatch; returns its wait status, or -1 when it could not be started.
+///
+/// Signals are taken synchronously (blocked, then sigwaitinfo), not by a handler, so the wait for
+/// the program and the passing on cannot miss each other. One the terminal sent (Ctrl-C: si_code
+/// SI_KERNEL) went to the whole foreground process group, the program included, so it is not sent
+/// twice; one sent by a process (kill, a CI runner's timeout: si_code <= 0) is.
 int run_and_wait(const std::vector<std::string>& command, const std::vector<std::string>& environment) {
   std::vector<char*> argv;
   for (const auto& word : command) argv.push_back(const_cast<char*>(word.c_str()));
@@ -116,41 +111,49 @@ int run_and_wait(const std::vector<std::string>& command, const std::vector<std:
   for (const auto& variable : environment) envp.push_back(const_cast<char*>(variable.c_str()));
   envp.push_back(nullptr);
 
-  // Block the stop signals until the pid is known, so none arrives with nobody to forward it to;
-  // the program starts with this process's original mask.
-  sigset_t stops;
+  sigset_t waited;
   sigset_t original;
-  sigemptyset(&stops);
-  for (const int signal_number : stop_signals) sigaddset(&stops, signal_number);
-  ::sigprocmask(SIG_BLOCK, &stops, &original);
+  sigemptyset(&waited);
+  sigaddset(&waited, SIGCHLD);
   for (const int signal_number : stop_signals) {
     struct sigaction current {};
     ::sigaction(signal_number, nullptr, &current);
-    if (current.sa_handler == SIG_IGN) continue;  // ignored here (nohup): the program inherits that
-    struct sigaction forward {};
-    forward.sa_sigaction = &forward_signal;
-    forward.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&forward.sa_mask);
-    ::sigaction(signal_number, &forward, nullptr);
+    // Ignored here (nohup): the program inherits that, and launchwatch keeps ignoring it.
+    if (current.sa_handler != SIG_IGN) sigaddset(&waited, signal_number);
   }
+  ::signal(SIGCHLD, SIG_DFL);  // an inherited SIG_IGN would reap the program before we see it end
+  ::sigprocmask(SIG_BLOCK, &waited, &original);
   posix_spawnattr_t attributes;
   posix_spawnattr_init(&attributes);
-  posix_spawnattr_setsigmask(&attributes, &original);
+  posix_spawnattr_setsigmask(&attributes, &original);  // the program starts with the mask we had
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
   pid_t pid = 0;
   const int failed = ::posix_spawnp(&pid, argv[0], nullptr, &attributes, argv.data(), envp.data());
   posix_spawnattr_destroy(&attributes);
-  if (failed == 0) child_pid = pid;
-  ::sigprocmask(SIG_SETMASK, &original, nullptr);
   if (failed != 0) {
+    ::sigprocmask(SIG_SETMASK, &original, nullptr);
     std::cerr << fmt::format("launchwatch run: cannot run {}: {}\n", command[0], std::strerror(failed));
     return -1;
   }
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw std::system_error{errno, std::generic_category(), "waiting for the program"};
+  for (;;) {
+    siginfo_t info{};
+    const int signal_number = ::sigwaitinfo(&waited, &info);
+    if (signal_number < 0) {
+      if (errno == EINTR) continue;
+      throw std::system_error{errno, std::generic_category(), "waiting for the program"};
+    }
+    if (signal_number != SIGCHLD) {
+      if (info.si_code <= 0) ::kill(pid, signal_number);
+      continue;
+    }
+    const pid_t ended = ::waitpid(pid, &status, WNOHANG);
+    if (ended == pid) break;
+    if (ended < 0 && errno != EINTR) {
+      throw std::system_error{errno, std::generic_category(), "waiting for the program"};
+    }
   }
-  child_pid = 0;
+  ::sigprocmask(SIG_SETMASK, &original, nullptr);
   return status;
 }
 

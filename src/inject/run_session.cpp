@@ -40,6 +40,7 @@ struct session {
   std::unique_ptr<cuda_bridge> bridge;
   bool cuda_tried = false;
   std::string cuda_unavailable;  // why the bridge did not start, once it was tried
+  std::thread bridge_starter;    // constructs `bridge` (see watch_cuda_in_run_session)
 };
 
 // Never destroyed: the program's other threads may still report launches while statics go.
@@ -151,17 +152,31 @@ void watch_cuda_in_run_session() noexcept {
   std::lock_guard lock{cuda_mutex};
   if (s.cuda_tried) return;
   s.cuda_tried = true;
+  // InitializeInjection runs inside cuInit, which the CUDA runtime calls while it initialises on
+  // this thread, holding its initialisation lock; the bridge asks the runtime for the devices,
+  // which would wait for that lock forever. So the bridge starts on a thread of its own as soon as
+  // the runtime is initialised (a program creates its context, which takes far longer, before its
+  // first kernel), and exit waits for it.
   try {
-    cuda_bridge_options options;
-    options.capture_range =
-        s.settings.profiler_api_range ? cuda_capture_range::cuda_profiler_api : cuda_capture_range::whole;
-    s.bridge = std::make_unique<cuda_bridge>(options);
-    // Registered after CUDA's own exit handlers, so it runs before them: the device is still there
-    // to be flushed. (finish_run_session does its work once, however often it is called.)
-    std::atexit(&finish_at_exit);
+    s.bridge_starter = std::thread{[] {
+      auto& session = *the_session;
+      std::lock_guard starting{cuda_mutex};
+      try {
+        cuda_bridge_options options;
+        options.capture_range = session.settings.profiler_api_range ? cuda_capture_range::cuda_profiler_api
+                                                                    : cuda_capture_range::whole;
+        session.bridge = std::make_unique<cuda_bridge>(options);
+        // Registered after CUDA's own exit handlers, so it runs before them: the device is still
+        // there to be flushed. (finish_run_session does its work once, however often it is called.)
+        std::atexit(&finish_at_exit);
+      } catch (const std::exception& error) {
+        session.cuda_unavailable = error.what();
+        say(fmt::format("CUDA kernels are not watched: {}. The program runs as usual.", session.cuda_unavailable));
+      }
+    }};
   } catch (const std::exception& error) {
     s.cuda_unavailable = error.what();
-    say(fmt::format("CUDA kernels are not watched: {}. The program runs as usual.", s.cuda_unavailable));
+    say(fmt::format("CUDA kernels are not watched: the bridge's thread did not start: {}", error.what()));
   }
 }
 
@@ -171,7 +186,12 @@ void finish_run_session() noexcept {
     std::call_once(finished, [] {
       auto& s = *the_session;
       {
-        std::lock_guard lock{cuda_mutex};
+        std::unique_lock lock{cuda_mutex};
+        if (s.bridge_starter.joinable() && s.bridge_starter.get_id() != std::this_thread::get_id()) {
+          lock.unlock();
+          s.bridge_starter.join();
+          lock.lock();
+        }
         if (s.bridge) {
           try {
             s.bridge->flush();

@@ -54,8 +54,12 @@ instant at(std::uint64_t nanoseconds) {
 
 kernel_records::kernel_records(std::chrono::milliseconds flush_period,
                                std::chrono::milliseconds timeout,
-                               std::function<void(const kernel_record&)> others)
-    : flush_period_{flush_period}, timeout_{timeout}, others_{std::move(others)} {}
+                               std::function<void(const kernel_record&)> others,
+                               std::function<bool()> others_pending)
+    : flush_period_{flush_period},
+      timeout_{timeout},
+      others_{std::move(others)},
+      others_pending_{std::move(others_pending)} {}
 
 kernel_records::~kernel_records() {
   {
@@ -141,11 +145,6 @@ void kernel_records::warn_missing(std::uint32_t correlation, const char* why) {
       correlation, why, now.missing, now.dropped);
 }
 
-void kernel_records::set_replays_pending(bool pending) noexcept {
-  std::lock_guard lock{mutex_};
-  replays_pending_ = pending;
-}
-
 void kernel_records::on_buffer(std::uint8_t* buffer, std::size_t valid_bytes, void* context,
                                std::uint32_t stream_id) {
   CUpti_Activity* record = nullptr;
@@ -183,10 +182,14 @@ void kernel_records::collect() {
   while (!stopping_) {
     (void)wake_collector_.wait_for(lock, flush_period_, [&] { return urgent_ || stopping_; });
     if (stopping_) break;
-    const bool wanted = urgent_ || outstanding_ > 0 || replays_pending_;
+    bool wanted = urgent_ || outstanding_ > 0;
     urgent_ = false;
-    if (!wanted) continue;
     lock.unlock();
+    if (!wanted && others_pending_) wanted = others_pending_();
+    if (!wanted) {
+      lock.lock();
+      continue;
+    }
     // Never FORCED here: a forced flush hands back a running kernel's record with zero timestamps,
     // and CUPTI never delivers it again.
     (void)cuptiActivityFlushAll(0);
@@ -200,10 +203,12 @@ void kernel_records::flush_until_delivered(std::chrono::milliseconds patience) {
   const auto deadline = std::chrono::steady_clock::now() + patience;
   for (;;) {
     flush_completed();
+    bool delivered = false;
     {
       std::lock_guard lock{mutex_};
-      if (outstanding_ == 0 && !replays_pending_) return;
+      delivered = outstanding_ == 0;
     }
+    if (delivered && (!others_pending_ || !others_pending_())) return;
     if (std::chrono::steady_clock::now() >= deadline) return;
     std::this_thread::sleep_for(std::chrono::milliseconds{1});
   }

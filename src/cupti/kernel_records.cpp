@@ -87,30 +87,51 @@ int kernel_records::start() {
   return CUPTI_SUCCESS;
 }
 
+kernel_records::awaited* kernel_records::find_locked(std::uint32_t correlation) noexcept {
+  slot& s = ring_[correlation & (ring_size - 1)];
+  if (s.taken && s.correlation == correlation) return &s.entry;
+  const auto found = overflow_.find(correlation);
+  return found != overflow_.end() ? &found->second : nullptr;
+}
+
+void kernel_records::erase_locked(std::uint32_t correlation) noexcept {
+  slot& s = ring_[correlation & (ring_size - 1)];
+  if (s.taken && s.correlation == correlation) {
+    s.taken = false;
+    return;
+  }
+  overflow_.erase(correlation);
+}
+
 void kernel_records::await(std::uint32_t correlation) {
   std::lock_guard lock{mutex_};
-  awaited_.try_emplace(correlation);
+  slot& s = ring_[correlation & (ring_size - 1)];
+  if (!s.taken) {
+    s = slot{correlation, true, awaited{}};
+  } else {
+    overflow_.try_emplace(correlation);
+  }
   ++outstanding_;
 }
 
 void kernel_records::forget(std::uint32_t correlation) noexcept {
   std::lock_guard lock{mutex_};
-  const auto found = awaited_.find(correlation);
-  if (found == awaited_.end()) return;
-  if (!found->second.arrived) --outstanding_;
-  awaited_.erase(found);
+  const awaited* entry = find_locked(correlation);
+  if (entry == nullptr) return;
+  if (!entry->arrived) --outstanding_;
+  erase_locked(correlation);
 }
 
 std::optional<profile_ticks> kernel_records::take(std::uint32_t correlation) {
   std::unique_lock lock{mutex_};
-  const auto found = awaited_.find(correlation);
-  if (found == awaited_.end()) {
+  awaited* found = find_locked(correlation);
+  if (found == nullptr) {
     ++counts_.missing;
     lock.unlock();
     warn_missing(correlation, "was never awaited");
     return std::nullopt;
   }
-  awaited& entry = found->second;  // stays valid until erased below: only its owner erases it
+  awaited& entry = *found;  // stays valid until erased below: only its owner erases it
   if (!entry.arrived && !closed_) {
     urgent_ = true;
     wake_collector_.notify_one();
@@ -118,7 +139,7 @@ std::optional<profile_ticks> kernel_records::take(std::uint32_t correlation) {
   }
   const awaited got = entry;
   if (!got.arrived) --outstanding_;
-  awaited_.erase(correlation);
+  erase_locked(correlation);
   if (!got.arrived || got.start == 0 || got.end == 0 || got.end < got.start) {
     ++counts_.missing;
     lock.unlock();
@@ -156,9 +177,9 @@ void kernel_records::on_buffer(std::uint8_t* buffer, std::size_t valid_bytes, vo
            cuptiActivityGetNextRecord(buffer, valid_bytes, &record) == CUPTI_SUCCESS) {
       if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
       const auto* kernel = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-      const auto found = awaited_.find(kernel->correlationId);
-      if (found != awaited_.end() && !found->second.arrived) {
-        found->second = awaited{true, kernel->start, kernel->end};
+      awaited* found = find_locked(kernel->correlationId);
+      if (found != nullptr && !found->arrived) {
+        *found = awaited{true, kernel->start, kernel->end};
         --outstanding_;
         any = true;
       } else if (others_ && kernel->graphNodeId != 0) {

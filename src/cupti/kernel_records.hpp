@@ -92,6 +92,18 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
     std::uint64_t start = 0;
     std::uint64_t end = 0;
   };
+  /// An entry of the ring: correlation ids grow by one per CUDA call, so the launches awaited at
+  /// once fall on distinct slots, and awaiting one costs no allocation. A slot still taken when
+  /// its id comes round again (65 536 calls later) sends the newcomer to the overflow map.
+  struct slot {
+    std::uint32_t correlation = 0;
+    bool taken = false;
+    awaited entry;
+  };
+  static constexpr std::size_t ring_size = std::size_t{1} << 16;
+
+  awaited* find_locked(std::uint32_t correlation) noexcept;
+  void erase_locked(std::uint32_t correlation) noexcept;
 
   void collect();
   void warn_missing(std::uint32_t correlation, const char* why);
@@ -104,7 +116,8 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   mutable std::mutex mutex_;
   std::condition_variable arrived_;
   std::condition_variable wake_collector_;
-  std::unordered_map<std::uint32_t, awaited> awaited_;
+  std::vector<slot> ring_ = std::vector<slot>(ring_size);
+  std::unordered_map<std::uint32_t, awaited> overflow_;
   /// Awaited entries whose record has not arrived: the collector flushes while there are any.
   std::size_t outstanding_ = 0;
   bool urgent_ = false;

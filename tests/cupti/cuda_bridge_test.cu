@@ -30,16 +30,9 @@
 #include "support/capturing_sink.hpp"
 #include "support/observers.hpp"
 
-namespace launchwatch {
-namespace {
-
-using namespace std::chrono_literals;
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
-using ::testing::StartsWith;
-
 // ---------------------------------------------------------------------------------------------
-// Kernels a program would launch itself.
+// Kernels a program would launch itself: in the global namespace, so their demangled names are
+// short.
 
 __global__ void add_one(int* value) { atomicAdd(value, 1); }
 
@@ -59,6 +52,14 @@ __global__ void spin_for(unsigned long long nanoseconds) {
 
 // Named as NCCL names its collectives; runs alone, so it cannot hang.
 __global__ void ncclDevKernel_AllReduce_Sum_f32_RING_LL(int* value) { atomicAdd(value, 1); }
+
+namespace launchwatch {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::StartsWith;
 
 /// A launchwatch kernel, launched through client::cuda().
 struct bump {

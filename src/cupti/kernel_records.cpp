@@ -134,8 +134,10 @@ std::optional<profile_ticks> kernel_records::take(std::uint32_t correlation) {
   awaited& entry = *found;  // stays valid until erased below: only its owner erases it
   if (!entry.arrived && !closed_) {
     urgent_ = true;
+    ++waiting_;
     wake_collector_.notify_one();
     (void)arrived_.wait_for(lock, timeout_, [&] { return entry.arrived || closed_; });
+    --waiting_;
   }
   const awaited got = entry;
   if (!got.arrived) --outstanding_;
@@ -203,7 +205,10 @@ void kernel_records::collect() {
   while (!stopping_) {
     (void)wake_collector_.wait_for(lock, flush_period_, [&] { return urgent_ || stopping_; });
     if (stopping_) break;
-    bool wanted = urgent_ || outstanding_ > 0;
+    // Only while someone waits for a record: flushing costs the launching threads (CUPTI's
+    // buffers are shared with them), and a record nobody has asked for yet can wait for its
+    // buffer to fill, or for the first resolve.
+    bool wanted = urgent_ || waiting_ > 0;
     urgent_ = false;
     lock.unlock();
     if (!wanted && others_pending_) wanted = others_pending_();

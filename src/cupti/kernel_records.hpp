@@ -120,7 +120,7 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   std::unordered_map<std::uint32_t, awaited> overflow_;
   /// Awaited entries whose record has not arrived: the collector flushes while there are any.
   std::size_t outstanding_ = 0;
-  /// take() calls waiting for a record: the collector flushes while there are any.
+  /// take() calls waiting for a record.
   std::size_t waiting_ = 0;
   bool urgent_ = false;
   bool closed_ = false;

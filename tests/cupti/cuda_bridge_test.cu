@@ -5,7 +5,9 @@
 #include <launchwatch/cuda_bridge.hpp>
 #include <launchwatch/launchwatch.hpp>
 
+#if LAUNCHWATCH_TEST_CUBLAS
 #include <cublas_v2.h>
+#endif
 #include <cuda_runtime.h>
 #include <cuda_profiler_api.h>
 #include <cupti.h>
@@ -297,6 +299,7 @@ TEST_F(CudaBridge, LaunchesFromSeveralThreadsAreEachReportedOnTheirOwnThreadInIs
 // ---------------------------------------------------------------------------------------------
 // Libraries and attribution.
 
+#if LAUNCHWATCH_TEST_CUBLAS
 TEST_F(CudaBridge, CublasKernelsAreReportedAndAttributedToTheScopeTheyWereIssuedIn) {
   cublasHandle_t handle = nullptr;
   ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
@@ -333,6 +336,7 @@ TEST_F(CudaBridge, CublasKernelsAreReportedAndAttributedToTheScopeTheyWereIssued
   (void)cudaFree(matrices);
   (void)cublasDestroy(handle);
 }
+#endif
 
 // Behaviour 12 for foreign graphs, from several threads at once: each captured launch is reported
 // at capture with its thread's scope, and a replay reports nothing.

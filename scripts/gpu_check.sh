@@ -18,7 +18,7 @@ BENCH=${BENCH:-1}
 QUICK=${QUICK:-0}
 mkdir -p "$OUT"
 
-TEST_TARGETS=(launchwatch_conformance_cuda_test launchwatch_conformance_cuda_concurrency_test launchwatch_cuda_timing_budget_test launchwatch_cuda_launch_stress_test
+TEST_TARGETS=(launchwatch_conformance_cuda_test launchwatch_conformance_cuda_concurrency_test launchwatch_cuda_timing_budget_test launchwatch_cuda_deferred_timing_test launchwatch_cuda_launch_stress_test
               launchwatch_cuda_backend_test launchwatch_cuda_host_test)
 BENCH_TARGETS=(launchwatch_timing_mechanism_bench launchwatch_launch_cost_bench)
 # Left out of the sanitizer pass, run only in the plain one: tests that fault on purpose (memcheck

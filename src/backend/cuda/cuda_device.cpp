@@ -46,6 +46,9 @@ cuda_device::cuda_device(int index)
 
   check(cudaStreamCreateWithFlags(&service_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags",
         index_);
+  // Deferred timing's own kernel is loaded with the device, not at the first timed launch, which
+  // may come while the program's kernels hold every SM (review finding 18).
+  device_clock::load_probe(index_);
   check(cudaStreamCreateWithFlags(&release_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags",
         index_);
   // A pool of our own, so its settings don't change the program's: freed memory stays in it rather

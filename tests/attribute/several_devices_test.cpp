@@ -32,6 +32,7 @@ pass_record two_devices_pass() {
   auto second = client::cpu(1);
   auto on_first = first.empty<int>(64);
   auto on_second = second.empty<int>(64);
+  auto loaded = second.empty<int>(64);  // the loader's own: two streams never write one buffer
   attribution_options options;
   options.timing = timing_request::deferred;
   return attribute_pass(
@@ -45,7 +46,7 @@ pass_record two_devices_pass() {
         }
         std::thread{[&] {
           scope loader{"loader"};
-          second.launch(fill{on_second.view(), 9}, cube_count{2}, cube_dim{32});
+          second.launch(fill{loaded.view(), 9}, cube_count{2}, cube_dim{32});
           second.sync();
         }}.join();
         first.sync();

@@ -2,7 +2,8 @@
 # Checks the CUDA backend on a GPU machine, in one go: builds with the `cuda` preset for sm_90 (H100,
 # H200), runs the CUDA tests (ctest label `gpu`, the conformance suite on the CUDA fixture among
 # them) and the backend's host-only tests, runs the CUDA measurements, runs the GPU tests again
-# under compute-sanitizer (memcheck, one process per test), and prints a short table last.
+# under compute-sanitizer (memcheck over every GPU test, racecheck and synccheck over the
+# conformance suite; one process per test), and prints a short table last.
 #
 # Usage: scripts/gpu_check.sh            (from anywhere; builds in build/gpu-check)
 #   BUILD=dir JOBS=n OUT=dir SANITIZE=0 BENCH=0 QUICK=1 scripts/gpu_check.sh
@@ -94,35 +95,54 @@ if [[ $BENCH == 1 ]]; then
 fi
 
 if [[ $SANITIZE == 1 ]]; then
-  echo "== GPU tests under compute-sanitizer (memcheck), one process per test"
-  t=$(date +%s)
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  list="$BUILD/sanitized_tests.txt"
-  : >"$list"
-  for bin in launchwatch_conformance_cuda_test launchwatch_conformance_cuda_concurrency_test \
-             launchwatch_cuda_backend_test; do
-    "$BUILD/tests/cuda/$bin" --gtest_list_tests | awk -v bin="$BUILD/tests/cuda/$bin" '
-      /^[^ ]/ { sub(/ *#.*/, ""); suite = $0; next }
-      /^  / { name = $1; print bin " " suite name }' >>"$list"
-  done
-  grep -Ev "\.[A-Za-z]*(${INTENDED_FAULTS})" "$list" >"$list.run" || true
-  total=$(wc -l <"$list.run")
-  left_out=$(( $(wc -l <"$list") - total ))
   export sanitizer
-  # Each test in its own process, as under ctest: a test's once-per-process state stays its own.
-  xargs -P 8 -L 1 bash -c '
-    out=$("$sanitizer" --tool memcheck --error-exitcode 86 --print-limit 20 "$0" \
-          --gtest_filter="$1" 2>&1); rc=$?
-    if [[ $rc -ne 0 ]]; then printf "FAILED %s (exit %s)\n%s\n" "$1" "$rc" "$out"; else echo "ok $1"; fi
-  ' <"$list.run" >"$OUT/sanitizer.log" 2>&1
-  bad=$(grep -c '^FAILED' "$OUT/sanitizer.log" || true)
-  if [[ $bad -eq 0 && $total -gt 0 ]]; then
-    row "compute-sanitizer memcheck" ok "$total tests clean, $left_out left out (see INTENDED_FAULTS), $(seconds_since "$t") s"
-  else
-    failed=1
-    grep -A12 '^FAILED' "$OUT/sanitizer.log" | head -60
-    row "compute-sanitizer memcheck" FAIL "$bad of $total failed (sanitizer.log)"
-  fi
+  : >"$OUT/sanitizer.log"
+  # Writes `binary test` lines for the tests of the binaries named, INTENDED_FAULTS left out, to $1.
+  list_tests() {
+    local list=$1; shift
+    : >"$list.all"
+    for bin in "$@"; do
+      "$BUILD/tests/cuda/$bin" --gtest_list_tests | awk -v bin="$BUILD/tests/cuda/$bin" '
+        /^[^ ]/ { sub(/ *#.*/, ""); suite = $0; next }
+        /^  / { name = $1; print bin " " suite name }' >>"$list.all"
+    done
+    grep -Ev "\.[A-Za-z]*(${INTENDED_FAULTS})" "$list.all" >"$list" || true
+  }
+  # Runs compute-sanitizer --tool $1 over the tests listed in $2, each in its own process as under
+  # ctest (a test's once-per-process state stays its own), 8 at a time, and adds a row.
+  sanitize() {
+    local tool=$1 list=$2 t
+    t=$(date +%s)
+    echo "== GPU tests under compute-sanitizer ($tool), one process per test"
+    local total left_out bad
+    total=$(wc -l <"$list")
+    left_out=$(( $(wc -l <"$list.all") - total ))
+    export tool
+    xargs -P 8 -L 1 bash -c '
+      out=$("$sanitizer" --tool "$tool" --error-exitcode 86 --print-limit 20 "$0" \
+            --gtest_filter="$1" 2>&1); rc=$?
+      if [[ $rc -ne 0 ]]; then printf "[%s] FAILED %s (exit %s)\n%s\n" "$tool" "$1" "$rc" "$out"
+      else echo "[$tool] ok $1"; fi
+    ' <"$list" >>"$OUT/sanitizer.log" 2>&1
+    bad=$(grep -c "^\[$tool\] FAILED" "$OUT/sanitizer.log" || true)
+    if [[ $bad -eq 0 && $total -gt 0 ]]; then
+      row "compute-sanitizer $tool" ok "$total tests clean, $left_out left out (see INTENDED_FAULTS), $(seconds_since "$t") s"
+    else
+      failed=1
+      grep -A12 "^\[$tool\] FAILED" "$OUT/sanitizer.log" | head -60
+      row "compute-sanitizer $tool" FAIL "$bad of $total failed (sanitizer.log)"
+    fi
+  }
+  # memcheck over every GPU test binary; racecheck (shared-memory hazards) and synccheck (barrier
+  # misuse) cost more per test and look only inside kernels, so over the conformance suite, whose
+  # kernels are the backend's every launch path.
+  list_tests "$BUILD/sanitized_tests.txt" launchwatch_conformance_cuda_test \
+    launchwatch_conformance_cuda_concurrency_test launchwatch_cuda_backend_test
+  sanitize memcheck "$BUILD/sanitized_tests.txt"
+  list_tests "$BUILD/sanitized_conformance.txt" launchwatch_conformance_cuda_test
+  sanitize racecheck "$BUILD/sanitized_conformance.txt"
+  sanitize synccheck "$BUILD/sanitized_conformance.txt"
 fi
 
 if [[ $BENCH == 1 ]]; then

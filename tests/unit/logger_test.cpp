@@ -26,6 +26,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "support/capturing_sink.hpp"
 #include "support/golden.hpp"
 
 namespace launchwatch {
@@ -313,6 +314,29 @@ TEST_F(ProfilingLoggerEnvironment, SetLevelRejectsAValueOutsideTheEnumeration) {
   EXPECT_EQ(logger().level(), profile_level::disabled);
 }
 
+// Fault table row 4: a directory the process may not write into. Root may create files in any
+// directory whatever its mode, but not in /proc, so a run as root (CI's) names a file there.
+TEST_F(ProfilingLoggerEnvironment, RejectsALogFileInADirectoryThisProcessMayNotWrite) {
+  scratch_directory scratch;
+  namespace fs = std::filesystem;
+  fs::path path = "/proc/launchwatch-profile.log";
+  if (::geteuid() != 0) {
+    fs::permissions(scratch.path(), fs::perms::owner_read | fs::perms::owner_exec);
+    path = scratch.path() / "profile.log";
+  }
+  set_environment("LAUNCHWATCH_PROFILE", "basic");
+  set_environment("LAUNCHWATCH_LOG", path.c_str());
+  try {
+    logger().start();
+    FAIL() << "start() accepted a log file it may not create";
+  } catch (const configuration_error& error) {
+    EXPECT_THAT(error.what(), AllOf(HasSubstr("LAUNCHWATCH_LOG"), HasSubstr(path.string()),
+                                    HasSubstr("stderr, stdout")));
+  }
+  EXPECT_EQ(logger().level(), profile_level::disabled);
+  fs::permissions(scratch.path(), fs::perms::owner_all);
+}
+
 // --- What each level writes ---------------------------------------------------------------------
 
 TEST_F(ProfilingLogger, DisabledWritesNothing) {
@@ -580,6 +604,26 @@ TEST_F(ProfilingLogger, LinesQueuedBeforeAnOutputChangeGoWhereTheyWereMeantTo) {
   EXPECT_EQ(out_.str(), "launch before took 1.000 us (device)\n");
   EXPECT_EQ(later.str(), "launch after took 1.000 us (device)\n");
   detail::reset_profiling_logger_for_testing();  // before `later` goes
+}
+
+// Fault table row 4: a log file whose writes fail (a full disk) is said once, naming it, and the
+// logger goes on: nothing waits, and lines sent to another output afterwards are all there.
+TEST_F(ProfilingLogger, ALogFileWhoseWritesFailIsReportedOnceNamingItAndLoggingGoesOn) {
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "this system has no /dev/full";
+  testing::captured_log log;
+  logger().set_level(profile_level::medium);
+  logger().start();
+  logger().set_output(log_output::file("/dev/full"));
+  for (int i = 0; i < 3; ++i) {
+    logger().record(launch("lost"), lasting(1us));
+    logger().write_summary();
+  }
+  logger().flush();
+  EXPECT_EQ(log->count_containing("could not write to `/dev/full` (No space left on device)"), 1u);
+  logger().set_output(log_output::stream(out_));
+  logger().record(launch("kept"), lasting(1us));
+  logger().flush();
+  EXPECT_EQ(out_.str(), "launch kept took 1.000 us (device)\n");
 }
 
 // --- Exit -----------------------------------------------------------------------------------------

@@ -2,8 +2,8 @@
 # Checks the CUDA backend on a GPU machine, in one go: builds with the `cuda` preset for sm_90 (H100,
 # H200), runs the CUDA tests (ctest label `gpu`, the conformance suite on the CUDA fixture among
 # them) and the backend's host-only tests, runs the CUDA measurements, runs the GPU tests again
-# under compute-sanitizer (memcheck over every GPU test, racecheck and synccheck over the
-# conformance suite; one process per test), and prints a short table last.
+# under compute-sanitizer (scripts/gpu_sanitize.sh: memcheck over every GPU test, racecheck and
+# synccheck over the conformance suite; one process per test), and prints a short table last.
 #
 # Usage: scripts/gpu_check.sh            (from anywhere; builds in build/gpu-check)
 #   BUILD=dir JOBS=n OUT=dir SANITIZE=0 BENCH=0 QUICK=1 scripts/gpu_check.sh
@@ -22,10 +22,6 @@ mkdir -p "$OUT"
 TEST_TARGETS=(launchwatch_conformance_cuda_test launchwatch_conformance_cuda_concurrency_test launchwatch_cuda_timing_budget_test launchwatch_cuda_launch_stress_test
               launchwatch_cuda_backend_test launchwatch_cuda_host_test)
 BENCH_TARGETS=(launchwatch_timing_mechanism_bench launchwatch_launch_cost_bench)
-# Left out of the sanitizer pass, run only in the plain one: tests that fault on purpose (memcheck
-# rightly reports their faults), and the one that needs two streams' kernels running at once (under
-# memcheck on an H200 the read waited for the other stream's kernel: it does not run them together).
-INTENDED_FAULTS='Fault|Failure|AReadWaitsOnlyForTheLaunchesThatReferencedItsBuffer'
 
 rows=()
 row() { rows+=("$(printf '%-34s | %-4s | %s' "$1" "$2" "$3")"); }
@@ -95,54 +91,11 @@ if [[ $BENCH == 1 ]]; then
 fi
 
 if [[ $SANITIZE == 1 ]]; then
-  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  export sanitizer
-  : >"$OUT/sanitizer.log"
-  # Writes `binary test` lines for the tests of the binaries named, INTENDED_FAULTS left out, to $1.
-  list_tests() {
-    local list=$1; shift
-    : >"$list.all"
-    for bin in "$@"; do
-      "$BUILD/tests/cuda/$bin" --gtest_list_tests | awk -v bin="$BUILD/tests/cuda/$bin" '
-        /^[^ ]/ { sub(/ *#.*/, ""); suite = $0; next }
-        /^  / { name = $1; print bin " " suite name }' >>"$list.all"
-    done
-    grep -Ev "\.[A-Za-z]*(${INTENDED_FAULTS})" "$list.all" >"$list" || true
-  }
-  # Runs compute-sanitizer --tool $1 over the tests listed in $2, each in its own process as under
-  # ctest (a test's once-per-process state stays its own), 8 at a time, and adds a row.
-  sanitize() {
-    local tool=$1 list=$2 t
-    t=$(date +%s)
-    echo "== GPU tests under compute-sanitizer ($tool), one process per test"
-    local total left_out bad
-    total=$(wc -l <"$list")
-    left_out=$(( $(wc -l <"$list.all") - total ))
-    export tool
-    xargs -P 8 -L 1 bash -c '
-      out=$("$sanitizer" --tool "$tool" --error-exitcode 86 --print-limit 20 "$0" \
-            --gtest_filter="$1" 2>&1); rc=$?
-      if [[ $rc -ne 0 ]]; then printf "[%s] FAILED %s (exit %s)\n%s\n" "$tool" "$1" "$rc" "$out"
-      else echo "[$tool] ok $1"; fi
-    ' <"$list" >>"$OUT/sanitizer.log" 2>&1
-    bad=$(grep -c "^\[$tool\] FAILED" "$OUT/sanitizer.log" || true)
-    if [[ $bad -eq 0 && $total -gt 0 ]]; then
-      row "compute-sanitizer $tool" ok "$total tests clean, $left_out left out (see INTENDED_FAULTS), $(seconds_since "$t") s"
-    else
-      failed=1
-      grep -A12 "^\[$tool\] FAILED" "$OUT/sanitizer.log" | head -60
-      row "compute-sanitizer $tool" FAIL "$bad of $total failed (sanitizer.log)"
-    fi
-  }
-  # memcheck over every GPU test binary; racecheck (shared-memory hazards) and synccheck (barrier
-  # misuse) cost more per test and look only inside kernels, so over the conformance suite, whose
-  # kernels are the backend's every launch path.
-  list_tests "$BUILD/sanitized_tests.txt" launchwatch_conformance_cuda_test \
-    launchwatch_conformance_cuda_concurrency_test launchwatch_cuda_backend_test
-  sanitize memcheck "$BUILD/sanitized_tests.txt"
-  list_tests "$BUILD/sanitized_conformance.txt" launchwatch_conformance_cuda_test
-  sanitize racecheck "$BUILD/sanitized_conformance.txt"
-  sanitize synccheck "$BUILD/sanitized_conformance.txt"
+  # scripts/gpu_sanitize.sh: memcheck over every GPU test, racecheck and synccheck over the
+  # conformance suite, each test in its own process; its rows join this table.
+  sanitized=$(BUILD="$BUILD" OUT="$OUT" JOBS=8 scripts/gpu_sanitize.sh 2>&1) || failed=1
+  sed '/^==== gpu_sanitize ====$/,$d' <<<"$sanitized"
+  while IFS= read -r line; do rows+=("$line"); done < <(sed -n '/^==== gpu_sanitize ====$/,$p' <<<"$sanitized" | tail -n +2)
 fi
 
 if [[ $BENCH == 1 ]]; then

@@ -108,6 +108,18 @@ std::string read_file(const std::filesystem::path& path) {
   return text.str();
 }
 
+/// The message of the configuration_error start() throws; fails the test, saying it accepted
+/// `what`, when start() throws none.
+std::string start_refusal(const char* what) {
+  try {
+    logger().start();
+  } catch (const configuration_error& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "start() accepted " << what;
+  return {};
+}
+
 /// Configuration from the environment: no output set by code, so LAUNCHWATCH_LOG is read.
 class ProfilingLoggerEnvironment : public ::testing::Test {
  protected:
@@ -149,13 +161,9 @@ class ProfilingLogger : public ::testing::Test {
 
 TEST_F(ProfilingLoggerEnvironment, RejectsAnUnknownProfileLevelNamingTheVariableTheValueAndTheAcceptedValues) {
   set_environment("LAUNCHWATCH_PROFILE", "verbose");
-  try {
-    logger().start();
-    FAIL() << "start() accepted LAUNCHWATCH_PROFILE=verbose";
-  } catch (const configuration_error& error) {
-    EXPECT_THAT(error.what(), AllOf(HasSubstr("LAUNCHWATCH_PROFILE"), HasSubstr("`verbose`"),
-                                    HasSubstr("disabled, minimal, basic, medium, full")));
-  }
+  EXPECT_THAT(start_refusal("LAUNCHWATCH_PROFILE=verbose"),
+              AllOf(HasSubstr("LAUNCHWATCH_PROFILE"), HasSubstr("`verbose`"),
+                    HasSubstr("disabled, minimal, basic, medium, full")));
 }
 
 TEST_F(ProfilingLoggerEnvironment, AFailedStartChangesNothingAndTheNextStartThrowsAgain) {
@@ -217,13 +225,9 @@ TEST_F(ProfilingLoggerEnvironment, RejectsALogFileInADirectoryThatDoesNotExist) 
   const auto path = scratch.path() / "missing" / "profile.log";
   set_environment("LAUNCHWATCH_PROFILE", "medium");
   set_environment("LAUNCHWATCH_LOG", path.c_str());
-  try {
-    logger().start();
-    FAIL() << "start() accepted a log file in a directory that does not exist";
-  } catch (const configuration_error& error) {
-    EXPECT_THAT(error.what(), AllOf(HasSubstr("LAUNCHWATCH_LOG"), HasSubstr(path.string()),
-                                    HasSubstr("does not exist"), HasSubstr("stderr, stdout")));
-  }
+  EXPECT_THAT(start_refusal("a log file in a directory that does not exist"),
+              AllOf(HasSubstr("LAUNCHWATCH_LOG"), HasSubstr(path.string()),
+                    HasSubstr("does not exist"), HasSubstr("stderr, stdout")));
   EXPECT_FALSE(std::filesystem::exists(path.parent_path())) << "a typo must not become a directory";
   EXPECT_EQ(logger().level(), profile_level::disabled);
 }
@@ -232,25 +236,17 @@ TEST_F(ProfilingLoggerEnvironment, RejectsALogPathThatCannotBeOpenedForWriting) 
   scratch_directory scratch;  // a directory: not a file anyone can append to, root included
   set_environment("LAUNCHWATCH_PROFILE", "basic");
   set_environment("LAUNCHWATCH_LOG", scratch.path().c_str());
-  try {
-    logger().start();
-    FAIL() << "start() accepted a directory as its log file";
-  } catch (const configuration_error& error) {
-    EXPECT_THAT(error.what(), AllOf(HasSubstr("LAUNCHWATCH_LOG"), HasSubstr(scratch.path().string()),
-                                    HasSubstr("it is a directory"), HasSubstr("stderr, stdout")));
-  }
+  EXPECT_THAT(start_refusal("a directory as its log file"),
+              AllOf(HasSubstr("LAUNCHWATCH_LOG"), HasSubstr(scratch.path().string()),
+                    HasSubstr("it is a directory"), HasSubstr("stderr, stdout")));
 }
 
 TEST_F(ProfilingLoggerEnvironment, RejectsABadLogFileEvenWhileProfilingIsDisabled) {
   scratch_directory scratch;
   const auto path = scratch.path() / "missing" / "profile.log";
   set_environment("LAUNCHWATCH_LOG", path.c_str());
-  try {
-    logger().start();
-    FAIL() << "start() ignored a log file in a directory that does not exist";
-  } catch (const configuration_error& error) {
-    EXPECT_THAT(error.what(), AllOf(HasSubstr("LAUNCHWATCH_LOG"), HasSubstr(path.string())));
-  }
+  EXPECT_THAT(start_refusal("a log file in a directory that does not exist"),
+              AllOf(HasSubstr("LAUNCHWATCH_LOG"), HasSubstr(path.string())));
 }
 
 TEST_F(ProfilingLoggerEnvironment, ALogFileNotNeededWhileDisabledIsNotCreated) {
@@ -326,13 +322,9 @@ TEST_F(ProfilingLoggerEnvironment, RejectsALogFileInADirectoryThisProcessMayNotW
   }
   set_environment("LAUNCHWATCH_PROFILE", "basic");
   set_environment("LAUNCHWATCH_LOG", path.c_str());
-  try {
-    logger().start();
-    FAIL() << "start() accepted a log file it may not create";
-  } catch (const configuration_error& error) {
-    EXPECT_THAT(error.what(), AllOf(HasSubstr("LAUNCHWATCH_LOG"), HasSubstr(path.string()),
-                                    HasSubstr("stderr, stdout")));
-  }
+  EXPECT_THAT(start_refusal("a log file it may not create"),
+              AllOf(HasSubstr("LAUNCHWATCH_LOG"), HasSubstr(path.string()),
+                    HasSubstr("stderr, stdout")));
   EXPECT_EQ(logger().level(), profile_level::disabled);
   fs::permissions(scratch.path(), fs::perms::owner_all);
 }

@@ -85,7 +85,8 @@ int run_demo(const demo_options& options) {
   options.model.validate();
   // Before the output files are opened (which empties them): a run that cannot start leaves an
   // earlier run's files as they were.
-  auto device = options.backend == "cuda" ? client::cuda(options.device) : client::cpu(options.device);
+  auto device =
+      options.backend == "cuda" ? client::cuda(options.device) : client::cpu(options.device);
   std::error_code error;
   fs::create_directories(options.out, error);
   if (error) {

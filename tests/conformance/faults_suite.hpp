@@ -106,8 +106,8 @@ TYPED_TEST_P(backend_faults, AKernelFailureLeavesEveryLaunchAttributedBeforeItIn
     client.launch(fail_at{values.view(), 3}, cube_count{1}, cube_dim{64});
     EXPECT_THROW(client.sync(), kernel_failure);
   }
-  const pass_record pass =
-      within_30s("collecting a pass after a kernel failure", [&] { return attributing->collect(); });
+  const pass_record pass = within_30s("collecting a pass after a kernel failure",
+                                      [&] { return attributing->collect(); });
   EXPECT_THAT(kernels_of(pass), ::testing::ElementsAre(std::string{type_name<fill>()},
                                                        std::string{type_name<add_one>()},
                                                        std::string{type_name<fail_at>()}));
@@ -183,7 +183,8 @@ TYPED_TEST_P(backend_faults, MisuseInsideACaptureWindowIsRefusedAndTheWindowGoes
   launchwatch::client& client = this->client();
   auto values = client.template empty<int>(8);
   auto other = client.template empty<int>(8);
-  graph earlier = client.capture([&] { client.launch(fill{other.view(), 4}, cube_count{1}, cube_dim{8}); });
+  graph earlier =
+      client.capture([&] { client.launch(fill{other.view(), 4}, cube_count{1}, cube_dim{8}); });
   client.begin_capture();
   client.launch(fill{values.view(), 1}, cube_count{1}, cube_dim{8});
   expect_refused_in_capture([&] { (void)client.read(values); }, "end_capture", "a read");
@@ -224,8 +225,9 @@ TYPED_TEST_P(backend_faults, AThreadThatExitsWithItsMeasurementsUnreadLeavesThem
   auto kept = keeps->take();
   ASSERT_EQ(kept.size(), 3u);
   for (auto& [kernel, profile] : kept) {
-    const auto ticks = within_30s("reading a measurement of a thread that has exited",
-                                  [p = std::move(profile)]() mutable { return std::move(p).resolve(); });
+    const auto ticks =
+        within_30s("reading a measurement of a thread that has exited",
+                   [p = std::move(profile)]() mutable { return std::move(p).resolve(); });
     ASSERT_TRUE(ticks.has_value()) << kernel;
     EXPECT_GE(ticks->length(), 2ms) << kernel;
   }

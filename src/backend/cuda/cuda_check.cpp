@@ -78,8 +78,8 @@ std::string readable(std::size_t bytes) {
 std::string describe_out_of_memory(std::size_t bytes, std::size_t free_bytes,
                                    std::size_t total_bytes, int device) {
   std::string text = fmt::format(
-      "launchwatch: CUDA device {} is out of memory: a buffer of {} bytes ({}) does not fit", device,
-      bytes, readable(bytes));
+      "launchwatch: CUDA device {} is out of memory: a buffer of {} bytes ({}) does not fit",
+      device, bytes, readable(bytes));
   if (total_bytes > 0) {
     text += fmt::format(" in the {} free of its {}", readable(free_bytes), readable(total_bytes));
   }

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/cpu/cpu_device.hpp"
+#include "conformance/conformance_kernels.hpp"
 #include "runtime/backend.hpp"
 
 namespace launchwatch {
@@ -108,14 +109,7 @@ class device_ending_captures_on_their_thread final : public detail::device {
   std::shared_ptr<detail::cpu_device> inner_ = std::make_shared<detail::cpu_device>(7);
 };
 
-struct fill {
-  device_span<int> out;
-  int value;
-  void operator()(unit u) const {
-    const auto i = u.absolute_pos();
-    if (i < out.size()) out[i] = value;
-  }
-};
+using conformance::fill;
 
 TEST(Capture, AnEndRefusedWithTheWindowStillOpenLeavesTheWindowItsBuffers) {
   const client pinned =

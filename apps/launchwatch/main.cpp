@@ -46,8 +46,9 @@ struct demo_options {
   std::size_t trace_events = 0;
 };
 
-/// An output file opened before any work is done, so an unwritable path fails in a second with
-/// the path and the reason, not after the pass with its results lost.
+/// An output file opened before any work is done (but after the device was opened), so an
+/// unwritable path fails in a second with the path and the reason, not after the pass with its
+/// results lost.
 std::ofstream open_output(const fs::path& path) {
   std::ofstream file{path, std::ios::out | std::ios::trunc};
   if (!file) {
@@ -83,6 +84,10 @@ class progress_line {
 
 int run_demo(const demo_options& options) {
   options.model.validate();
+  // Before the output files are opened (which empties them): a run that cannot start leaves an
+  // earlier run's files as they were.
+  auto device =
+      options.backend == "cuda" ? client::cuda(options.device) : client::cpu(options.device);
   std::error_code error;
   fs::create_directories(options.out, error);
   if (error) {
@@ -93,7 +98,6 @@ int run_demo(const demo_options& options) {
   auto folded_file = open_output(options.out / "flame.folded");
   auto summary_file = open_output(options.out / "summary.json");
 
-  auto device = options.backend == "cuda" ? client::cuda(options.device) : client::cpu(options.device);
   const auto& model = options.model;
   std::cout << fmt::format(
       "launchwatch demo: {} layers, {} tokens, width {}, {} heads, MLP {} on {} ({})\n", model.layers,
@@ -140,12 +144,29 @@ int run_demo(const demo_options& options) {
   write_tree(std::cout, summary);
   trace_options trace;
   trace.max_events = options.trace_events;
+  // Each file is checked right after it is written, while errno still says why it failed, and a
+  // failure stops none of the others: the report above is printed already.
+  std::string failed;
+  const auto finish = [&](std::ofstream& file, const char* name) {
+    file.flush();
+    if (file) return;
+    failed += fmt::format("{}{} ({})", failed.empty() ? "" : ", ", (options.out / name).string(),
+                          errno != 0 ? std::strerror(errno) : "a write failed: is the disk full?");
+  };
+  errno = 0;
   const auto written = write_chrome_trace(trace_file, pass, trace);
+  finish(trace_file, "trace.json");
+  errno = 0;
   write_folded(folded_file, summary);
+  finish(folded_file, "flame.folded");
+  errno = 0;
   write_summary_json(summary_file, summary);
-  for (auto* file : {&trace_file, &folded_file, &summary_file}) {
-    file->flush();
-    if (!*file) throw std::runtime_error{"writing the output files failed (disk full?)"};
+  finish(summary_file, "summary.json");
+  if (!failed.empty()) {
+    throw std::runtime_error{fmt::format(
+        "could not finish writing {}. The report above is complete; free space there or choose "
+        "another folder with --out, and run the demo again for the files.",
+        failed)};
   }
   if (written.dropped > 0) {
     std::cout << fmt::format(

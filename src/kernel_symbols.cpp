@@ -14,6 +14,9 @@ std::string demangle_symbol(std::string_view symbol) {
   // Only Itanium-mangled names; the demangler also accepts plain type names ("i" → "int"), which a
   // kernel called `i` must not become.
   if (symbol.size() < 3 || symbol.substr(0, 2) != "_Z") return std::string{symbol};
+  // Past this the demangler's time and stack grow with hostile input; no real kernel gets close.
+  constexpr std::size_t longest_demangled = 16384;
+  if (symbol.size() > longest_demangled) return std::string{symbol};
   const std::string text{symbol};  // the demangler wants NUL-terminated text
   if (text.size() != std::strlen(text.c_str())) return text;
   int status = 0;

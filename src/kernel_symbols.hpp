@@ -26,7 +26,8 @@ struct kernel_symbol {
 };
 
 /// `symbol` demangled by the C++ ABI's demangler, or `symbol` unchanged when it is not a mangled
-/// name (cuBLAS's generated kernels, extern "C" kernels) or does not demangle.
+/// name (cuBLAS's generated kernels, extern "C" kernels), does not demangle, or is longer than
+/// 16 KiB (kept as given rather than handed to the demangler).
 /// Cost: 1.7-5.2 µs for a mangled name (research/cuda-bridge.md §1): call once per distinct name.
 std::string demangle_symbol(std::string_view symbol);
 

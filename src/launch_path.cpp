@@ -34,17 +34,6 @@ void warn_logger_takes_deferred_once() {
   }
 }
 
-/// Says, once per process at warning level and at debug level after, that a collective's
-/// measurement was refused rather than read at once (DESIGN.md §10).
-void warn_collective_refused(std::string_view kernel, std::string_view reason) {
-  const auto level = first_time(once_warning::collective_read_refused) ? spdlog::level::warn
-                                                                      : spdlog::level::debug;
-  diagnostics().log(level,
-                    "Skipped timing a launch of `{}` for its observer: {}. The kernel is still "
-                    "launched and reported; only its measurement is missing.",
-                    kernel, reason);
-}
-
 std::shared_ptr<launch_observer> installed_observer() {
   check_not_in_callback("read a launch's measurement");
   auto& stack = observation_stack::get();
@@ -67,6 +56,22 @@ void deliver_timed(const launch_observer* observer, std::string_view kernel,
 profile_duration no_measurement() {
   return profile_duration{[]() noexcept -> std::optional<profile_ticks> { return std::nullopt; },
                           timing_method::system};
+}
+
+/// Why a collective's measurement is not read at once (DESIGN.md §10).
+constexpr std::string_view collective_refusal =
+    "it is a collective (it completes only once its peers launch, so reading it at once could wait "
+    "forever); ask for deferred timing to measure collectives";
+
+/// Says, once per process at warning level and at debug level after, that a collective's
+/// measurement was refused rather than read at once.
+void warn_collective_refused(std::string_view kernel) {
+  const auto level = first_time(once_warning::collective_read_refused) ? spdlog::level::warn
+                                                                      : spdlog::level::debug;
+  diagnostics().log(level,
+                    "Skipped timing a launch of `{}` for its observer: {}. The kernel is still "
+                    "launched and reported; only its measurement is missing.",
+                    kernel, collective_refusal);
 }
 
 /// What issue() learnt when it reported a launch: what its observer asked for, and which
@@ -92,8 +97,28 @@ reported_launch report(const launch_info& info) {
   return reported;
 }
 
+/// Reads `profile` once (no lock held: this waits for the kernel) and tells the observation its
+/// launch was reported to, if it is still installed. Returns the ticks read, empty when none.
+std::optional<profile_ticks> read_for(const reported_launch& reported, std::string_view kernel,
+                                      profile_duration profile) {
+  const auto method = profile.method();
+  const auto ticks = std::move(profile).resolve();
+  if (!ticks) {
+    warn_no_measurement(kernel);
+    return ticks;
+  }
+  auto& stack = observation_stack::get();
+  std::shared_lock lock{stack.mutex};
+  if (stack.installed && stack.installed_serial == reported.observation) {
+    call_observer("timed", kernel,
+                  [&] { stack.installed->timed(kernel, ticks->length(), method); });
+  }
+  return ticks;
+}
+
 /// Hands a deferred measurement, unread, to the observation its launch was reported to, if that
-/// one is still installed. Otherwise the measurement is lost (behaviour 9), which is said once.
+/// one is still installed; otherwise it is lost (behaviour 9), which is said once. For launches
+/// reported and measured under separate locks (begin_issue, finish_issue).
 void deliver_unread(const reported_launch& reported, std::string_view kernel,
                     profile_duration profile) {
   {
@@ -113,23 +138,90 @@ void deliver_unread(const reported_launch& reported, std::string_view kernel,
   }
 }
 
-/// Reads `profile` once (no lock held: this waits for the kernel) and tells the observation its
-/// launch was reported to, if it is still installed. Returns the ticks read, empty when none.
-std::optional<profile_ticks> read_for(const reported_launch& reported, std::string_view kernel,
-                                      profile_duration profile) {
+/// Issues a launch the logger does not read (off, or at execution_only). The common watched case, a
+/// names-only or deferred observer, is reported, submitted and handed its measurement under one
+/// shared lock of the slot, so the observation told the measurement is the one the launch was
+/// reported to with no second look at the slot: an install or drop on another thread waits for the
+/// submission. Nothing under the lock waits for a kernel: a `resolved` read happens after it.
+void issue_unlogged(const launch_info& info, launch_path::submitter& source) {
+  reported_launch reported;
+  {
+    auto& stack = observation_stack::get();
+    std::shared_lock lock{stack.mutex};
+    if (stack.installed) {
+      launch_observer& observer = *stack.installed;
+      call_observer("launched", info.kernel, [&] { observer.launched_with(info); });
+      reported = {ask_timing(observer), stack.installed_serial};
+      if (reported.request == timing_request::deferred) {
+        launch_path::measured_submission submitted =
+            source.submit_profiled(launch_path::read_when::later);
+        if (submitted.profile) {
+          call_observer("profiled", info.kernel,
+                        [&] { observer.profiled(info.kernel, std::move(*submitted.profile)); });
+          return;
+        }
+        lock.unlock();
+        launch_path::warn_profile_refused(info.kernel, submitted.refusal);
+        return;
+      }
+    }
+  }
+  if (reported.request == timing_request::none) {
+    source.submit();
+    return;
+  }
+  if (info.collective) {
+    // A collective completes only when its peers launch, and this thread may be the one to issue
+    // them next: waiting for it here would never end.
+    warn_collective_refused(info.kernel);
+    source.submit();
+    return;
+  }
+  // `resolved`: read with the slot unlocked (holding it for the length of the kernel would stall
+  // every install), told to the observation it was reported to if that is still installed.
+  launch_path::measured_submission submitted =
+      source.submit_profiled(launch_path::read_when::at_once);
+  if (!submitted.profile) {
+    launch_path::warn_profile_refused(info.kernel, submitted.refusal);
+    return;
+  }
+  (void)read_for(reported, info.kernel, std::move(*submitted.profile));
+}
+
+/// Issues a launch the logger reads (past execution_only): read once, at once when an observer
+/// wants it too (told to it, then the same reading to the logger, behaviour 7), else handed to the
+/// logger unread so a names-only observer never makes launches wait.
+void issue_logged(const launch_info& info, launch_path::submitter& source,
+                  profiling_logger& logger) {
+  const reported_launch reported =
+      launch_path::is_observing() ? report(info) : reported_launch{};
+  const bool observer_wants = reported.request != timing_request::none;
+  if (observer_wants && info.collective) {
+    // Read at once for the observer, which a collective must never be (issue_unlogged says why).
+    warn_collective_refused(info.kernel);
+    source.submit();
+    logger.record(info, no_measurement());
+    return;
+  }
+  launch_path::measured_submission submitted = source.submit_profiled(
+      observer_wants ? launch_path::read_when::at_once : launch_path::read_when::later);
+  if (!submitted.profile) {
+    launch_path::warn_profile_refused(info.kernel, submitted.refusal);
+    // Still written, as untimed: the log lists every launch, and a zero would lie.
+    logger.record(info, no_measurement());
+    return;
+  }
+  profile_duration& profile = *submitted.profile;
+  if (!observer_wants) {
+    // Only the logger wants this measurement: its writer reads it off the launch path, and the
+    // kernels keep running back to back.
+    logger.record(info, std::move(profile));
+    return;
+  }
+  if (reported.request == timing_request::deferred) warn_logger_takes_deferred_once();
   const auto method = profile.method();
-  const auto ticks = std::move(profile).resolve();
-  if (!ticks) {
-    warn_no_measurement(kernel);
-    return ticks;
-  }
-  auto& stack = observation_stack::get();
-  std::shared_lock lock{stack.mutex};
-  if (stack.installed && stack.installed_serial == reported.observation) {
-    call_observer("timed", kernel,
-                  [&] { stack.installed->timed(kernel, ticks->length(), method); });
-  }
-  return ticks;
+  const auto ticks = read_for(reported, info.kernel, std::move(profile));
+  logger.record(info, profile_duration{[ticks]() noexcept { return ticks; }, method});
 }
 
 }  // namespace
@@ -164,13 +256,16 @@ bool timing_wanted_observed() {
 namespace launch_path {
 
 void issue(const launch_info& info, submitter& source) {
-  const issue_decision decision = begin_issue(info);
-  if (!decision.measure()) {
-    source.submit();
-    finish_issue(info, decision);
+  detail::check_not_in_callback("launch a kernel");
+  auto& logger = profiling_logger::instance();
+  const profile_level level = logger.level();
+  if (level > profile_level::execution_only) {
+    detail::issue_logged(info, source, logger);
     return;
   }
-  finish_issue(info, decision, source.submit_profiled(decision.when()));
+  detail::issue_unlogged(info, source);
+  // The log lists every launch, whatever the observer asked for.
+  if (level == profile_level::execution_only) logger.record_execution(info);
 }
 
 issue_decision begin_issue(const launch_info& info) {
@@ -189,11 +284,7 @@ issue_decision begin_issue(const launch_info& info) {
   const bool read_now = decision.request_ == timing_request::resolved ||
                         (decision.logger_reads_ && decision.request_ != timing_request::none);
   if (read_now && info.collective) {
-    // A collective completes only when its peers launch, and this thread may be the one to issue
-    // them next: waiting here would never end.
-    decision.refusal_ =
-        "it is a collective (it completes only once its peers launch, so reading it at once could "
-        "wait forever); ask for deferred timing to measure collectives";
+    decision.refusal_ = detail::collective_refusal;
     return decision;
   }
   decision.measure_ = true;
@@ -203,28 +294,27 @@ issue_decision begin_issue(const launch_info& info) {
 
 void finish_issue(const launch_info& info, const issue_decision& decision) {
   auto& logger = profiling_logger::instance();
-  if (!decision.refusal_.empty()) {
-    detail::warn_collective_refused(info.kernel, decision.refusal_);
-    // Still written, as untimed: the log lists every launch, and a zero would lie.
-    if (decision.logger_reads_) logger.record(info, detail::no_measurement());
-    return;
-  }
+  // The log lists every launch, whatever the observer asked for.
   if (decision.logger_lists_) logger.record_execution(info);
+  if (decision.refusal_.empty()) return;
+  detail::warn_collective_refused(info.kernel);
+  // Still written, as untimed: the log lists every launch, and a zero would lie.
+  if (decision.logger_reads_) logger.record(info, detail::no_measurement());
 }
 
 void finish_issue(const launch_info& info, const issue_decision& decision,
                   measured_submission submitted) {
   auto& logger = profiling_logger::instance();
-  const bool logger_reads = decision.logger_reads_;
   const detail::reported_launch reported{decision.request_, decision.observation_};
+  if (decision.logger_lists_) logger.record_execution(info);
   if (!submitted.profile) {
     warn_profile_refused(info.kernel, submitted.refusal);
     // Still written, as untimed: the log lists every launch, and a zero would lie.
-    if (logger_reads) logger.record(info, detail::no_measurement());
+    if (decision.logger_reads_) logger.record(info, detail::no_measurement());
     return;
   }
   profile_duration& profile = *submitted.profile;
-  if (!logger_reads) {
+  if (!decision.logger_reads_) {
     if (reported.request == timing_request::deferred) {
       detail::deliver_unread(reported, info.kernel, std::move(profile));
     } else {
@@ -233,13 +323,11 @@ void finish_issue(const launch_info& info, const issue_decision& decision,
     return;
   }
   if (reported.request == timing_request::none) {
-    // Only the logger wants this measurement: its writer reads it off the launch path, and the
-    // kernels keep running back to back.
+    // Only the logger wants this measurement: its writer reads it off the launch path.
     logger.record(info, std::move(profile));
     return;
   }
-  // The observer and the logger both want it, and a measurement is read once: read here, tell the
-  // observer, hand the same reading on (behaviour 7).
+  // The observer and the logger both want it, and a measurement is read once (behaviour 7).
   if (reported.request == timing_request::deferred) detail::warn_logger_takes_deferred_once();
   const auto method = profile.method();
   const auto ticks = detail::read_for(reported, info.kernel, std::move(profile));

@@ -23,6 +23,7 @@
 
 #include <launchwatch/attribute/attribution.hpp>
 #include <launchwatch/attribute/diff.hpp>
+#include <launchwatch/attribute/merge.hpp>
 #include <launchwatch/attribute/render.hpp>
 #include <launchwatch/attribute/report_files.hpp>
 #include <launchwatch/attribute/summary.hpp>
@@ -75,9 +76,12 @@ class progress_line {
 
 int run_demo(const demo_options& options) {
   options.model.validate();
+  // Before the output files are opened (which empties them): a run that cannot start leaves an
+  // earlier run's files as they were.
+  auto device =
+      options.backend == "cuda" ? client::cuda(options.device) : client::cpu(options.device);
   report_files files{options.out};
 
-  auto device = options.backend == "cuda" ? client::cuda(options.device) : client::cpu(options.device);
   const auto& model = options.model;
   std::cout << fmt::format(
       "launchwatch demo: {} layers, {} tokens, width {}, {} heads, MLP {} on {} ({})\n", model.layers,
@@ -117,13 +121,22 @@ int run_demo(const demo_options& options) {
         }
       },
       watch);
-  const auto summary = summarize(pass);
+  auto summary = summarize(pass);
+  summary.process = process_label_from_environment();
 
   std::cout << fmt::format("\n{} passes, {} launches:\n\n", options.passes, pass.launches.size());
   write_tree(std::cout, summary);
   trace_options trace;
   trace.max_events = options.trace_events;
-  const auto written = files.write(pass, summary, trace);
+  trace_stats written;
+  try {
+    written = files.write(pass, summary, trace);
+  } catch (const std::runtime_error& failure) {
+    throw std::runtime_error{fmt::format(
+        "{}. The report above is complete; free space there or choose another folder with --out, "
+        "and run the demo again for the files.",
+        failure.what())};
+  }
   if (written.dropped > 0) {
     std::cout << fmt::format(
         "\ntrace.json: cut at {} events (--trace-events): it holds the pass up to {:.3f} ms, and {} "
@@ -136,6 +149,7 @@ int run_demo(const demo_options& options) {
 
 struct report_options {
   fs::path summary;
+  std::vector<fs::path> merge;
   std::string sort = "issue";
   std::string idle = "device";
   std::vector<fs::path> diff;
@@ -161,11 +175,28 @@ int run_diff(const report_options& options) {
   return grew ? grew_past_threshold : 0;
 }
 
+/// The summaries of several processes of one job, each labelled by the rank it recorded, else by
+/// its place on the command line.
+pass_summary merged_summary(const std::vector<fs::path>& files) {
+  std::vector<process_summary> processes;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    auto summary = load_summary(files[i]);
+    std::string label = summary.process.empty() ? fmt::format("rank {}", i) : summary.process;
+    processes.push_back({std::move(label), std::move(summary)});
+  }
+  return merge_summaries(processes);
+}
+
 int run_report(const report_options& options) {
   if (!options.diff.empty()) return run_diff(options);
   tree_options tree;
   tree.order = options.sort == "time" ? tree_order::time : tree_order::issue;
   tree.accounting = options.idle == "stream" ? idle_accounting::stream : idle_accounting::device;
+  if (!options.merge.empty()) {
+    std::cout << fmt::format("launchwatch: {} processes merged\n\n", options.merge.size());
+    write_tree(std::cout, merged_summary(options.merge), tree);
+    return 0;
+  }
   write_tree(std::cout, load_summary(options.summary), tree);
   return 0;
 }
@@ -230,14 +261,23 @@ int main(int argc, char** argv) {
           ->check(CLI::ExistingFile)
           ->excludes(summary_option);
   report_command
+      ->add_option("--merge", report.merge,
+                   "RANK0.json RANK1.json ...: print one report of a job's processes, each a "
+                   "top-level row (labelled by the rank it recorded, else by its place here)")
+      ->expected(2, -1)
+      ->check(CLI::ExistingFile)
+      ->excludes(summary_option)
+      ->excludes(diff_option);
+  report_command
       ->add_option("--fail-above", report.fail_above,
                    "With --diff: exit 4 when any row grew by more than PERCENT (launches or device "
                    "time; a new row always counts)")
       ->check(CLI::NonNegativeNumber)
       ->needs(diff_option);
   report_command->callback([&] {
-    if (report.diff.empty() && report.summary.empty()) {
-      throw CLI::RequiredError{"a summary.json to print, or --diff BASE.json NEW.json"};
+    if (report.diff.empty() && report.summary.empty() && report.merge.empty()) {
+      throw CLI::RequiredError{
+          "a summary.json to print, --diff BASE.json NEW.json, or --merge RANK0.json RANK1.json ..."};
     }
   });
   report_command->add_option("--sort", report.sort,

@@ -105,8 +105,10 @@ class submitter {
 /// outliving every launch, as kernel names do). Exceptions from `source` propagate, and so does a
 /// failure of a blocking read (a sticky device fault); the launch was submitted by then.
 /// Must not be called from inside an observer method (aborts, with LAUNCHWATCH_CHECK_REENTRY).
-/// Cost: one shared lock of the observer slot around `launched_with` and `timing()` when an
-/// observer is installed, a second one around delivering a measurement; the logger's queue push
+/// Cost: one shared lock of the observer slot when an observer is installed, held from
+/// `launched_with` through the submission to `profiled` for a names-only or deferred observer (so an
+/// install or drop on another thread waits for one submission, never for a kernel); under
+/// `resolved` it is released before the read and taken again to deliver. The logger's queue push
 /// when it is on; a blocking read only under `resolved`, or when the logger and a timing observer
 /// both want the reading.
 void issue(const launch_info& info, submitter& source);
@@ -143,7 +145,10 @@ class issue_decision {
 
 /// issue() in two steps, for a launch source that sees a launch before and after its submission but
 /// does not submit it itself: the CUDA bridge, whose CUPTI callbacks run on the issuing thread at
-/// the launch's entry (before submission) and exit (after). issue() is these two around a submit.
+/// the launch's entry (before submission) and exit (after). The rules are issue()'s; the difference
+/// is the slot's lock: issue() holds it from the report through a names-only or deferred submission,
+/// while these take it in each step (a source's exit may never come), so a measurement reaches the
+/// observation its launch was reported to only if that one is still installed when it is handed over.
 ///
 /// begin_issue reports `info` (`launched_with`) and asks timing() once, then decides: measure or
 /// not, read later or at once. A collective launch (`info.collective`) is never read at once (its

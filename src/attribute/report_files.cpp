@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -42,13 +43,25 @@ report_files::report_files(fs::path folder)
       summary_{open_output(folder_ / "summary.json")} {}
 
 trace_stats report_files::write(const pass_record& pass, const pass_summary& summary, const trace_options& trace) {
+  // Each file is checked right after it is written, while errno still says why it failed, and a
+  // failure stops none of the others.
+  std::string failed;
+  const auto finish = [&](std::ofstream& file, const char* name) {
+    file.flush();
+    if (file) return;
+    failed += fmt::format("{}{} ({})", failed.empty() ? "" : ", ", (folder_ / name).string(),
+                          errno != 0 ? std::strerror(errno) : "a write failed: is the disk full?");
+  };
+  errno = 0;
   const auto written = write_chrome_trace(trace_, pass, trace);
+  finish(trace_, "trace.json");
+  errno = 0;
   write_folded(folded_, summary);
+  finish(folded_, "flame.folded");
+  errno = 0;
   write_summary_json(summary_, summary);
-  for (auto* file : {&trace_, &folded_, &summary_}) {
-    file->flush();
-    if (!*file) throw std::runtime_error{"writing the output files failed (disk full?)"};
-  }
+  finish(summary_, "summary.json");
+  if (!failed.empty()) throw std::runtime_error{fmt::format("could not finish writing {}", failed)};
   return written;
 }
 

@@ -266,14 +266,13 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
                                    cupti::versions()));
   };
   std::function<void(const cupti::kernel_record&)> others;
+  std::function<bool()> others_pending;
   if (options_.graph_replays == cuda_graph_replays::per_node) {
-    others = [this](const cupti::kernel_record& record) {
-      graphs_.on_record(record);
-      if (records_) records_->set_replays_pending(graphs_.pending());
-    };
+    others = [this](const cupti::kernel_record& record) { graphs_.on_record(record); };
+    others_pending = [this] { return graphs_.pending(); };
   }
   records_ = std::make_shared<cupti::kernel_records>(options_.flush_period, options_.record_timeout,
-                                                     std::move(others));
+                                                     std::move(others), std::move(others_pending));
   if (const int r = records_->start(); r != CUPTI_SUCCESS) {
     records_.reset();
     fail("registering CUPTI's activity callbacks", static_cast<CUptiResult>(r));
@@ -596,11 +595,9 @@ void cuda_bridge_engine::enter_graph_launch(CUpti_CallbackId id, const CUpti_Cal
   if (observation == 0) return;
   thread_state& t = cupti::this_thread;
   const CUstream stream = cupti::effective_stream(id, params.hStream);
-  if (graphs_.replay_launched(call.correlationId, params.hGraph, observation,
-                              device_of(call.context, t),
-                              cupti::stream_number(stream, call.context))) {
-    records_->set_replays_pending(true);
-  }
+  (void)graphs_.replay_launched(call.correlationId, params.hGraph, observation,
+                                device_of(call.context, t),
+                                cupti::stream_number(stream, call.context));
 }
 
 void cuda_bridge_engine::on_graph_node(CUpti_CallbackId id, const CUpti_ResourceData& resource) {
@@ -610,7 +607,6 @@ void cuda_bridge_engine::on_graph_node(CUpti_CallbackId id, const CUpti_Resource
     // Inside a reported launch's ENTER..EXIT on this thread: the node is that launch's kernel.
     const thread_state& t = cupti::this_thread;
     if (!t.open || t.generation != generation_ || !t.info.capturing) return;
-    if (graph->nodeType != CU_GRAPH_NODE_TYPE_KERNEL) return;
     std::uint64_t node = 0;
     if (cuptiGetGraphNodeId(graph->node, &node) != CUPTI_SUCCESS) return;
     graphs_.node_created(node, cupti::captured_node{t.info.kernel, t.info.launch_id});

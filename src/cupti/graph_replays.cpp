@@ -48,9 +48,20 @@ void graph_replays::node_cloned(std::uint64_t original_id, std::uint64_t clone_i
 bool graph_replays::replay_launched(std::uint32_t correlation, const void* exec,
                                     std::uint64_t observation, int device, std::uint64_t stream) {
   std::lock_guard lock{mutex_};
+  if (nodes_.empty()) return false;  // no observed capture recorded a node
   const auto known = known_nodes_of_exec_.find(exec);
-  if (known == known_nodes_of_exec_.end() || known->second == 0) return false;
-  replays_[correlation] = replay{observation, next_replay_++, device, stream, known->second};
+  const std::uint64_t count = known != known_nodes_of_exec_.end() ? known->second : 0;
+  replays_[correlation] = replay{observation, next_replay_++, device, stream, count};
+  if (count != 0) {
+    ++known_pending_;
+  } else {
+    unknown_.push_back(correlation);
+    last_unknown_ = std::chrono::steady_clock::now();
+    if (unknown_.size() > unknown_kept) {
+      replays_.erase(unknown_.front());
+      unknown_.pop_front();
+    }
+  }
   return true;
 }
 
@@ -72,19 +83,28 @@ void graph_replays::on_record(const kernel_record& record) {
                            r->second.stream,
                            profile_ticks::from_start_end(at(record.start), at(record.end))};
     }
-    if (--r->second.remaining == 0) replays_.erase(r);
+    if (r->second.remaining != 0 && --r->second.remaining == 0) {
+      replays_.erase(r);
+      --known_pending_;
+    }
   }
   if (node && tell(observation, *node)) delivered_.fetch_add(1, std::memory_order_relaxed);
 }
 
 bool graph_replays::pending() const {
   std::lock_guard lock{mutex_};
-  return !replays_.empty();
+  // A replay of unknown size counts as pending for a moment after it was launched, long enough for
+  // its kernels to finish and a flush to bring their records.
+  return known_pending_ > 0 ||
+         (!unknown_.empty() &&
+          std::chrono::steady_clock::now() - last_unknown_ < std::chrono::milliseconds{200});
 }
 
 void graph_replays::forget_pending() {
   std::lock_guard lock{mutex_};
   replays_.clear();
+  unknown_.clear();
+  known_pending_ = 0;
 }
 
 std::uint64_t graph_replays::delivered() const {

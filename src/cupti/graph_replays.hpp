@@ -9,6 +9,9 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <deque>
 #include <cstdint>
 #include <mutex>
 #include <string_view>
@@ -53,13 +56,20 @@ class graph_replays {
     std::uint64_t number = 0;
     int device = 0;
     std::uint64_t stream = 0;
+    /// Known nodes whose records have not arrived; 0 when CUPTI did not say which executable graph
+    /// a clone belongs to, so the count is unknown and the replay is kept until it is pushed out.
     std::uint64_t remaining = 0;
   };
+  /// Replays of unknown size, oldest first: at most `unknown_kept` of them are kept.
+  static constexpr std::size_t unknown_kept = 4096;
 
   mutable std::mutex mutex_;
   std::unordered_map<std::uint64_t, captured_node> nodes_;
   std::unordered_map<const void*, std::uint64_t> known_nodes_of_exec_;
   std::unordered_map<std::uint32_t, replay> replays_;
+  std::deque<std::uint32_t> unknown_;
+  std::size_t known_pending_ = 0;
+  std::chrono::steady_clock::time_point last_unknown_{};
   std::uint64_t next_replay_ = 1;
   std::atomic<std::uint64_t> delivered_{0};
 };

@@ -49,9 +49,11 @@ struct record_counts {
 class kernel_records : public std::enable_shared_from_this<kernel_records> {
  public:
   /// Records that are not awaited (graph replays' nodes) are offered to `others`, on the thread
-  /// that delivers the buffer, with no lock of this table held.
+  /// that delivers the buffer, with no lock of this table held; while `others_pending` says more
+  /// of them are due, the collector keeps flushing.
   kernel_records(std::chrono::milliseconds flush_period, std::chrono::milliseconds timeout,
-                 std::function<void(const kernel_record&)> others);
+                 std::function<void(const kernel_record&)> others,
+                 std::function<bool()> others_pending);
   ~kernel_records();
   kernel_records(const kernel_records&) = delete;
   kernel_records& operator=(const kernel_records&) = delete;
@@ -68,9 +70,6 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   /// The launch's window, waiting for it up to the timeout (asking the collector to flush at once);
   /// empty when no record came or it carried no timestamps. Counts and warns as behaviour 8 says.
   std::optional<profile_ticks> take(std::uint32_t correlation);
-
-  /// Whether replays' records are wanted: keeps the collector flushing while replays are pending.
-  void set_replays_pending(bool pending) noexcept;
 
   /// Flushes completed buffers now (never FORCED). Returns once CUPTI handed them over.
   void flush_completed();
@@ -93,6 +92,18 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
     std::uint64_t start = 0;
     std::uint64_t end = 0;
   };
+  /// An entry of the ring: correlation ids grow by one per CUDA call, so the launches awaited at
+  /// once fall on distinct slots, and awaiting one costs no allocation. A slot still taken when
+  /// its id comes round again (65 536 calls later) sends the newcomer to the overflow map.
+  struct slot {
+    std::uint32_t correlation = 0;
+    bool taken = false;
+    awaited entry;
+  };
+  static constexpr std::size_t ring_size = std::size_t{1} << 16;
+
+  awaited* find_locked(std::uint32_t correlation) noexcept;
+  void erase_locked(std::uint32_t correlation) noexcept;
 
   void collect();
   void warn_missing(std::uint32_t correlation, const char* why);
@@ -100,17 +111,20 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   const std::chrono::milliseconds flush_period_;
   const std::chrono::milliseconds timeout_;
   std::function<void(const kernel_record&)> others_;
+  std::function<bool()> others_pending_;
 
   mutable std::mutex mutex_;
   std::condition_variable arrived_;
   std::condition_variable wake_collector_;
-  std::unordered_map<std::uint32_t, awaited> awaited_;
+  std::vector<slot> ring_ = std::vector<slot>(ring_size);
+  std::unordered_map<std::uint32_t, awaited> overflow_;
   /// Awaited entries whose record has not arrived: the collector flushes while there are any.
   std::size_t outstanding_ = 0;
+  /// take() calls waiting for a record.
+  std::size_t waiting_ = 0;
   bool urgent_ = false;
   bool closed_ = false;
   bool stopping_ = false;
-  bool replays_pending_ = false;
   record_counts counts_;
   std::thread collector_;
 };

@@ -5,7 +5,9 @@
 #include <launchwatch/cuda_bridge.hpp>
 #include <launchwatch/launchwatch.hpp>
 
+#if LAUNCHWATCH_TEST_CUBLAS
 #include <cublas_v2.h>
+#endif
 #include <cuda_runtime.h>
 #include <cuda_profiler_api.h>
 #include <cupti.h>
@@ -30,16 +32,9 @@
 #include "support/capturing_sink.hpp"
 #include "support/observers.hpp"
 
-namespace launchwatch {
-namespace {
-
-using namespace std::chrono_literals;
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
-using ::testing::StartsWith;
-
 // ---------------------------------------------------------------------------------------------
-// Kernels a program would launch itself.
+// Kernels a program would launch itself: in the global namespace, so their demangled names are
+// short.
 
 __global__ void add_one(int* value) { atomicAdd(value, 1); }
 
@@ -59,6 +54,14 @@ __global__ void spin_for(unsigned long long nanoseconds) {
 
 // Named as NCCL names its collectives; runs alone, so it cannot hang.
 __global__ void ncclDevKernel_AllReduce_Sum_f32_RING_LL(int* value) { atomicAdd(value, 1); }
+
+namespace launchwatch {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::StartsWith;
 
 /// A launchwatch kernel, launched through client::cuda().
 struct bump {
@@ -296,6 +299,7 @@ TEST_F(CudaBridge, LaunchesFromSeveralThreadsAreEachReportedOnTheirOwnThreadInIs
 // ---------------------------------------------------------------------------------------------
 // Libraries and attribution.
 
+#if LAUNCHWATCH_TEST_CUBLAS
 TEST_F(CudaBridge, CublasKernelsAreReportedAndAttributedToTheScopeTheyWereIssuedIn) {
   cublasHandle_t handle = nullptr;
   ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
@@ -332,6 +336,7 @@ TEST_F(CudaBridge, CublasKernelsAreReportedAndAttributedToTheScopeTheyWereIssued
   (void)cudaFree(matrices);
   (void)cublasDestroy(handle);
 }
+#endif
 
 // Behaviour 12 for foreign graphs, from several threads at once: each captured launch is reported
 // at capture with its thread's scope, and a replay reports nothing.

@@ -21,8 +21,8 @@ class report_files {
   explicit report_files(std::filesystem::path folder);
 
   /// Writes the pass into the three files and flushes them; what the trace writer left out when
-  /// `trace.max_events` capped it is returned. Throws std::runtime_error when a write fails (a
-  /// full disk). Call once.
+  /// `trace.max_events` capped it is returned. A file whose write fails (a full disk) does not stop
+  /// the others; then it throws std::runtime_error naming each such file and why. Call once.
   trace_stats write(const pass_record& pass, const pass_summary& summary, const trace_options& trace = {});
 
   /// The folder the files are in.

@@ -1,0 +1,193 @@
+// What the CUDA bridge costs a program's own launches (an empty `<<<>>>` kernel), host time per
+// launch, measured side by side in one run:
+//   raw            no bridge, CUPTI never called in the process yet
+//   bridge idle    a cuda_bridge lives, nothing observes (its launch callbacks are off)
+//   names only     an observer that counts `launched_with` (callbacks on, no timing)
+//   deferred       an observer keeping every measurement unread (CUPTI kernel records)
+//   resolved       an observer told each duration (two events and a wait per launch)
+//   after          the bridge destroyed (cuptiFinalize): should be raw again
+// Each round makes a fresh bridge, so a round's idle and names-only cases run before its deferred
+// case turns CUPTI's kernel records on. Medians over the rounds; deltas and ratios against raw.
+//
+// Raw and `after` cannot run while a bridge lives, so beside the deltas of medians against raw the
+// table gives each case's paired delta against `bridge idle` of the same round (idle is raw with
+// CUPTI subscribed and nothing enabled), the steadier of the two on a machine whose raw launch
+// cost drifts by ±0.3 µs between rounds.
+//
+// Usage: launchwatch_cuda_bridge_bench [launches per case, default 20000] [rounds, default 9]
+#include <launchwatch/cuda_bridge.hpp>
+#include <launchwatch/launchwatch.hpp>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+__global__ void empty_kernel() {}
+
+/// Host microseconds per launch of `count` empty kernels on `stream`, the launches alone.
+double launch_loop(cudaStream_t stream, int count) {
+  const auto start = clock_type::now();
+  for (int i = 0; i < count; ++i) empty_kernel<<<1, 1, 0, stream>>>();
+  const auto end = clock_type::now();
+  (void)cudaStreamSynchronize(stream);
+  return std::chrono::duration<double, std::micro>(end - start).count() / count;
+}
+
+class counter final : public launchwatch::launch_observer {
+ public:
+  void launched(std::string_view) override {}
+  void launched_with(const launchwatch::launch_info&) override {
+    count.fetch_add(1, std::memory_order_relaxed);
+  }
+  std::atomic<long> count{0};
+};
+
+class keeper final : public launchwatch::launch_observer {
+ public:
+  explicit keeper(std::size_t reserve) { kept.reserve(reserve); }
+  void launched(std::string_view) override {}
+  launchwatch::timing_request timing() const override {
+    return launchwatch::timing_request::deferred;
+  }
+  void profiled(std::string_view, launchwatch::profile_duration profile) override {
+    std::lock_guard lock{mutex};
+    kept.push_back(std::move(profile));
+  }
+  std::mutex mutex;
+  std::vector<launchwatch::profile_duration> kept;
+};
+
+class resolver final : public launchwatch::launch_observer {
+ public:
+  void launched(std::string_view) override {}
+  launchwatch::timing_request timing() const override {
+    return launchwatch::timing_request::resolved;
+  }
+  void timed(std::string_view, std::chrono::nanoseconds length, launchwatch::timing_method) override {
+    total += length;
+    ++count;
+  }
+  std::chrono::nanoseconds total{0};
+  long count = 0;
+};
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int launches = argc > 1 ? std::atoi(argv[1]) : 20000;
+  const int rounds = argc > 2 ? std::atoi(argv[2]) : 9;
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("no CUDA device: nothing to measure\n");
+    return 0;
+  }
+  cudaDeviceProp properties{};
+  (void)cudaGetDeviceProperties(&properties, 0);
+  cudaStream_t stream = nullptr;
+  (void)cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  (void)launch_loop(stream, 2000);  // module load, first-launch costs
+
+  std::map<std::string, std::vector<double>> us;
+  std::vector<double>& raw = us["raw"];
+  for (int r = 0; r < rounds; ++r) raw.push_back(launch_loop(stream, launches));
+
+  long missing = 0;
+  long delivered = 0;
+  for (int r = 0; r < rounds; ++r) {
+    try {
+      launchwatch::cuda_bridge bridge;
+      us["bridge idle"].push_back(launch_loop(stream, launches));
+      {
+        auto names = std::make_shared<counter>();
+        launchwatch::launch_observation watching{names};
+        us["names only"].push_back(launch_loop(stream, launches));
+      }
+      {
+        auto kept = std::make_shared<keeper>(static_cast<std::size_t>(launches));
+        {
+          launchwatch::launch_observation watching{kept};
+          us["deferred"].push_back(launch_loop(stream, launches));
+        }
+        for (auto& profile : kept->kept) {
+          if (std::move(profile).resolve()) {
+            ++delivered;
+          } else {
+            ++missing;
+          }
+        }
+      }
+      {
+        auto timed = std::make_shared<resolver>();
+        launchwatch::launch_observation watching{timed};
+        us["resolved"].push_back(launch_loop(stream, launches / 4));
+      }
+    } catch (const launchwatch::cuda_bridge_unavailable& why) {
+      std::printf("the bridge is unavailable: %s\n", why.what());
+      return 0;
+    }
+    us["after"].push_back(launch_loop(stream, launches));
+  }
+
+  const double base = median(raw);
+  std::printf("CUDA bridge, host time per empty <<<>>> launch, %s, %d launches x %d rounds "
+              "(medians)\n\n",
+              properties.name, launches, rounds);
+  std::printf("%-12s %10s %10s %8s %12s  %s\n", "case", "us/launch", "vs raw us", "ratio",
+              "vs idle us", "target");
+  const struct {
+    const char* name;
+    const char* target;
+    double limit_us;
+  } cases[] = {{"raw", "", 0},
+               {"bridge idle", "within noise of raw", 0.1},
+               {"names only", "<= +0.5 us", 0.5},
+               {"deferred", "<= +1.0 us", 1.0},
+               {"resolved", "(blocks per launch)", -1},
+               {"after", "within noise of raw", 0.1}};
+  for (const auto& c : cases) {
+    const double m = median(us[c.name]);
+    // Paired with the same round's idle case, for the cases measured while the bridge lived.
+    std::string paired = "";
+    const bool with_bridge = std::string{c.name} != "raw" && std::string{c.name} != "after";
+    if (with_bridge) {
+      std::vector<double> deltas;
+      for (std::size_t r = 0; r < us[c.name].size(); ++r) {
+        deltas.push_back(us[c.name][r] - us["bridge idle"][r]);
+      }
+      char text[32];
+      std::snprintf(text, sizeof text, "%+.3f", median(deltas));
+      paired = text;
+    }
+    std::string verdict;
+    if (c.limit_us > 0) verdict = m - base <= c.limit_us ? " ok" : " MISSED (vs raw)";
+    std::printf("%-12s %10.3f %+10.3f %8.2f %12s  %s%s\n", c.name, m, m - base, m / base,
+                paired.c_str(), c.target, verdict.c_str());
+  }
+  std::printf("\ndeferred measurements: %ld resolved, %ld missing\n", delivered, missing);
+  std::printf("raw per round:");
+  for (const double v : raw) std::printf(" %.3f", v);
+  std::printf("\nafter per round:");
+  for (const double v : us["after"]) std::printf(" %.3f", v);
+  std::printf("\n");
+  (void)cudaStreamDestroy(stream);
+  return 0;
+}

@@ -47,10 +47,11 @@ class RunOnGpu : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(out_); }
 
-  /// Runs `launchwatch run --out OUT OPTIONS -- COMMAND`; returns its exit status, stdout in `output_`.
+  /// Runs `launchwatch run --out OUT OPTIONS -- COMMAND` for at most 120 s (a hang fails the test
+  /// rather than the whole run); returns its exit status, its output in `output_`.
   int run(const std::string& options, const std::string& command) {
-    const std::string line = std::string{LAUNCHWATCH_PROGRAM} + " run --out " + out_.string() + " " + options +
-                             " -- " + command + " 2>&1";
+    const std::string line = "timeout -s INT 120 " + std::string{LAUNCHWATCH_PROGRAM} + " run --out " +
+                             out_.string() + " " + options + " -- " + command + " 2>&1";
     std::FILE* pipe = ::popen(line.c_str(), "r");
     output_.clear();
     char chunk[4096];

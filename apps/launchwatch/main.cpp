@@ -92,7 +92,9 @@ int run_demo(const demo_options& options) {
   auto folded_file = open_output(options.out / "flame.folded");
   auto summary_file = open_output(options.out / "summary.json");
 
-  auto device = options.backend == "cuda" ? client::cuda(options.device) : client::cpu(options.device);
+  auto device = options.backend == "cuda"     ? client::cuda(options.device)
+                : options.backend == "vulkan" ? client::vulkan(options.device)
+                                              : client::cpu(options.device);
   const auto& model = options.model;
   std::cout << fmt::format(
       "launchwatch demo: {} layers, {} tokens, width {}, {} heads, MLP {} on {} ({})\n", model.layers,
@@ -203,8 +205,8 @@ int main(int argc, char** argv) {
   demo_options options;
   auto* demo_command = app.add_subcommand(
       "demo", "Run a small transformer under an attribution observer; print its report and write trace files");
-  demo_command->add_option("--backend", options.backend, "cpu or cuda")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
+  demo_command->add_option("--backend", options.backend, "cpu, cuda or vulkan")
+      ->check(CLI::IsMember({"cpu", "cuda", "vulkan"}))
       ->capture_default_str();
   demo_command->add_option("--device", options.device, "Device index within the backend")
       ->check(CLI::NonNegativeNumber)

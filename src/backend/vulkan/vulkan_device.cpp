@@ -189,7 +189,8 @@ vulkan_device::vulkan_device(int index, VkPhysicalDevice physical)
         "launchwatch::client::vulkan({}): {} has no compute queue with timestamps", index, name_)};
   }
   queue_family_ = family;
-  const std::uint32_t queue_count = std::min<std::uint32_t>(families[family].queueCount, 8);
+  // Every queue of the family: streams are spread over them in turn (16 on an H200, 1 on lavapipe).
+  const std::uint32_t queue_count = families[family].queueCount;
 
   std::uint32_t extension_count = 0;
   vk.vkEnumerateDeviceExtensionProperties(physical_, nullptr, &extension_count, nullptr);

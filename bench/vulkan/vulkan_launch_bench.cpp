@@ -24,6 +24,7 @@
 
 #include <launchwatch/launchwatch.hpp>
 
+#include "support/launch_observers.hpp"
 #include "vulkan_bench_shaders.hpp"
 
 #if LAUNCHWATCH_BENCH_CUDA_RAW
@@ -53,21 +54,8 @@ struct busy_kernel {
   static constexpr lw::vulkan_shader vulkan = lw::vulkan_bench::shaders::busy;
 };
 
-class names_only : public lw::launch_observer {
- public:
-  void launched(std::string_view) override { ++count_; }
-  std::size_t count_ = 0;
-};
-
-class keeps_unread : public lw::launch_observer {
- public:
-  void launched(std::string_view) override {}
-  lw::timing_request timing() const override { return lw::timing_request::deferred; }
-  void profiled(std::string_view, lw::profile_duration profile) override {
-    kept_.push_back(std::move(profile));
-  }
-  std::vector<lw::profile_duration> kept_;
-};
+using lw::bench::keeps_unread;
+using lw::bench::names_only;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

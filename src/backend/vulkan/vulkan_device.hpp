@@ -21,6 +21,7 @@
 
 #include "backend/vulkan/vulkan_api.hpp"
 #include "runtime/backend.hpp"
+#include "runtime/capture_window.hpp"
 
 namespace launchwatch::detail::vulkan {
 
@@ -225,7 +226,7 @@ class vulkan_stream final : public stream, public std::enable_shared_from_this<v
   std::exception_ptr failure_through(std::uint64_t point) const noexcept override;
   void begin_capture() override;
   std::unique_ptr<recorded_graph> end_capture() override;
-  bool capturing() const noexcept override { return capturing_.load(std::memory_order_acquire); }
+  bool capturing() const noexcept override { return capture_.open(); }
 
   /// Records `launches` (a graph's) untimed and unreported; returns the point after the last.
   std::uint64_t replay(const std::vector<recorded_launch>& launches);
@@ -272,8 +273,7 @@ class vulkan_stream final : public stream, public std::enable_shared_from_this<v
   std::atomic<std::uint64_t> issued_{0};       // written under mutex_: the last point given out
   std::uint64_t flushed_ = 0;                  // guarded by mutex_: the last point submitted
   mutable std::atomic<std::uint64_t> completed_{0};
-  std::atomic<bool> capturing_{false};
-  std::vector<recorded_launch> recording_;     // guarded by mutex_
+  capture_window<recorded_launch> capture_;    // guarded by mutex_ (its open() is not)
   std::exception_ptr failure_;                 // guarded by mutex_
   std::uint64_t failure_point_ = 0;            // guarded by mutex_
 };

@@ -358,12 +358,12 @@ void vulkan_stream::record_locked(const pending_launch& launch) {
   recorded_launch kept{launch.name, launch.shader, launch.geometry, {}};
   const auto* bytes = static_cast<const std::byte*>(launch.bytes);
   kept.bytes.assign(bytes, bytes + launch.size);
-  recording_.push_back(std::move(kept));
+  capture_.add(std::move(kept));
 }
 
 std::uint64_t vulkan_stream::submit(const launch_descriptor& launch) {
   std::lock_guard lock{mutex_};
-  if (capturing_.load(std::memory_order_relaxed)) {
+  if (capture_.open()) {
     record_locked(pending(launch));
     return 0;
   }
@@ -373,7 +373,7 @@ std::uint64_t vulkan_stream::submit(const launch_descriptor& launch) {
 profiled_submission vulkan_stream::submit_profiled(const launch_descriptor& launch,
                                                    launch_path::read_when when) {
   std::unique_lock lock{mutex_};
-  if (capturing_.load(std::memory_order_relaxed)) {
+  if (capture_.open()) {
     record_locked(pending(launch));
     return profiled_submission{0, std::nullopt, capture_refusal};
   }
@@ -411,7 +411,7 @@ profiled_submission vulkan_stream::submit_profiled(const launch_descriptor& laun
 
 bool vulkan_stream::record(const launch_descriptor& launch) {
   std::lock_guard lock{mutex_};
-  if (!capturing_.load(std::memory_order_relaxed)) return false;
+  if (!capture_.open()) return false;
   record_locked(pending(launch));
   return true;
 }
@@ -474,26 +474,14 @@ std::exception_ptr vulkan_stream::failure_through(std::uint64_t point) const noe
 
 void vulkan_stream::begin_capture() {
   std::lock_guard lock{mutex_};
-  if (capturing_.load(std::memory_order_relaxed)) {
-    throw capture_error{
-        "begin_capture refused: this stream is already recording a capture; end it first (captures "
-        "do not nest)"};
-  }
-  recording_.clear();
-  capturing_.store(true, std::memory_order_release);
+  capture_.begin();
 }
 
 std::unique_ptr<recorded_graph> vulkan_stream::end_capture() {
   std::vector<recorded_launch> recorded;
   {
     std::lock_guard lock{mutex_};
-    if (!capturing_.load(std::memory_order_relaxed)) {
-      throw capture_error{
-          "end_capture refused: this stream is not recording a capture; call begin_capture first "
-          "(on the same thread, or through the same pinned client)"};
-    }
-    capturing_.store(false, std::memory_order_release);
-    recorded = std::exchange(recording_, {});
+    recorded = capture_.end();
   }
   return std::make_unique<vulkan_graph>(*owner_, std::move(recorded));
 }

@@ -29,7 +29,7 @@ started=$(date +%s)
 
 echo "== configure and build everything the run uses (-j$JOBS)"
 t=$(date +%s)
-targets=(launchwatch_conformance_cuda_test launchwatch_conformance_cuda_concurrency_test launchwatch_cuda_timing_budget_test launchwatch_cuda_launch_stress_test
+targets=(launchwatch_conformance_cuda_test launchwatch_conformance_cuda_concurrency_test launchwatch_cuda_timing_budget_test launchwatch_cuda_deferred_timing_test launchwatch_cuda_launch_stress_test
          launchwatch_cuda_backend_test launchwatch_cuda_host_test
          launchwatch_timing_mechanism_bench launchwatch_launch_cost_bench launchwatch_peers_bench
          launchwatch_deferred_timing_bench

@@ -2,7 +2,8 @@
 # Checks the CUDA backend on a GPU machine, in one go: builds with the `cuda` preset for sm_90 (H100,
 # H200), runs the CUDA tests (ctest label `gpu`, the conformance suite on the CUDA fixture among
 # them) and the backend's host-only tests, runs the CUDA measurements, runs the GPU tests again
-# under compute-sanitizer (memcheck, one process per test), and prints a short table last.
+# under compute-sanitizer (scripts/gpu_sanitize.sh: memcheck over every GPU test, racecheck and
+# synccheck over the conformance suite; one process per test), and prints a short table last.
 #
 # Usage: scripts/gpu_check.sh            (from anywhere; builds in build/gpu-check)
 #   BUILD=dir JOBS=n OUT=dir SANITIZE=0 BENCH=0 QUICK=1 scripts/gpu_check.sh
@@ -18,13 +19,9 @@ BENCH=${BENCH:-1}
 QUICK=${QUICK:-0}
 mkdir -p "$OUT"
 
-TEST_TARGETS=(launchwatch_conformance_cuda_test launchwatch_conformance_cuda_concurrency_test launchwatch_cuda_timing_budget_test launchwatch_cuda_launch_stress_test
+TEST_TARGETS=(launchwatch_conformance_cuda_test launchwatch_conformance_cuda_concurrency_test launchwatch_cuda_timing_budget_test launchwatch_cuda_deferred_timing_test launchwatch_cuda_launch_stress_test
               launchwatch_cuda_backend_test launchwatch_cuda_host_test)
 BENCH_TARGETS=(launchwatch_timing_mechanism_bench launchwatch_launch_cost_bench)
-# Left out of the sanitizer pass, run only in the plain one: tests that fault on purpose (memcheck
-# rightly reports their faults), and the one that needs two streams' kernels running at once (under
-# memcheck on an H200 the read waited for the other stream's kernel: it does not run them together).
-INTENDED_FAULTS='Fault|Failure|AReadWaitsOnlyForTheLaunchesThatReferencedItsBuffer'
 
 rows=()
 row() { rows+=("$(printf '%-34s | %-4s | %s' "$1" "$2" "$3")"); }
@@ -94,35 +91,11 @@ if [[ $BENCH == 1 ]]; then
 fi
 
 if [[ $SANITIZE == 1 ]]; then
-  echo "== GPU tests under compute-sanitizer (memcheck), one process per test"
-  t=$(date +%s)
-  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  list="$BUILD/sanitized_tests.txt"
-  : >"$list"
-  for bin in launchwatch_conformance_cuda_test launchwatch_conformance_cuda_concurrency_test \
-             launchwatch_cuda_backend_test; do
-    "$BUILD/tests/cuda/$bin" --gtest_list_tests | awk -v bin="$BUILD/tests/cuda/$bin" '
-      /^[^ ]/ { sub(/ *#.*/, ""); suite = $0; next }
-      /^  / { name = $1; print bin " " suite name }' >>"$list"
-  done
-  grep -Ev "\.[A-Za-z]*(${INTENDED_FAULTS})" "$list" >"$list.run" || true
-  total=$(wc -l <"$list.run")
-  left_out=$(( $(wc -l <"$list") - total ))
-  export sanitizer
-  # Each test in its own process, as under ctest: a test's once-per-process state stays its own.
-  xargs -P 8 -L 1 bash -c '
-    out=$("$sanitizer" --tool memcheck --error-exitcode 86 --print-limit 20 "$0" \
-          --gtest_filter="$1" 2>&1); rc=$?
-    if [[ $rc -ne 0 ]]; then printf "FAILED %s (exit %s)\n%s\n" "$1" "$rc" "$out"; else echo "ok $1"; fi
-  ' <"$list.run" >"$OUT/sanitizer.log" 2>&1
-  bad=$(grep -c '^FAILED' "$OUT/sanitizer.log" || true)
-  if [[ $bad -eq 0 && $total -gt 0 ]]; then
-    row "compute-sanitizer memcheck" ok "$total tests clean, $left_out left out (see INTENDED_FAULTS), $(seconds_since "$t") s"
-  else
-    failed=1
-    grep -A12 '^FAILED' "$OUT/sanitizer.log" | head -60
-    row "compute-sanitizer memcheck" FAIL "$bad of $total failed (sanitizer.log)"
-  fi
+  # scripts/gpu_sanitize.sh: memcheck over every GPU test, racecheck and synccheck over the
+  # conformance suite, each test in its own process; its rows join this table.
+  sanitized=$(BUILD="$BUILD" OUT="$OUT" JOBS=8 scripts/gpu_sanitize.sh 2>&1) || failed=1
+  sed '/^==== gpu_sanitize ====$/,$d' <<<"$sanitized"
+  while IFS= read -r line; do rows+=("$line"); done < <(sed -n '/^==== gpu_sanitize ====$/,$p' <<<"$sanitized" | tail -n +2)
 fi
 
 if [[ $BENCH == 1 ]]; then

@@ -81,27 +81,6 @@ reported_launch report(const launch_info& info) {
   return reported;
 }
 
-/// Hands a deferred measurement, unread, to the observation its launch was reported to, if that
-/// one is still installed. Otherwise the measurement is lost (behaviour 9), which is said once.
-void deliver_unread(const reported_launch& reported, std::string_view kernel,
-                    profile_duration profile) {
-  {
-    auto& stack = observation_stack::get();
-    std::shared_lock lock{stack.mutex};
-    if (stack.installed && stack.installed_serial == reported.observation) {
-      call_observer("profiled", kernel,
-                    [&] { stack.installed->profiled(kernel, std::move(profile)); });
-      return;
-    }
-  }
-  if (first_time(once_warning::timing_dropped_by_observer_asking_none)) {
-    diagnostics().warn(
-        "Dropped a timing of `{}`: the observation its launch was reported to had ended (or been "
-        "replaced) by the time the measurement arrived, and no other observer saw that launch.",
-        kernel);
-  }
-}
-
 /// Reads `profile` once (no lock held: this waits for the kernel) and tells the observation its
 /// launch was reported to, if it is still installed. Returns the ticks read, empty when none.
 std::optional<profile_ticks> read_for(const reported_launch& reported, std::string_view kernel,
@@ -119,6 +98,78 @@ std::optional<profile_ticks> read_for(const reported_launch& reported, std::stri
                   [&] { stack.installed->timed(kernel, ticks->length(), method); });
   }
   return ticks;
+}
+
+/// Issues a launch the logger does not read (off, or at execution_only). The common watched case, a
+/// names-only or deferred observer, is reported, submitted and handed its measurement under one
+/// shared lock of the slot, so the observation told the measurement is the one the launch was
+/// reported to with no second look at the slot: an install or drop on another thread waits for the
+/// submission. Nothing under the lock waits for a kernel: a `resolved` read happens after it.
+void issue_unlogged(const launch_info& info, launch_path::submitter& source) {
+  reported_launch reported;
+  {
+    auto& stack = observation_stack::get();
+    std::shared_lock lock{stack.mutex};
+    if (stack.installed) {
+      launch_observer& observer = *stack.installed;
+      call_observer("launched", info.kernel, [&] { observer.launched_with(info); });
+      reported = {ask_timing(observer), stack.installed_serial};
+      if (reported.request == timing_request::deferred) {
+        launch_path::measured_submission submitted =
+            source.submit_profiled(launch_path::read_when::later);
+        if (submitted.profile) {
+          call_observer("profiled", info.kernel,
+                        [&] { observer.profiled(info.kernel, std::move(*submitted.profile)); });
+          return;
+        }
+        lock.unlock();
+        launch_path::warn_profile_refused(info.kernel, submitted.refusal);
+        return;
+      }
+    }
+  }
+  if (reported.request == timing_request::none) {
+    source.submit();
+    return;
+  }
+  // `resolved`: read with the slot unlocked (holding it for the length of the kernel would stall
+  // every install), told to the observation it was reported to if that is still installed.
+  launch_path::measured_submission submitted =
+      source.submit_profiled(launch_path::read_when::at_once);
+  if (!submitted.profile) {
+    launch_path::warn_profile_refused(info.kernel, submitted.refusal);
+    return;
+  }
+  (void)read_for(reported, info.kernel, std::move(*submitted.profile));
+}
+
+/// Issues a launch the logger reads (past execution_only): read once, at once when an observer
+/// wants it too (told to it, then the same reading to the logger, behaviour 7), else handed to the
+/// logger unread so a names-only observer never makes launches wait.
+void issue_logged(const launch_info& info, launch_path::submitter& source,
+                  profiling_logger& logger) {
+  const reported_launch reported =
+      launch_path::is_observing() ? report(info) : reported_launch{};
+  const bool observer_wants = reported.request != timing_request::none;
+  launch_path::measured_submission submitted = source.submit_profiled(
+      observer_wants ? launch_path::read_when::at_once : launch_path::read_when::later);
+  if (!submitted.profile) {
+    launch_path::warn_profile_refused(info.kernel, submitted.refusal);
+    // Still written, as untimed: the log lists every launch, and a zero would lie.
+    logger.record(info, no_measurement());
+    return;
+  }
+  profile_duration& profile = *submitted.profile;
+  if (!observer_wants) {
+    // Only the logger wants this measurement: its writer reads it off the launch path, and the
+    // kernels keep running back to back.
+    logger.record(info, std::move(profile));
+    return;
+  }
+  if (reported.request == timing_request::deferred) warn_logger_takes_deferred_once();
+  const auto method = profile.method();
+  const auto ticks = read_for(reported, info.kernel, std::move(profile));
+  logger.record(info, profile_duration{[ticks]() noexcept { return ticks; }, method});
 }
 
 }  // namespace
@@ -156,48 +207,13 @@ void issue(const launch_info& info, submitter& source) {
   detail::check_not_in_callback("launch a kernel");
   auto& logger = profiling_logger::instance();
   const profile_level level = logger.level();
-  const bool logger_reads = level > profile_level::execution_only;
-  const detail::reported_launch reported =
-      is_observing() ? detail::report(info) : detail::reported_launch{};
-
-  if (!logger_reads && reported.request == timing_request::none) {
-    source.submit();
-    if (level == profile_level::execution_only) logger.record_execution(info);
+  if (level > profile_level::execution_only) {
+    detail::issue_logged(info, source, logger);
     return;
   }
-
-  // Read at once under `resolved`, and when the logger and a timing observer both want it.
-  const bool read_now = reported.request == timing_request::resolved ||
-                        (logger_reads && reported.request != timing_request::none);
-  measured_submission submitted =
-      source.submit_profiled(read_now ? read_when::at_once : read_when::later);
-  if (!submitted.profile) {
-    warn_profile_refused(info.kernel, submitted.refusal);
-    // Still written, as untimed: the log lists every launch, and a zero would lie.
-    if (logger_reads) logger.record(info, detail::no_measurement());
-    return;
-  }
-  profile_duration& profile = *submitted.profile;
-  if (!logger_reads) {
-    if (reported.request == timing_request::deferred) {
-      detail::deliver_unread(reported, info.kernel, std::move(profile));
-    } else {
-      (void)detail::read_for(reported, info.kernel, std::move(profile));
-    }
-    return;
-  }
-  if (reported.request == timing_request::none) {
-    // Only the logger wants this measurement: its writer reads it off the launch path, and the
-    // kernels keep running back to back.
-    logger.record(info, std::move(profile));
-    return;
-  }
-  // The observer and the logger both want it, and a measurement is read once: read here, tell the
-  // observer, hand the same reading on (behaviour 7).
-  if (reported.request == timing_request::deferred) detail::warn_logger_takes_deferred_once();
-  const auto method = profile.method();
-  const auto ticks = detail::read_for(reported, info.kernel, std::move(profile));
-  logger.record(info, profile_duration{[ticks]() noexcept { return ticks; }, method});
+  detail::issue_unlogged(info, source);
+  // The log lists every launch, whatever the observer asked for.
+  if (level == profile_level::execution_only) logger.record_execution(info);
 }
 
 void warn_logger_takes_deferred_measurements() {

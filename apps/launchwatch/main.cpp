@@ -22,6 +22,7 @@
 
 #include <launchwatch/attribute/attribution.hpp>
 #include <launchwatch/attribute/diff.hpp>
+#include <launchwatch/attribute/merge.hpp>
 #include <launchwatch/attribute/render.hpp>
 #include <launchwatch/attribute/summary.hpp>
 #include <launchwatch/runtime/client.hpp>
@@ -45,8 +46,9 @@ struct demo_options {
   std::size_t trace_events = 0;
 };
 
-/// An output file opened before any work is done, so an unwritable path fails in a second with
-/// the path and the reason, not after the pass with its results lost.
+/// An output file opened before any work is done (but after the device was opened), so an
+/// unwritable path fails in a second with the path and the reason, not after the pass with its
+/// results lost.
 std::ofstream open_output(const fs::path& path) {
   std::ofstream file{path, std::ios::out | std::ios::trunc};
   if (!file) {
@@ -82,6 +84,11 @@ class progress_line {
 
 int run_demo(const demo_options& options) {
   options.model.validate();
+  // Before the output files are opened (which empties them): a run that cannot start leaves an
+  // earlier run's files as they were.
+  auto device = options.backend == "cuda"     ? client::cuda(options.device)
+                : options.backend == "vulkan" ? client::vulkan(options.device)
+                                              : client::cpu(options.device);
   std::error_code error;
   fs::create_directories(options.out, error);
   if (error) {
@@ -92,9 +99,6 @@ int run_demo(const demo_options& options) {
   auto folded_file = open_output(options.out / "flame.folded");
   auto summary_file = open_output(options.out / "summary.json");
 
-  auto device = options.backend == "cuda"     ? client::cuda(options.device)
-                : options.backend == "vulkan" ? client::vulkan(options.device)
-                                              : client::cpu(options.device);
   const auto& model = options.model;
   std::cout << fmt::format(
       "launchwatch demo: {} layers, {} tokens, width {}, {} heads, MLP {} on {} ({})\n", model.layers,
@@ -134,18 +138,36 @@ int run_demo(const demo_options& options) {
         }
       },
       watch);
-  const auto summary = summarize(pass);
+  auto summary = summarize(pass);
+  summary.process = process_label_from_environment();
 
   std::cout << fmt::format("\n{} passes, {} launches:\n\n", options.passes, pass.launches.size());
   write_tree(std::cout, summary);
   trace_options trace;
   trace.max_events = options.trace_events;
+  // Each file is checked right after it is written, while errno still says why it failed, and a
+  // failure stops none of the others: the report above is printed already.
+  std::string failed;
+  const auto finish = [&](std::ofstream& file, const char* name) {
+    file.flush();
+    if (file) return;
+    failed += fmt::format("{}{} ({})", failed.empty() ? "" : ", ", (options.out / name).string(),
+                          errno != 0 ? std::strerror(errno) : "a write failed: is the disk full?");
+  };
+  errno = 0;
   const auto written = write_chrome_trace(trace_file, pass, trace);
+  finish(trace_file, "trace.json");
+  errno = 0;
   write_folded(folded_file, summary);
+  finish(folded_file, "flame.folded");
+  errno = 0;
   write_summary_json(summary_file, summary);
-  for (auto* file : {&trace_file, &folded_file, &summary_file}) {
-    file->flush();
-    if (!*file) throw std::runtime_error{"writing the output files failed (disk full?)"};
+  finish(summary_file, "summary.json");
+  if (!failed.empty()) {
+    throw std::runtime_error{fmt::format(
+        "could not finish writing {}. The report above is complete; free space there or choose "
+        "another folder with --out, and run the demo again for the files.",
+        failed)};
   }
   if (written.dropped > 0) {
     std::cout << fmt::format(
@@ -162,6 +184,7 @@ int run_demo(const demo_options& options) {
 
 struct report_options {
   fs::path summary;
+  std::vector<fs::path> merge;
   std::string sort = "issue";
   std::string idle = "device";
   std::vector<fs::path> diff;
@@ -187,11 +210,28 @@ int run_diff(const report_options& options) {
   return grew ? grew_past_threshold : 0;
 }
 
+/// The summaries of several processes of one job, each labelled by the rank it recorded, else by
+/// its place on the command line.
+pass_summary merged_summary(const std::vector<fs::path>& files) {
+  std::vector<process_summary> processes;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    auto summary = load_summary(files[i]);
+    std::string label = summary.process.empty() ? fmt::format("rank {}", i) : summary.process;
+    processes.push_back({std::move(label), std::move(summary)});
+  }
+  return merge_summaries(processes);
+}
+
 int run_report(const report_options& options) {
   if (!options.diff.empty()) return run_diff(options);
   tree_options tree;
   tree.order = options.sort == "time" ? tree_order::time : tree_order::issue;
   tree.accounting = options.idle == "stream" ? idle_accounting::stream : idle_accounting::device;
+  if (!options.merge.empty()) {
+    std::cout << fmt::format("launchwatch: {} processes merged\n\n", options.merge.size());
+    write_tree(std::cout, merged_summary(options.merge), tree);
+    return 0;
+  }
   write_tree(std::cout, load_summary(options.summary), tree);
   return 0;
 }
@@ -256,14 +296,23 @@ int main(int argc, char** argv) {
           ->check(CLI::ExistingFile)
           ->excludes(summary_option);
   report_command
+      ->add_option("--merge", report.merge,
+                   "RANK0.json RANK1.json ...: print one report of a job's processes, each a "
+                   "top-level row (labelled by the rank it recorded, else by its place here)")
+      ->expected(2, -1)
+      ->check(CLI::ExistingFile)
+      ->excludes(summary_option)
+      ->excludes(diff_option);
+  report_command
       ->add_option("--fail-above", report.fail_above,
                    "With --diff: exit 4 when any row grew by more than PERCENT (launches or device "
                    "time; a new row always counts)")
       ->check(CLI::NonNegativeNumber)
       ->needs(diff_option);
   report_command->callback([&] {
-    if (report.diff.empty() && report.summary.empty()) {
-      throw CLI::RequiredError{"a summary.json to print, or --diff BASE.json NEW.json"};
+    if (report.diff.empty() && report.summary.empty() && report.merge.empty()) {
+      throw CLI::RequiredError{
+          "a summary.json to print, --diff BASE.json NEW.json, or --merge RANK0.json RANK1.json ..."};
     }
   });
   report_command->add_option("--sort", report.sort,

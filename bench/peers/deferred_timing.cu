@@ -98,8 +98,15 @@ struct nothing {
 __global__ void raw_nothing() {}
 
 /// Keeps every deferred measurement unread until the pass is over, as an attribution does.
+/// reserve() grows its storage before a timed loop, so the host-cost rows measure launchwatch's
+/// deferred path and not this observer's vector growth (an attribution keeps its entries in storage
+/// made at `launched`, not moved per launch).
 class keeper final : public lw::launch_observer {
  public:
+  void reserve(std::size_t launches) {
+    std::lock_guard lock{mutex_};
+    kept_.reserve(launches);
+  }
   void launched(std::string_view) override {}
   lw::timing_request timing() const override { return lw::timing_request::deferred; }
   void profiled(std::string_view, lw::profile_duration profile) override {
@@ -188,43 +195,69 @@ void wall_ratios(lw::client& c, double cpus, int rounds) {
   }
 }
 
+/// Host cost per empty launch: raw cudaLaunchKernel, client.launch untimed and deferred, in short
+/// batches interleaved round by round (the order rotating), so the drift of this host's clocks and
+/// of the driver's queues between one long loop and the next does not land on one side. Each ratio
+/// is taken within a round; the medians and their spread are over rounds.
 void host_costs(lw::client& c, int rounds) {
-  constexpr int batch = 2000;
+  constexpr int batch = 500;
+  const int interleaved = std::max(30, rounds * 6);
   cudaStream_t raw_stream = nullptr;
   check(cudaStreamCreateWithFlags(&raw_stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  std::vector<double> raw, idle, timed;
-  for (int r = -1; r < rounds; ++r) {
-    auto began = clock_type::now();
+  std::vector<double> raw, idle, timed, idle_ratio, timed_ratio;
+  const auto raw_batch = [&] {
+    const auto began = clock_type::now();
     for (int i = 0; i < batch; ++i) {
       check(cudaLaunchKernel(reinterpret_cast<const void*>(&raw_nothing), dim3{1}, dim3{32}, nullptr,
                              0, raw_stream),
             "cudaLaunchKernel");
     }
-    const double a = us_since(began) / batch;
+    const double us = us_since(began) / batch;
     check(cudaStreamSynchronize(raw_stream), "cudaStreamSynchronize");
-    began = clock_type::now();
+    return us;
+  };
+  const auto idle_batch = [&] {
+    const auto began = clock_type::now();
     for (int i = 0; i < batch; ++i) c.launch(nothing{}, lw::cube_count{1u}, lw::cube_dim{32u});
-    const double b = us_since(began) / batch;
+    const double us = us_since(began) / batch;
     c.sync();
+    return us;
+  };
+  const auto timed_batch = [&] {
     auto keeps = std::make_shared<keeper>();
-    double d = 0;
+    keeps->reserve(batch);
+    double us = 0;
     {
       lw::launch_observation watching{keeps};
-      began = clock_type::now();
+      const auto began = clock_type::now();
       for (int i = 0; i < batch; ++i) c.launch(nothing{}, lw::cube_count{1u}, lw::cube_dim{32u});
-      d = us_since(began) / batch;
+      us = us_since(began) / batch;
     }
     c.sync();
     (void)keeps->read_us();
+    return us;
+  };
+  for (int r = -2; r < interleaved; ++r) {
+    double a = 0, b = 0, d = 0;
+    switch ((r + 3) % 3) {
+      case 0: a = raw_batch(); b = idle_batch(); d = timed_batch(); break;
+      case 1: b = idle_batch(); d = timed_batch(); a = raw_batch(); break;
+      default: d = timed_batch(); a = raw_batch(); b = idle_batch(); break;
+    }
     if (r < 0) continue;
     raw.push_back(a);
     idle.push_back(b);
     timed.push_back(d);
+    idle_ratio.push_back(b / a);
+    timed_ratio.push_back(d / a);
   }
-  std::printf("\n[host] issue cost per empty launch, batches of %d, %d rounds\n", batch, rounds);
+  std::printf("\n[host] issue cost per empty launch, %d interleaved rounds of %d launches each\n",
+              interleaved, batch);
   std::printf("  raw cudaLaunchKernel           %8.3f us  1.000x\n", median(raw));
-  std::printf("  client.launch, untimed         %8.3f us  %.3fx raw\n", median(idle), median(idle) / median(raw));
-  std::printf("  client.launch, deferred        %8.3f us  %.3fx raw\n", median(timed), median(timed) / median(raw));
+  std::printf("  client.launch, untimed         %8.3f us  %.3fx raw  p10-p90 %.3f-%.3f\n", median(idle),
+              median(idle_ratio), percentile(idle_ratio, 0.1), percentile(idle_ratio, 0.9));
+  std::printf("  client.launch, deferred        %8.3f us  %.3fx raw  p10-p90 %.3f-%.3f\n", median(timed),
+              median(timed_ratio), percentile(timed_ratio, 0.1), percentile(timed_ratio, 0.9));
   check(cudaStreamDestroy(raw_stream), "cudaStreamDestroy");
 }
 
@@ -266,6 +299,7 @@ void host_breakdown(int rounds) {
       if (r >= 0) route_names.push_back(us_since(began) * 1000.0 / batch);
     }
     auto keeps = std::make_shared<keeper>();
+    keeps->reserve(batch);
     {
       lw::launch_observation watching{keeps};
       const auto began = clock_type::now();
@@ -298,10 +332,13 @@ void host_breakdown(int rounds) {
   }
   check(cudaStreamDestroy(stream), "cudaStreamDestroy");
   std::printf("\n[host breakdown] per launch, %d rounds of %d, no kernel launched\n", rounds, batch);
-  std::printf("  launch path, names-only observer           %8.1f ns\n", median(route_names));
-  std::printf("  launch path, deferred observer (kept)      %8.1f ns  (+%.1f over names-only)\n",
-              median(route_deferred), median(route_deferred) - median(route_names));
-  std::printf("  timing collector: clock read, acquire, close %6.1f ns\n", median(acquire));
+  std::printf("  launch path, names-only observer           %8.1f ns  p10-p90 %.1f-%.1f\n",
+              median(route_names), percentile(route_names, 0.1), percentile(route_names, 0.9));
+  std::printf("  launch path, deferred observer (kept)      %8.1f ns  (+%.1f over names-only)  p10-p90 %.1f-%.1f\n",
+              median(route_deferred), median(route_deferred) - median(route_names),
+              percentile(route_deferred, 0.1), percentile(route_deferred, 0.9));
+  std::printf("  timing collector: clock read, acquire, close %6.1f ns  p10-p90 %.1f-%.1f\n",
+              median(acquire), percentile(acquire, 0.1), percentile(acquire, 0.9));
 }
 
 void fidelity(lw::client& c, double cpus) {
@@ -316,6 +353,7 @@ void fidelity(lw::client& c, double cpus) {
   // CUPTI first, on untimed launches; detached before launchwatch times the same shapes, so CUPTI's
   // instrumentation is in neither measurement of launchwatch.
   std::vector<double> cupti_us;
+  std::vector<std::pair<double, double>> cupti_spread;  // p10, p90 of each shape's kernels
   {
     lw::peers::cupti_kernel_tracer tracer;
     tracer.enable(true);
@@ -329,13 +367,14 @@ void fidelity(lw::client& c, double cpus) {
         }
       }
       cupti_us.push_back(median(d));
+      cupti_spread.push_back({percentile(d, 0.1), percentile(d, 0.9)});
     }
     tracer.disable();
   }
   lw::peers::cupti_detach_process();
   std::printf("\n[fidelity] median duration, launchwatch deferred vs CUPTI's record of the kernel run untimed\n");
-  std::printf("%-20s %10s %12s %10s %10s %14s\n", "shape", "CUPTI us", "launchwatch", "diff us",
-              "bound us", "implied c (ns)");
+  std::printf("%-20s %10s %12s %10s %10s %8s   %-15s %-15s\n", "shape", "CUPTI us", "launchwatch",
+              "diff us", "bound us", "", "CUPTI p10-p90", "lw p10-p90");
   std::vector<double> implied;
   const char* configured = std::getenv("LAUNCHWATCH_CUDA_GRID_OVERHEAD_NS");
   (void)configured;
@@ -345,12 +384,15 @@ void fidelity(lw::client& c, double cpus) {
       lw::launch_observation watching{keeps};
       (void)pass_us(c, shapes[k], out);
     }
-    const double mine = median(keeps->read_us());
+    const std::vector<double> durations = keeps->read_us();
+    const double mine = median(durations);
     const double diff = mine - cupti_us[k];
     const double bound = std::max(0.02 * cupti_us[k], 0.2);
     implied.push_back(diff);
-    std::printf("%-20s %10.3f %12.3f %+10.3f %10.3f %s\n", shapes[k].label.c_str(), cupti_us[k], mine,
-                diff, bound, std::abs(diff) <= bound ? "within" : "OUTSIDE");
+    std::printf("%-20s %10.3f %12.3f %+10.3f %10.3f %8s   %6.3f-%-8.3f %6.3f-%-8.3f\n",
+                shapes[k].label.c_str(), cupti_us[k], mine, diff, bound,
+                std::abs(diff) <= bound ? "within" : "OUTSIDE", cupti_spread[k].first,
+                cupti_spread[k].second, percentile(durations, 0.1), percentile(durations, 0.9));
   }
   std::printf("  (launchwatch adds the device's grid overhead; a diff d here means the overhead that\n"
               "   would match CUPTI is the configured one minus d)\n");

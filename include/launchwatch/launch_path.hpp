@@ -103,8 +103,10 @@ class submitter {
 /// outliving every launch, as kernel names do). Exceptions from `source` propagate, and so does a
 /// failure of a blocking read (a sticky device fault); the launch was submitted by then.
 /// Must not be called from inside an observer method (aborts, with LAUNCHWATCH_CHECK_REENTRY).
-/// Cost: one shared lock of the observer slot around `launched_with` and `timing()` when an
-/// observer is installed, a second one around delivering a measurement; the logger's queue push
+/// Cost: one shared lock of the observer slot when an observer is installed, held from
+/// `launched_with` through the submission to `profiled` for a names-only or deferred observer (so an
+/// install or drop on another thread waits for one submission, never for a kernel); under
+/// `resolved` it is released before the read and taken again to deliver. The logger's queue push
 /// when it is on; a blocking read only under `resolved`, or when the logger and a timing observer
 /// both want the reading.
 void issue(const launch_info& info, submitter& source);

@@ -75,6 +75,7 @@ void add_window_fields(ordered_json& j, const Window& w) {
 
 ordered_json stream_json(const stream_summary& stream) {
   ordered_json j;
+  if (!stream.process.empty()) j["process"] = stream.process;
   j["backend"] = stream.stream.backend;
   j["device"] = stream.stream.device;
   j["stream"] = stream.stream.stream;
@@ -84,6 +85,7 @@ ordered_json stream_json(const stream_summary& stream) {
 
 ordered_json device_json(const device_summary& device) {
   ordered_json j;
+  if (!device.process.empty()) j["process"] = device.process;
   j["backend"] = device.backend;
   j["device"] = device.device;
   j["streams"] = device.streams;
@@ -161,6 +163,7 @@ class summary_reader {
       summary.devices.push_back(device(devices[i], "/devices/" + std::to_string(i)));
     }
     summary.out_of_order_kernels = count(root, "", "out_of_order_kernels");
+    summary.process = optional_text(root, "", "process");
     return summary;
   }
 
@@ -225,6 +228,12 @@ class summary_reader {
     const auto& value = field(parent, where, key);
     if (!value.is_string()) fail(where + "/" + key, "expected a string, found " + describe(value));
     return value.get<std::string>();
+  }
+
+  /// A string that may be absent (empty then): fields added without a format version.
+  std::string optional_text(const json& parent, const std::string& where, const char* key) const {
+    if (!parent.contains(key)) return {};
+    return text(parent, where, key);
   }
 
   timing_request timing(const json& parent, const std::string& where, const char* key) const {
@@ -295,6 +304,7 @@ class summary_reader {
   stream_summary stream(const json& value, const std::string& where) const {
     if (!value.is_object()) fail(where, "expected a stream object, found " + describe(value));
     stream_summary stream;
+    stream.process = optional_text(value, where, "process");
     stream.stream.backend = text(value, where, "backend");
     stream.stream.device = device_index(value, where);
     const auto& id = field(value, where, "stream");
@@ -323,6 +333,7 @@ class summary_reader {
   device_summary device(const json& value, const std::string& where) const {
     if (!value.is_object()) fail(where, "expected a device object, found " + describe(value));
     device_summary device;
+    device.process = optional_text(value, where, "process");
     device.backend = text(value, where, "backend");
     device.device = device_index(value, where);
     device.streams = count(value, where, "streams");
@@ -379,6 +390,7 @@ void write_summary_json(std::ostream& out, const pass_summary& summary) {
   for (const auto& device : summary.devices) devices.push_back(device_json(device));
   j["devices"] = std::move(devices);
   j["out_of_order_kernels"] = summary.out_of_order_kernels;
+  if (!summary.process.empty()) j["process"] = summary.process;
   // Names are the caller's bytes: replace what is not UTF-8 rather than refuse to write the pass.
   out << j.dump(2, ' ', false, ordered_json::error_handler_t::replace) << '\n';
 }

@@ -305,14 +305,19 @@ void write_devices(std::ostream& out, const pass_summary& s, const time_unit& un
     return window == unplaced ? std::string{"-"} : format_time(idle, unit);
   };
   for (const auto& device : s.devices) {
-    cells.push_back({device.backend.empty() ? fmt::format("unknown backend, device {}", device.device)
-                                            : fmt::format("{} device {}", device.backend, device.device),
+    const std::string named =
+        device.backend.empty() ? fmt::format("unknown backend, device {}", device.device)
+                               : fmt::format("{} device {}", device.backend, device.device);
+    cells.push_back({device.process.empty() ? named : fmt::format("{}: {}", device.process, named),
                      std::to_string(device.launches), format_time(device.window, unit),
                      format_time(device.kernel_time, unit),
                      idle_text(device.window, device.unplaced, device.idle),
                      format_time(device.overlap, unit)});
     for (const auto& stream : s.streams) {
-      if (stream.stream.backend != device.backend || stream.stream.device != device.device) continue;
+      if (stream.process != device.process || stream.stream.backend != device.backend ||
+          stream.stream.device != device.device) {
+        continue;
+      }
       cells.push_back({fmt::format("  stream {}", stream.stream.stream), std::to_string(stream.launches),
                        format_time(stream.window, unit), format_time(stream.kernel_time, unit),
                        idle_text(stream.window, stream.unplaced, stream.idle),

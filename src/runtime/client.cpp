@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -129,7 +130,18 @@ graph client::end_capture() const {
   // Taken before the backend ends the window: if that throws (the capture was invalidated), the
   // buffers the window kept are let go with it rather than kept until the next capture.
   auto references = detail::take_captured(*on);
-  auto recorded = on->end_capture();
+  std::unique_ptr<detail::recorded_graph> recorded;
+  try {
+    recorded = on->end_capture();
+  } catch (...) {
+    // Refused with the window still open (CUDA: ended on another thread than the one that began
+    // it): the window keeps its buffers, or a launch it recorded would outlive its memory.
+    if (on->capturing()) {
+      std::lock_guard lock{on->captured.mutex};
+      on->captured.kept.insert(on->captured.kept.end(), references.begin(), references.end());
+    }
+    throw;
+  }
   auto state = std::make_shared<detail::graph_state>();
   state->on = on;
   state->recorded = std::move(recorded);

@@ -27,8 +27,9 @@
 // The suites, one file each along their jobs: launches_suite.hpp (running kernels, rejecting bad
 // launches, kernel failures), buffers_suite.hpp (buffers, reads, streams), observation_suite.hpp
 // (reporting and timing), dry_run_suite.hpp, graph_suite.hpp, launch_path_conformance.hpp (the
-// launch path's reviewed defects), and concurrency_suite.hpp; what they share is in
-// conformance_fixture.hpp, their kernels in conformance_kernels.hpp.
+// launch path's reviewed defects), faults_suite.hpp (issue 14's fault table), and
+// concurrency_suite.hpp; what they share is in conformance_fixture.hpp, their kernels in
+// conformance_kernels.hpp.
 //
 // Each ctest test runs in its own process, so a test that sets the profiling logger, installs an
 // observer or poisons a GPU context leaves nothing behind for the next.
@@ -36,6 +37,7 @@
 
 #include "conformance/buffers_suite.hpp"
 #include "conformance/dry_run_suite.hpp"
+#include "conformance/faults_suite.hpp"
 #include "conformance/graph_suite.hpp"
 #include "conformance/launch_path_conformance.hpp"
 #include "conformance/launches_suite.hpp"
@@ -49,4 +51,5 @@
   INSTANTIATE_TYPED_TEST_SUITE_P(prefix, backend_observation, Backend);                          \
   INSTANTIATE_TYPED_TEST_SUITE_P(prefix, backend_dry_runs, Backend);                             \
   INSTANTIATE_TYPED_TEST_SUITE_P(prefix, backend_graphs, Backend);                              \
-  INSTANTIATE_TYPED_TEST_SUITE_P(prefix, launch_path_conformance, Backend)
+  INSTANTIATE_TYPED_TEST_SUITE_P(prefix, launch_path_conformance, Backend);                      \
+  INSTANTIATE_TYPED_TEST_SUITE_P(prefix, backend_faults, Backend)

@@ -102,6 +102,7 @@ using CudaTiming = CudaTest;
 using CudaFaults = CudaTest;
 using CudaCapture = CudaTest;
 using CudaValidation = CudaTest;
+using CudaMemory = CudaTest;
 
 std::vector<profile_ticks> resolve_all(std::vector<std::pair<std::string, profile_duration>> kept) {
   std::vector<profile_ticks> out;
@@ -351,6 +352,32 @@ TEST_F(CudaFaults, ReadingTheTimeOfAFaultedKernelThrowsInsteadOfWaitingForever) 
     std::_Exit(1);  // the reading thread cannot be stopped
   }
   EXPECT_THROW((void)reading.get(), error);
+}
+
+// ---- memory ---------------------------------------------------------------------------------
+
+// Fault table row 6: a buffer larger than the device is refused with its size, allocates nothing
+// (a second request fails the same way rather than with a fault) and the device goes on working.
+TEST_F(CudaMemory, AnAllocationFailureSaysOutOfMemoryWithTheSizeAndTheDeviceGoesOn) {
+  std::size_t free_bytes = 0;
+  std::size_t total_bytes = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_bytes, &total_bytes), cudaSuccess);
+  const std::size_t too_many = total_bytes / sizeof(float) * 2;  // twice the device's memory
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      (void)client().empty<float>(too_many);
+      FAIL() << "a buffer of twice the device's memory was allocated";
+    } catch (const device_error& error) {
+      EXPECT_THAT(error.what(), ::testing::HasSubstr("out of memory"));
+      EXPECT_THAT(error.what(),
+                  ::testing::HasSubstr(std::to_string(too_many * sizeof(float)) + " bytes"));
+      EXPECT_THAT(error.what(), ::testing::Not(::testing::HasSubstr("sticky")));
+    }
+  }
+  auto values = client().empty<int>(std::size_t{1} << 20);
+  client().launch(fill{values.view(), 3}, cube_count{4096}, cube_dim{256});
+  EXPECT_EQ(client().read(values), std::vector<int>(std::size_t{1} << 20, 3));
+  EXPECT_NO_THROW(client().sync());
 }
 
 // ---- capture --------------------------------------------------------------------------------

@@ -3,8 +3,10 @@
 // Compiled by g++ and run everywhere, CI included.
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -87,6 +89,19 @@ TEST(CudaErrors, ANoDeviceErrorIsThrownAsBackendUnavailable) {
                kernel_failure);
   EXPECT_THROW(detail::cuda::throw_failure(cudaErrorMemoryAllocation, "cudaMallocAsync", {}, 0),
                device_error);
+}
+
+// Fault table row 6: an allocation that does not fit says so with its size and what was free.
+TEST(CudaErrors, OutOfMemorySaysTheSizeAskedForAndWhatWasFree) {
+  const std::string text = detail::cuda::describe_out_of_memory(
+      std::size_t{3} << 40, std::size_t{100} << 30, std::size_t{141} << 30, 1);
+  EXPECT_THAT(text, ::testing::HasSubstr("CUDA device 1 is out of memory"));
+  EXPECT_THAT(text, ::testing::HasSubstr("3298534883328 bytes (3072.0 GiB)"));
+  EXPECT_THAT(text, ::testing::HasSubstr("100.0 GiB free of its 141.0 GiB"));
+  EXPECT_THAT(text, ::testing::HasSubstr("ask for less"));
+  const std::string unknown = detail::cuda::describe_out_of_memory(512, 0, 0, 0);
+  EXPECT_THAT(unknown, ::testing::HasSubstr("512 bytes (512 bytes)"));
+  EXPECT_THAT(unknown, ::testing::Not(::testing::HasSubstr("free of")));
 }
 
 // ---- the device clock's mapping -------------------------------------------------------------

@@ -26,6 +26,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "support/capturing_sink.hpp"
 #include "support/golden.hpp"
 
 namespace launchwatch {
@@ -107,6 +108,18 @@ std::string read_file(const std::filesystem::path& path) {
   return text.str();
 }
 
+/// The message of the configuration_error start() throws; fails the test, saying it accepted
+/// `what`, when start() throws none.
+std::string start_refusal(const char* what) {
+  try {
+    logger().start();
+  } catch (const configuration_error& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "start() accepted " << what;
+  return {};
+}
+
 /// Configuration from the environment: no output set by code, so LAUNCHWATCH_LOG is read.
 class ProfilingLoggerEnvironment : public ::testing::Test {
  protected:
@@ -148,13 +161,9 @@ class ProfilingLogger : public ::testing::Test {
 
 TEST_F(ProfilingLoggerEnvironment, RejectsAnUnknownProfileLevelNamingTheVariableTheValueAndTheAcceptedValues) {
   set_environment("LAUNCHWATCH_PROFILE", "verbose");
-  try {
-    logger().start();
-    FAIL() << "start() accepted LAUNCHWATCH_PROFILE=verbose";
-  } catch (const configuration_error& error) {
-    EXPECT_THAT(error.what(), AllOf(HasSubstr("LAUNCHWATCH_PROFILE"), HasSubstr("`verbose`"),
-                                    HasSubstr("disabled, minimal, basic, medium, full")));
-  }
+  EXPECT_THAT(start_refusal("LAUNCHWATCH_PROFILE=verbose"),
+              AllOf(HasSubstr("LAUNCHWATCH_PROFILE"), HasSubstr("`verbose`"),
+                    HasSubstr("disabled, minimal, basic, medium, full")));
 }
 
 TEST_F(ProfilingLoggerEnvironment, AFailedStartChangesNothingAndTheNextStartThrowsAgain) {
@@ -216,13 +225,9 @@ TEST_F(ProfilingLoggerEnvironment, RejectsALogFileInADirectoryThatDoesNotExist) 
   const auto path = scratch.path() / "missing" / "profile.log";
   set_environment("LAUNCHWATCH_PROFILE", "medium");
   set_environment("LAUNCHWATCH_LOG", path.c_str());
-  try {
-    logger().start();
-    FAIL() << "start() accepted a log file in a directory that does not exist";
-  } catch (const configuration_error& error) {
-    EXPECT_THAT(error.what(), AllOf(HasSubstr("LAUNCHWATCH_LOG"), HasSubstr(path.string()),
-                                    HasSubstr("does not exist"), HasSubstr("stderr, stdout")));
-  }
+  EXPECT_THAT(start_refusal("a log file in a directory that does not exist"),
+              AllOf(HasSubstr("LAUNCHWATCH_LOG"), HasSubstr(path.string()),
+                    HasSubstr("does not exist"), HasSubstr("stderr, stdout")));
   EXPECT_FALSE(std::filesystem::exists(path.parent_path())) << "a typo must not become a directory";
   EXPECT_EQ(logger().level(), profile_level::disabled);
 }
@@ -231,25 +236,17 @@ TEST_F(ProfilingLoggerEnvironment, RejectsALogPathThatCannotBeOpenedForWriting) 
   scratch_directory scratch;  // a directory: not a file anyone can append to, root included
   set_environment("LAUNCHWATCH_PROFILE", "basic");
   set_environment("LAUNCHWATCH_LOG", scratch.path().c_str());
-  try {
-    logger().start();
-    FAIL() << "start() accepted a directory as its log file";
-  } catch (const configuration_error& error) {
-    EXPECT_THAT(error.what(), AllOf(HasSubstr("LAUNCHWATCH_LOG"), HasSubstr(scratch.path().string()),
-                                    HasSubstr("it is a directory"), HasSubstr("stderr, stdout")));
-  }
+  EXPECT_THAT(start_refusal("a directory as its log file"),
+              AllOf(HasSubstr("LAUNCHWATCH_LOG"), HasSubstr(scratch.path().string()),
+                    HasSubstr("it is a directory"), HasSubstr("stderr, stdout")));
 }
 
 TEST_F(ProfilingLoggerEnvironment, RejectsABadLogFileEvenWhileProfilingIsDisabled) {
   scratch_directory scratch;
   const auto path = scratch.path() / "missing" / "profile.log";
   set_environment("LAUNCHWATCH_LOG", path.c_str());
-  try {
-    logger().start();
-    FAIL() << "start() ignored a log file in a directory that does not exist";
-  } catch (const configuration_error& error) {
-    EXPECT_THAT(error.what(), AllOf(HasSubstr("LAUNCHWATCH_LOG"), HasSubstr(path.string())));
-  }
+  EXPECT_THAT(start_refusal("a log file in a directory that does not exist"),
+              AllOf(HasSubstr("LAUNCHWATCH_LOG"), HasSubstr(path.string())));
 }
 
 TEST_F(ProfilingLoggerEnvironment, ALogFileNotNeededWhileDisabledIsNotCreated) {
@@ -311,6 +308,25 @@ TEST_F(ProfilingLoggerEnvironment, SetOutputRejectsAFileItCannotOpenNamingThePat
 TEST_F(ProfilingLoggerEnvironment, SetLevelRejectsAValueOutsideTheEnumeration) {
   EXPECT_THROW(logger().set_level(static_cast<profile_level>(42)), configuration_error);
   EXPECT_EQ(logger().level(), profile_level::disabled);
+}
+
+// Fault table row 4: a directory the process may not write into. Root may create files in any
+// directory whatever its mode, but not in /proc, so a run as root (CI's) names a file there.
+TEST_F(ProfilingLoggerEnvironment, RejectsALogFileInADirectoryThisProcessMayNotWrite) {
+  scratch_directory scratch;
+  namespace fs = std::filesystem;
+  fs::path path = "/proc/launchwatch-profile.log";
+  if (::geteuid() != 0) {
+    fs::permissions(scratch.path(), fs::perms::owner_read | fs::perms::owner_exec);
+    path = scratch.path() / "profile.log";
+  }
+  set_environment("LAUNCHWATCH_PROFILE", "basic");
+  set_environment("LAUNCHWATCH_LOG", path.c_str());
+  EXPECT_THAT(start_refusal("a log file it may not create"),
+              AllOf(HasSubstr("LAUNCHWATCH_LOG"), HasSubstr(path.string()),
+                    HasSubstr("stderr, stdout")));
+  EXPECT_EQ(logger().level(), profile_level::disabled);
+  fs::permissions(scratch.path(), fs::perms::owner_all);
 }
 
 // --- What each level writes ---------------------------------------------------------------------
@@ -580,6 +596,26 @@ TEST_F(ProfilingLogger, LinesQueuedBeforeAnOutputChangeGoWhereTheyWereMeantTo) {
   EXPECT_EQ(out_.str(), "launch before took 1.000 us (device)\n");
   EXPECT_EQ(later.str(), "launch after took 1.000 us (device)\n");
   detail::reset_profiling_logger_for_testing();  // before `later` goes
+}
+
+// Fault table row 4: a log file whose writes fail (a full disk) is said once, naming it, and the
+// logger goes on: nothing waits, and lines sent to another output afterwards are all there.
+TEST_F(ProfilingLogger, ALogFileWhoseWritesFailIsReportedOnceNamingItAndLoggingGoesOn) {
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "this system has no /dev/full";
+  testing::captured_log log;
+  logger().set_level(profile_level::medium);
+  logger().start();
+  logger().set_output(log_output::file("/dev/full"));
+  for (int i = 0; i < 3; ++i) {
+    logger().record(launch("lost"), lasting(1us));
+    logger().write_summary();
+  }
+  logger().flush();
+  EXPECT_EQ(log->count_containing("could not write to `/dev/full` (No space left on device)"), 1u);
+  logger().set_output(log_output::stream(out_));
+  logger().record(launch("kept"), lasting(1us));
+  logger().flush();
+  EXPECT_EQ(out_.str(), "launch kept took 1.000 us (device)\n");
 }
 
 // --- Exit -----------------------------------------------------------------------------------------

@@ -63,6 +63,9 @@ TEST(LaunchObservationStress, EveryLaunchReachesExactlyOneObserverAndNoneAnEnded
   launch_observation base_watch{base};  // so every launch has an observer to reach
 
   std::atomic<int> launchers_done{0};
+  // The launchers start once the swapper is churning, so the race is run even on a loaded machine
+  // where 80k launches could otherwise finish before the swapper is first scheduled.
+  std::atomic<bool> churning{false};
   std::vector<std::shared_ptr<tally>> swapped;
   std::thread swapper{[&] {
     // Nested and out-of-order installs and drops while the launchers run.
@@ -85,12 +88,14 @@ TEST(LaunchObservationStress, EveryLaunchReachesExactlyOneObserverAndNoneAnEnded
       }
       swapped.push_back(a);
       swapped.push_back(b);
+      churning.store(true);
     }
   }};
 
   std::vector<std::thread> launchers;
   for (int t = 0; t < launcher_count; ++t) {
     launchers.emplace_back([&, t] {
+      while (!churning.load()) std::this_thread::yield();
       for (int i = 0; i < launches_per_thread; ++i) {
         launch_path::notify_launch(names[static_cast<std::size_t>(t * launches_per_thread + i)]);
       }

@@ -323,6 +323,46 @@ TEST(LaunchObservation, AnObserverThatThrowsIsContainedAndLoggedOnce) {
   EXPECT_EQ(log->count_containing("observer failure"), 1u);
 }
 
+// Fault table row 2: the measurement callbacks are contained the same way, and the next
+// measurement still arrives.
+TEST(LaunchObservation, AnObserverWhoseMeasurementCallbacksThrowIsContainedAndLoggedOnce) {
+  captured_log log;
+  struct throws_once : keeper {
+    std::atomic<bool> thrown{false};
+    void profiled(std::string_view kernel, profile_duration profile) override {
+      if (!thrown.exchange(true)) throw std::runtime_error{"profiled failure"};
+      keeper::profiled(kernel, std::move(profile));
+    }
+  };
+  auto deferred = std::make_shared<throws_once>();
+  {
+    launch_observation watching{deferred};
+    EXPECT_NO_THROW(launch_path::notify_profiled("first", measured(1us)));
+    EXPECT_NO_THROW(launch_path::notify_profiled("second", measured(2us)));
+  }
+  const auto kept = deferred->take();
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept[0].first, "second");
+
+  struct timed_throws : timer {
+    std::atomic<bool> thrown{false};
+    void timed(std::string_view kernel, std::chrono::nanoseconds length,
+               timing_method method) override {
+      if (!thrown.exchange(true)) throw std::runtime_error{"timed failure"};
+      timer::timed(kernel, length, method);
+    }
+  };
+  auto resolved = std::make_shared<timed_throws>();
+  {
+    launch_observation watching{resolved};
+    EXPECT_NO_THROW(launch_path::notify_profiled("first", measured(1us)));
+    EXPECT_NO_THROW(launch_path::notify_profiled("second", measured(2us)));
+  }
+  EXPECT_THAT(resolved->calls(), ElementsAre(timed_call{"second", 2us, timing_method::system}));
+  EXPECT_EQ(log->count_containing("profiled failure"), 1u);
+  EXPECT_EQ(log->count_containing("timed failure"), 0u) << "said twice in one process";
+}
+
 TEST(LaunchObservation, AnObserverWhoseTimingThrowsIsTreatedAsAskingForNone) {
   captured_log log;
   struct throwing_timing : recorder {

@@ -5,6 +5,7 @@
 #include <launchwatch/launch_path.hpp>
 #include <launchwatch/observe.hpp>
 
+#include <chrono>
 #include <memory>
 #include <optional>
 
@@ -74,6 +75,39 @@ TEST_F(ReentryDeathTest, AnObserverThatAsksForTimingFromACallbackAbortsWithAMess
         launch_path::notify_launch("outer");
       },
       "tried to ask whether launches are timed from inside");
+}
+
+// Fault table row 3: the measurement callbacks run under the slot's lock too.
+TEST_F(ReentryDeathTest, AnObserverThatLaunchesFromTimedAbortsWithAMessage) {
+  struct launches_inside : launch_observer {
+    void launched(std::string_view) override {}
+    timing_request timing() const override { return timing_request::resolved; }
+    void timed(std::string_view, std::chrono::nanoseconds, timing_method) override {
+      launch_path::notify_launch("nested");
+    }
+  };
+  EXPECT_DEATH(
+      {
+        launch_observation watching{std::make_shared<launches_inside>()};
+        launch_path::notify_profiled("outer", testing::measured(std::chrono::microseconds{1}));
+      },
+      "tried to launch a kernel from inside");
+}
+
+TEST_F(ReentryDeathTest, AnObserverThatInstallsFromProfiledAbortsWithAMessage) {
+  struct installs_inside : launch_observer {
+    void launched(std::string_view) override {}
+    timing_request timing() const override { return timing_request::deferred; }
+    void profiled(std::string_view, profile_duration) override {
+      launch_observation nested{std::make_shared<testing::recorder>()};
+    }
+  };
+  EXPECT_DEATH(
+      {
+        launch_observation watching{std::make_shared<installs_inside>()};
+        launch_path::notify_profiled("outer", testing::measured(std::chrono::microseconds{1}));
+      },
+      "tried to install a launch_observation from inside");
 }
 
 #else

@@ -97,6 +97,9 @@ struct summary_node {
 
 /// The device time of one stream, accounted the same way as the whole pass.
 struct stream_summary {
+  /// The process the stream belongs to, in a summary merged from several (merge_summaries: its
+  /// label, "rank 1"); empty for a process's own summary.
+  std::string process;
   /// Which stream.
   stream_info stream;
   /// Launches issued to it.
@@ -127,6 +130,9 @@ struct stream_summary {
 /// not device idle time. Summing the streams' idle time would report the device idle while it was
 /// busy; the union of the device's kernels does not.
 struct device_summary {
+  /// The process the device was driven by, in a summary merged from several (merge_summaries: its
+  /// label); empty for a process's own summary. Two ranks' `cuda device 0` are two devices.
+  std::string process;
   /// The backend ("cpu", "cuda"; empty when launches were reported by name only).
   std::string backend;
   /// The device's index within its backend.
@@ -166,6 +172,9 @@ struct device_summary {
 ///   at once on two streams are overlap. The tree report shows this one unless asked otherwise.
 /// With one stream per device the two are equal.
 struct pass_summary {
+  /// Which process this is, when a program names it (a rank of a job started by torchrun or mpirun:
+  /// "rank 3"): merge_summaries labels its part of a merged report with it. Empty by default.
+  std::string process;
   /// The timing the attribution asked for.
   timing_request timing = timing_request::none;
   /// How the measurements that count were taken.
@@ -265,7 +274,8 @@ inline constexpr std::size_t summary_max_json_depth = 2 * summary_max_scope_dept
 /// of its three counts; the times as integer nanoseconds named with a `_ns` suffix, `kernel_time`
 /// shortened: `window_ns`, `kernel_ns`, `idle_ns`, `overlap_ns`, `unplaced_ns`; `scopes`; `outside`
 /// written as `outside_scopes`; `streams`; `device_window_ns`, `device_idle_ns`,
-/// `device_overlap_ns`; `devices`; `out_of_order_kernels`. A row (a summary_node) has `kind` ("scope"/"kernel"),
+/// `device_overlap_ns`; `devices`; `out_of_order_kernels`; `process`, and a stream's and a
+/// device's `process`, only when not empty (older readers ignore them). A row (a summary_node) has `kind` ("scope"/"kernel"),
 /// `name`, `launches`, `timed_launches`, `dry_run_launches`, `self_ns`, `total_ns`, `methods`, and
 /// for a scope `children`. A stream has `backend`, `device` and `stream` (its stream_info, flat),
 /// `launches`, `timed_launches`, `window_ns`, `kernel_ns` (its `kernel_time`), `idle_ns`,

@@ -61,6 +61,34 @@ std::string describe_failure(cudaError_t status, std::string_view call, std::str
   return text;
 }
 
+namespace {
+
+/// `bytes` for people: "1.5 GiB", "512.0 MiB", "3 bytes".
+std::string readable(std::size_t bytes) {
+  constexpr double kib = 1024.0;
+  const auto value = static_cast<double>(bytes);
+  if (value >= kib * kib * kib) return fmt::format("{:.1f} GiB", value / (kib * kib * kib));
+  if (value >= kib * kib) return fmt::format("{:.1f} MiB", value / (kib * kib));
+  if (value >= kib) return fmt::format("{:.1f} KiB", value / kib);
+  return fmt::format("{} bytes", bytes);
+}
+
+}  // namespace
+
+std::string describe_out_of_memory(std::size_t bytes, std::size_t free_bytes,
+                                   std::size_t total_bytes, int device) {
+  std::string text = fmt::format(
+      "launchwatch: CUDA device {} is out of memory: a buffer of {} bytes ({}) does not fit",
+      device, bytes, readable(bytes));
+  if (total_bytes > 0) {
+    text += fmt::format(" in the {} free of its {}", readable(free_bytes), readable(total_bytes));
+  }
+  text +=
+      " (cudaErrorMemoryAllocation). Nothing was allocated and the device stays usable: free "
+      "buffers (a buffer's memory goes back once its launches have run) or ask for less";
+  return text;
+}
+
 void throw_failure(cudaError_t status, std::string_view call, std::string_view kernel, int device) {
   // A failed call leaves CUDA's last-error state set; clear it so the next unrelated check does not
   // report this failure a second time (a sticky fault stays whatever this does).

@@ -3,6 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -18,6 +19,13 @@ bool is_sticky(cudaError_t status) noexcept;
 /// CUDA's name and description of the error, and what to do about it.
 std::string describe_failure(cudaError_t status, std::string_view call, std::string_view kernel,
                              int device);
+
+/// The text of the device_error thrown when a buffer of `bytes` does not fit on `device`: out of
+/// memory, the size asked for, what the device had free of its total when the request failed
+/// (`total_bytes` 0 when CUDA could not say), and that nothing was allocated, so freeing buffers
+/// or asking for less is all it takes.
+std::string describe_out_of_memory(std::size_t bytes, std::size_t free_bytes,
+                                   std::size_t total_bytes, int device);
 
 /// Throws the exception that `status` from `call` deserves: backend_unavailable when there is no
 /// usable device or driver, kernel_failure when a kernel is named and the fault is the device's,

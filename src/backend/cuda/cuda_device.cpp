@@ -46,6 +46,9 @@ cuda_device::cuda_device(int index)
 
   check(cudaStreamCreateWithFlags(&service_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags",
         index_);
+  // Deferred timing's own kernel is loaded with the device, not at the first timed launch, which
+  // may come while the program's kernels hold every SM (review finding 18).
+  device_clock::load_probe(index_);
   check(cudaStreamCreateWithFlags(&release_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags",
         index_);
   // A pool of our own, so its settings don't change the program's: freed memory stays in it rather
@@ -81,8 +84,19 @@ void* cuda_device::allocate(std::size_t bytes, stream& /*on*/) {
   device_guard on{index_};
   relaxed_capture_mode relaxed;
   void* memory = nullptr;
-  health_->check(cudaMallocFromPoolAsync(&memory, bytes, pool_, service_),
-                 "cudaMallocFromPoolAsync");
+  const cudaError_t status = cudaMallocFromPoolAsync(&memory, bytes, pool_, service_);
+  if (status == cudaErrorMemoryAllocation) [[unlikely]] {
+    // Said with the size and what was free: CUDA's own "out of memory" names neither.
+    (void)cudaGetLastError();
+    std::size_t free_bytes = 0;
+    std::size_t total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+      (void)cudaGetLastError();
+      total_bytes = 0;
+    }
+    throw device_error{describe_out_of_memory(bytes, free_bytes, total_bytes, index_)};
+  }
+  health_->check(status, "cudaMallocFromPoolAsync");
   // Synchronised so the memory may be used on any stream at once; the service stream holds only
   // memory work, so this waits for no kernel.
   finish_service_work("cudaStreamSynchronize (after an allocation)");

@@ -121,6 +121,13 @@ device_clock::~device_clock() {
   (void)cudaFreeHost(mailbox_);
 }
 
+void device_clock::load_probe(int device) {
+  device_guard on{device};
+  cudaFuncAttributes attributes{};
+  check(cudaFuncGetAttributes(&attributes, clock_probe), "cudaFuncGetAttributes", device,
+        "launchwatch clock probe");
+}
+
 std::optional<clock_anchor> device_clock::probe(std::chrono::nanoseconds wait) {
   std::lock_guard lock{probe_mutex_};
   device_guard on{device_};

@@ -61,6 +61,12 @@ class device_clock {
 
   /// A clock for `device`; takes no anchor yet.
   explicit device_clock(int device);
+
+  /// Loads the probe kernel onto `device` now. CUDA loads a kernel's module at its first use (lazy
+  /// loading), which waits for the device and holds the context's lock meanwhile: a first anchor
+  /// taken while a kernel holds every SM would stall every launch of the process, the keeper's
+  /// thread notwithstanding. Called when the device is opened, before any such kernel runs.
+  static void load_probe(int device);
   ~device_clock();
   device_clock(const device_clock&) = delete;
   device_clock& operator=(const device_clock&) = delete;

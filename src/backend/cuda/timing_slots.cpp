@@ -19,7 +19,6 @@ namespace launchwatch::detail::cuda {
 namespace {
 
 constexpr std::size_t block_bytes = sizeof(cuda_timing_slot) * timing_collector::block_slots;
-constexpr std::size_t records_per_chunk = 4096;
 
 /// The window of one slot: the earliest entry and the latest exit over its lanes, or nothing when
 /// no cube stamped it.
@@ -95,6 +94,9 @@ void timing_collector::stop() noexcept {
 
 timing_collector::~timing_collector() {
   stop();
+  // Batches never read back (the collector stopped first): their records were marked failed, and
+  // the collector's share goes; a measurement still held keeps its batch until it is let go.
+  for (timing_batch* batch : std::exchange(closed_, {})) batch->release(1);
   device_guard on{device_};
   for (const auto& b : blocks_) (void)cudaFree(b.slots);
   for (cudaEvent_t e : free_events_) (void)cudaEventDestroy(e);
@@ -103,26 +105,6 @@ timing_collector::~timing_collector() {
   (void)cudaFreeHost(staged_);
   for (cudaEvent_t e : staged_events_) (void)cudaEventDestroy(e);
   (void)cudaStreamDestroy(private_);
-}
-
-timing_record* timing_collector::new_record(instant submitted) {
-  std::lock_guard lock{mutex_};
-  if (free_records_ == nullptr) {
-    record_chunks_.push_back(std::make_unique<timing_record[]>(records_per_chunk));
-    timing_record* chunk = record_chunks_.back().get();
-    for (std::size_t i = 0; i < records_per_chunk; ++i) {
-      chunk[i].next_free = free_records_;
-      free_records_ = &chunk[i];
-    }
-  }
-  timing_record* taken = free_records_;
-  free_records_ = taken->next_free;
-  taken->state.store(timing_record::pending, std::memory_order_relaxed);
-  taken->window = {};
-  taken->submitted = submitted;
-  taken->holders.store(2, std::memory_order_relaxed);
-  taken->staged = -1;
-  return taken;
 }
 
 std::optional<std::uint32_t> timing_collector::take_block() {
@@ -174,12 +156,12 @@ std::optional<timing_collector::lease> timing_collector::acquire(
       {
         std::lock_guard batch_lock{open->mutex};
         if (open->open && open->used < timing_batch::capacity) {
-          timing_record* record = new_record(submitted);
-          record->batch = open;
-          record->slot = open->slots + open->used;
-          taken = lease{cuda_timing_target{record->slot}, record, nullptr};
-          open->records[open->used++] = record;
-          if (open->used == timing_batch::capacity) full = open;
+          timing_record& record = open->records[open->used];
+          record.submitted = submitted;
+          record.slot = open->slots + open->used;
+          record.batch = open.get();
+          taken = lease{cuda_timing_target{record.slot}, &record, nullptr};
+          if (++open->used == timing_batch::capacity) full = open;
         }
       }
       if (taken) {
@@ -191,7 +173,7 @@ std::optional<timing_collector::lease> timing_collector::acquire(
       }
       open.reset();  // closed by a read, or by a capture: start another
     }
-    auto batch = std::make_shared<timing_batch>();
+    auto batch = std::make_unique<timing_batch>(*this);
     {
       std::lock_guard lock{mutex_};
       const auto block = take_block();
@@ -206,44 +188,56 @@ std::optional<timing_collector::lease> timing_collector::acquire(
       }
     }
     batch->stream = stream;
-    open = std::move(batch);
+    // Shared only once it holds a block and a beacon. The owner's share is the shared_ptr's: when
+    // the last copy goes, the batch is closed (if its owner left it open) and that share released.
+    open = std::shared_ptr<timing_batch>{batch.release(), [](timing_batch* b) noexcept {
+                                           b->collector.close(*b);
+                                           b->release(1);
+                                         }};
   }
 }
 
-void timing_collector::close(const std::shared_ptr<timing_batch>& batch) noexcept {
+void timing_collector::close(timing_batch& batch) noexcept {
+  std::uint32_t unused = 0;
   {
-    std::lock_guard batch_lock{batch->mutex};
-    if (!batch->open) return;
-    batch->open = false;
-    if (batch->used > 0) {
+    std::lock_guard batch_lock{batch.mutex};
+    if (!batch.open) return;
+    batch.open = false;
+    unused = timing_batch::capacity - batch.used;
+    if (batch.used > 0) {
       device_guard on{device_};
-      const cudaError_t status = cudaEventRecord(batch->beacon, batch->stream);
+      const cudaError_t status = cudaEventRecord(batch.beacon, batch.stream);
       if (status != cudaSuccess) {
         (void)health_->note(status, "cudaEventRecord (a timing batch's beacon)");
         (void)cudaGetLastError();
       }
     }
+    // The collector's share, taken while the caller's keeps the batch alive.
+    batch.holders.fetch_add(1, std::memory_order_relaxed);
   }
+  if (unused > 0) batch.release(unused);
+  bool wake = false;
   {
     std::lock_guard lock{mutex_};
-    closed_.push_back(batch);
+    closed_.push_back(&batch);
     poked_ = true;
+    wake = idle_;
   }
-  work_.notify_one();
+  // A collector that is polling finds the batch at its next poll (within a millisecond); waking it
+  // would cost the launching thread a system call every batch.
+  if (wake) work_.notify_one();
 }
 
 void timing_collector::let_go(timing_record* record) noexcept {
-  if (record->holders.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-  record->batch.reset();
   // Staged but dropped unread: its copy goes back once it has landed (one still in flight is left
   // out of use rather than waited for).
   const int copy = std::exchange(record->staged, -1);
-  const bool copy_free =
-      copy >= 0 && cudaEventQuery(staged_events_[static_cast<std::size_t>(copy)]) == cudaSuccess;
-  std::lock_guard lock{mutex_};
-  if (copy_free) free_staged_.push_back(copy);
-  record->next_free = free_records_;
-  free_records_ = record;
+  if (copy >= 0 &&
+      cudaEventQuery(staged_events_[static_cast<std::size_t>(copy)]) == cudaSuccess) {
+    std::lock_guard lock{mutex_};
+    free_staged_.push_back(copy);
+  }
+  record->batch->release(1);
 }
 
 std::size_t timing_collector::blocks() const noexcept {
@@ -295,7 +289,7 @@ std::optional<device_window> timing_collector::read_alone(timing_record& record)
 std::optional<device_window> timing_collector::wait(timing_record& record,
                                                     std::string_view kernel) {
   if (record.state.load(std::memory_order_acquire) == timing_record::pending) {
-    if (record.batch) close(record.batch);
+    close(*record.batch);
     std::unique_lock lock{mutex_};
     poked_ = true;
     work_.notify_one();
@@ -334,14 +328,13 @@ bool timing_collector::collect(timing_batch& batch) {
     }
   }
   for (std::uint32_t i = 0; i < batch.used; ++i) {
-    timing_record* record = batch.records[i];
+    timing_record& record = batch.records[i];
     if (const auto window = fold(staging_[i])) {
-      record->window = *window;
-      record->state.store(timing_record::collected, std::memory_order_release);
+      record.window = *window;
+      record.state.store(timing_record::collected, std::memory_order_release);
     } else {
-      record->state.store(timing_record::no_window, std::memory_order_release);
+      record.state.store(timing_record::no_window, std::memory_order_release);
     }
-    let_go(record);
   }
   std::lock_guard lock{mutex_};
   free_blocks_.push_back(batch.block);
@@ -358,7 +351,7 @@ void timing_collector::mark_pending_failed() noexcept {
   failed_ = true;
   for (const auto& batch : closed_) {
     for (std::uint32_t i = 0; i < batch->used; ++i) {
-      batch->records[i]->state.store(timing_record::failed, std::memory_order_release);
+      batch->records[i].state.store(timing_record::failed, std::memory_order_release);
     }
   }
   collected_.notify_all();
@@ -373,11 +366,13 @@ void timing_collector::run() {
   std::unique_lock lock{mutex_};
   for (;;) {
     if (closed_.empty()) {
+      idle_ = true;
       work_.wait(lock, [&] { return stopping_ || !closed_.empty(); });
+      idle_ = false;
       pause = std::chrono::microseconds{20};
     }
     if (stopping_ || failed_) break;
-    std::vector<std::shared_ptr<timing_batch>> pending{closed_.begin(), closed_.end()};
+    std::vector<timing_batch*> pending{closed_.begin(), closed_.end()};
     lock.unlock();
     bool progressed = false;
     bool broken = false;
@@ -397,8 +392,11 @@ void timing_collector::run() {
         break;
       }
       progressed = true;
-      std::lock_guard erase{mutex_};
-      closed_.erase(std::find(closed_.begin(), closed_.end(), batch));
+      {
+        std::lock_guard erase{mutex_};
+        closed_.erase(std::find(closed_.begin(), closed_.end(), batch));
+      }
+      batch->release(1);  // the collector's share
     }
     lock.lock();
     if (broken) break;

@@ -33,13 +33,14 @@ struct device_window {
 };
 
 struct timing_batch;
+class timing_collector;
 
 /// One timed launch's measurement on the host: filled by the collector once the launch has ended,
 /// read by whoever holds its profile_duration.
 ///
-/// Host memory only (about 64 bytes), so a pass may keep millions unread; the device slot it was
-/// stamped in goes back as soon as it is read back. Two holders, the collector and the measurement,
-/// and it is recycled when the last of them lets go.
+/// Lives inside its batch (no pool, no lock to take one): about 64 bytes of host memory, so a pass
+/// may keep millions unread; the device slot it was stamped in goes back as soon as the batch is
+/// read back, and the batch's host memory once its last measurement is let go.
 struct timing_record {
   enum : std::uint32_t { pending = 0, collected = 1, no_window = 2, failed = 3 };
   std::atomic<std::uint32_t> state{pending};
@@ -51,17 +52,28 @@ struct timing_record {
   /// Where stage() copied the slot in the launch's own stream, when it was (an index into the
   /// collector's staged copies), or -1.
   int staged = -1;
-  std::atomic<int> holders{0};
-  /// The batch it was stamped in, so a read that finds it pending can close the batch.
-  std::shared_ptr<timing_batch> batch;
-  timing_record* next_free = nullptr;
+  /// The batch it sits in: a read that finds it pending closes the batch, and letting it go
+  /// releases its share of the batch.
+  timing_batch* batch = nullptr;
 };
 
 /// Up to `capacity` timed launches of one stream, in issue order, stamped into one block of
 /// consecutive slots; read back together after the stream passes the batch's beacon (an event with
 /// timing disabled, recorded after the batch's last launch: measured free on an H200).
+///
+/// Its host memory is held by the stream that fills it (through a shared_ptr, one holder however
+/// many copies), by the collector from its close until it is read back (one), and by each launch's
+/// measurement (one each, taken with the slot at no extra cost: every record starts held, and those
+/// a batch closes without are released at its close). The last holder frees it.
 struct timing_batch {
   static constexpr std::uint32_t capacity = 64;
+
+  explicit timing_batch(timing_collector& owner) noexcept : collector{owner} {}
+  timing_batch(const timing_batch&) = delete;
+  timing_batch& operator=(const timing_batch&) = delete;
+
+  /// Closes the batch, if its owner let it go open, before releasing the owner's share.
+  timing_collector& collector;
 
   std::mutex mutex;
   bool open = true;            // guarded by mutex: launches may still join
@@ -70,13 +82,20 @@ struct timing_batch {
   std::uint32_t block = 0;
   cuda_timing_slot* slots = nullptr;  // the block's first slot, in device memory
   std::uint32_t used = 0;      // guarded by mutex
-  std::array<timing_record*, capacity> records{};
+  /// The owner's share, the collector's once closed, one per record; the batch is freed at zero.
+  std::atomic<std::uint32_t> holders{capacity + 1};
+  std::array<timing_record, capacity> records{};
+
+  /// Releases `count` holders; the last frees the batch. Never throws.
+  void release(std::uint32_t count) noexcept {
+    if (holders.fetch_sub(count, std::memory_order_acq_rel) == count) delete this;
+  }
 };
 
 /// Timed launches' slots, records and their collection, for one device.
 ///
-/// A stream keeps an open batch; a timed launch takes the batch's next slot and a record (a lock
-/// and a pop; a block of device memory is allocated only while the device has fewer than
+/// A stream keeps an open batch; a timed launch takes the batch's next slot and record (the
+/// batch's lock; a block of device memory is allocated only while the device has fewer than
 /// `max_blocks`). The batch closes when it is full, when its stream begins a capture or goes, or
 /// when a read finds its record still pending: then a beacon is recorded on the stream and the
 /// batch handed to the collector thread, which waits for the beacon on a private stream, copies
@@ -116,15 +135,19 @@ class timing_collector {
   /// A slot and a record for a timed launch on `stream`, whose open batch is `open` (made or
   /// replaced here). Nothing when every block is in flight: the launch then goes untimed.
   /// Precondition: the caller holds the stream's lock and the stream is not capturing.
-  /// Cost: the batch's lock and the record pool's; every `block_slots` launches, a new batch (an
-  /// allocation) and a block from the pool (a device allocation while fewer than the budget's
-  /// exist). The caller closes a batch the launch filled (a beacon) after submitting it.
+  /// Cost: the batch's lock; every `block_slots` launches, a new batch (an allocation of about
+  /// 4 KiB), the device's lock and a block from the pool (a device allocation while fewer than the
+  /// budget's exist). The caller closes a batch the launch filled (a beacon) after submitting it.
   std::optional<lease> acquire(std::shared_ptr<timing_batch>& open, cudaStream_t stream,
                                instant submitted);
 
   /// Closes `batch` if still open: records its beacon on its stream and hands it to the collector.
-  /// Precondition (from a stream): its lock is held; (from a read): none.
-  void close(const std::shared_ptr<timing_batch>& batch) noexcept;
+  /// Precondition (from a stream): its lock is held; (from a read): none. The caller holds a share
+  /// of the batch (its owner's, or a record's).
+  /// Cost: the batch's lock, an event record and the device's lock; the collector thread is woken
+  /// only when it is idle (while it polls, it finds the batch at its next poll).
+  void close(timing_batch& batch) noexcept;
+  void close(const std::shared_ptr<timing_batch>& batch) noexcept { close(*batch); }
 
   /// Blocks until `record` is collected, closing its batch if it is still open; returns its window,
   /// or nothing when the launch left none. Throws device_error (naming `kernel`) when the device
@@ -142,7 +165,8 @@ class timing_collector {
   /// was not staged: then wait() has it.
   std::optional<device_window> read_alone(timing_record& record);
 
-  /// Says one holder of `record` is done with it; the last one recycles it. Never throws.
+  /// Says the measurement of `record` is done with it (read or dropped): its share of the batch is
+  /// released, and a staged copy it left goes back. Never throws.
   void let_go(timing_record* record) noexcept;
 
   /// Blocks of device memory allocated so far (for tests and the harness).
@@ -156,7 +180,6 @@ class timing_collector {
     cuda_timing_slot* slots = nullptr;  // block_slots slots, device memory
   };
 
-  timing_record* new_record(instant submitted);
   std::optional<std::uint32_t> take_block();  // caller holds mutex_
   void run();
   bool collect(timing_batch& batch);  // one closed batch whose beacon has passed
@@ -174,10 +197,9 @@ class timing_collector {
   std::vector<block_memory> blocks_;   // guarded by mutex_
   std::vector<std::uint32_t> free_blocks_;
   std::vector<cudaEvent_t> free_events_;
-  std::deque<std::shared_ptr<timing_batch>> closed_;  // in the order they closed
-  std::vector<std::unique_ptr<timing_record[]>> record_chunks_;
-  timing_record* free_records_ = nullptr;
+  std::deque<timing_batch*> closed_;  // in the order they closed, each holding the collector's share
   bool stopping_ = false;
+  bool idle_ = false;   // the collector waits with no batch to poll: a close must wake it
   bool poked_ = false;  // a batch closed or a read waits: poll at once
   bool failed_ = false;
 

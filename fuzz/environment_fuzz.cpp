@@ -1,10 +1,13 @@
-// The profiling logger's environment variables, LAUNCHWATCH_PROFILE and LAUNCHWATCH_LOG, with any
-// value: each either gives a setting or throws configuration_error naming the variable; nothing
-// else may escape (an escaping exception ends the run as a crash).
+// launchwatch's environment variables, LAUNCHWATCH_PROFILE and LAUNCHWATCH_LOG (the profiling
+// logger) and LAUNCHWATCH_VULKAN_TIMESTAMPS (the Vulkan backend's timestamp budget), with any value:
+// each either gives a setting or throws configuration_error naming the variable; nothing else may
+// escape (an escaping exception ends the run as a crash).
 //
-// The input's first byte picks the variable (`L` LAUNCHWATCH_LOG, anything else
-// LAUNCHWATCH_PROFILE, so the seeds read `Lstderr`, `Pminimal`); the rest is its value, given to the parser directly
-// (any bytes) and through the environment (up to the first NUL, which an environment cannot hold).
+// The input's first byte picks the variable (`L` LAUNCHWATCH_LOG, `V` LAUNCHWATCH_VULKAN_TIMESTAMPS,
+// anything else LAUNCHWATCH_PROFILE, so the seeds read `Lstderr`, `V4096`, `Pminimal`); the rest is
+// its value, given to the parser directly (any bytes) and through the environment (up to the first
+// NUL, which an environment cannot hold).
+#include "backend/vulkan/environment.hpp"
 #include "logger/environment.hpp"
 
 #include <cstddef>
@@ -37,7 +40,10 @@ namespace detail = launchwatch::detail;
 std::string set_environment(std::string_view variable, std::string_view value) {
   static std::string profile_entry;
   static std::string log_entry;
-  std::string& entry = variable == detail::profile_variable ? profile_entry : log_entry;
+  static std::string timestamps_entry;
+  std::string& entry = variable == detail::profile_variable ? profile_entry
+                       : variable == detail::log_variable   ? log_entry
+                                                            : timestamps_entry;
   std::string text{value.substr(0, value.find('\0'))};
   entry = std::string{variable} + "=" + text;
   ::putenv(entry.data());
@@ -84,6 +90,37 @@ void check_log(std::string_view value) {
   }
 }
 
+/// What LAUNCHWATCH_VULKAN_TIMESTAMPS documents: digits only, from 0 to the maximum; anything else
+/// refused.
+bool timestamps_acceptable(std::string_view value) {
+  if (value.empty()) return false;
+  std::uint64_t pairs = 0;
+  for (const char c : value) {
+    if (c < '0' || c > '9') return false;
+    pairs = pairs * 10 + static_cast<std::uint64_t>(c - '0');
+    if (pairs > detail::max_vulkan_timestamp_pairs) return false;
+  }
+  return true;
+}
+
+void check_timestamps(std::string_view value) {
+  try {
+    const std::uint32_t pairs = detail::parse_vulkan_timestamps(value);
+    if (!timestamps_acceptable(value)) broken("only digits up to the maximum are accepted", value);
+    if (pairs > detail::max_vulkan_timestamp_pairs) broken("an accepted budget is at most the maximum", value);
+  } catch (const configuration_error& error) {
+    check_refusal(error, detail::vulkan_timestamps_variable, value);
+    if (timestamps_acceptable(value)) broken("every documented value is accepted", value);
+  }
+  const std::string text = set_environment(detail::vulkan_timestamps_variable, value);
+  try {
+    const auto pairs = detail::vulkan_timestamps_from_environment();
+    if (text.empty() == pairs.has_value()) broken("an empty variable means unset", value);
+  } catch (const configuration_error& error) {
+    check_refusal(error, detail::vulkan_timestamps_variable, value);
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -91,6 +128,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view value{reinterpret_cast<const char*>(data) + 1, size - 1};
   if (data[0] == 'L') {
     check_log(value);
+  } else if (data[0] == 'V') {
+    check_timestamps(value);
   } else {
     check_profile(value);
   }

@@ -9,11 +9,12 @@ launchwatch_packages=(
   libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-dev  # the fuzz preset: clang++ and its libFuzzer
+  libvulkan-dev glslang-tools  # the Vulkan backend: its headers, and GLSL to SPIR-V at build time
 )
 
-# What only the tests need: chromium for the browser test (tests/browser), and node with npm for its
-# npm packages; Debian's nodejs and npm only where no node is on PATH already (NodeSource's has npm).
-launchwatch_test_packages=(chromium)
+# What only the tests need: chromium for the browser test (tests/browser), Mesa's lavapipe (Vulkan on
+# the CPU) for the Vulkan tests and the demo on Vulkan, and node with npm for its npm packages; Debian's nodejs and npm only where no node is on PATH already (NodeSource's has npm).
+launchwatch_test_packages=(chromium mesa-vulkan-drivers)  # mesa-vulkan-drivers: lavapipe
 command -v npm >/dev/null 2>&1 || launchwatch_test_packages+=(nodejs npm)
 
 # Installs launchwatch_packages and any packages named as arguments, when missing.

@@ -78,8 +78,9 @@ int run_demo(const demo_options& options) {
   options.model.validate();
   // Before the output files are opened (which empties them): a run that cannot start leaves an
   // earlier run's files as they were.
-  auto device =
-      options.backend == "cuda" ? client::cuda(options.device) : client::cpu(options.device);
+  auto device = options.backend == "cuda"     ? client::cuda(options.device)
+                : options.backend == "vulkan" ? client::vulkan(options.device)
+                                              : client::cpu(options.device);
   report_files files{options.out};
 
   const auto& model = options.model;
@@ -210,8 +211,8 @@ int main(int argc, char** argv) {
   demo_options options;
   auto* demo_command = app.add_subcommand(
       "demo", "Run a small transformer under an attribution observer; print its report and write trace files");
-  demo_command->add_option("--backend", options.backend, "cpu or cuda")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
+  demo_command->add_option("--backend", options.backend, "cpu, cuda or vulkan")
+      ->check(CLI::IsMember({"cpu", "cuda", "vulkan"}))
       ->capture_default_str();
   demo_command->add_option("--device", options.device, "Device index within the backend")
       ->check(CLI::NonNegativeNumber)

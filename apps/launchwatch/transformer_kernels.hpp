@@ -1,6 +1,8 @@
 // The kernels of the demo's transformer block: each a single-source function object that runs on
 // the CPU backend and, compiled by nvcc, on CUDA. One unit computes one output element or one row,
 // so every kernel is a plain loop nest a reader can check against the reference in reference.hpp.
+// For Vulkan each carries its GLSL twin (shaders/<name>.comp, compiled at build time into
+// demo_shaders.hpp); the demo checks every backend's result against the host reference.
 #pragma once
 
 #include <cmath>
@@ -8,6 +10,9 @@
 
 #include <launchwatch/runtime/device_span.hpp>
 #include <launchwatch/runtime/geometry.hpp>
+#include <launchwatch/runtime/vulkan_shader.hpp>
+
+#include "demo_shaders.hpp"
 
 namespace launchwatch::demo {
 
@@ -26,6 +31,8 @@ struct embed {
     const auto c = i % width;
     out[i] = table[static_cast<std::uint64_t>(tokens[t]) * width + c] + positions[i];
   }
+
+  static constexpr vulkan_shader vulkan = shaders::embed;
 };
 
 /// y = (x - mean) / sqrt(var + epsilon) * gamma + beta, one unit per row.
@@ -53,6 +60,8 @@ struct layer_norm {
       y[row * width + c] = (in[c] - mean) * scale * gamma[c] + beta[c];
     }
   }
+
+  static constexpr vulkan_shader vulkan = shaders::layer_norm;
 };
 
 /// y[r, o] = bias[o] + sum_k x[r, k] * weight[k, o], one unit per output element.
@@ -74,6 +83,8 @@ struct linear {
     for (std::uint32_t k = 0; k < in_width; ++k) sum += x[r * in_width + k] * weight[k * out_width + o];
     y[i] = sum;
   }
+
+  static constexpr vulkan_shader vulkan = shaders::linear;
 };
 
 /// scores[h, i, j] = q_i . k_j / sqrt(head_width) for j <= i, and -infinity above the diagonal
@@ -102,6 +113,8 @@ struct attention_scores {
     for (std::uint32_t d = 0; d < head_width; ++d) dot += q[d] * k[d];
     scores[i] = dot / sqrtf(static_cast<float>(head_width));
   }
+
+  static constexpr vulkan_shader vulkan = shaders::attention_scores;
 };
 
 /// Each row of `values` becomes its softmax, in place, one unit per row; subtracting the row's
@@ -124,6 +137,8 @@ struct softmax_rows {
     }
     for (std::uint32_t c = 0; c < width; ++c) v[c] /= sum;
   }
+
+  static constexpr vulkan_shader vulkan = shaders::softmax_rows;
 };
 
 /// out[i, h * head_width + d] = sum_j probabilities[h, i, j] * v_j[h * head_width + d].
@@ -149,6 +164,8 @@ struct attention_mix {
     }
     out[i] = sum;
   }
+
+  static constexpr vulkan_shader vulkan = shaders::attention_mix;
 };
 
 /// x += y, elementwise: the residual connection.
@@ -160,6 +177,8 @@ struct add_residual {
     const auto i = u.absolute_pos();
     if (i < x.size()) x[i] += y[i];
   }
+
+  static constexpr vulkan_shader vulkan = shaders::add_residual;
 };
 
 /// GELU in place, with the tanh approximation GPT-2 uses.
@@ -172,6 +191,8 @@ struct gelu {
     const float v = x[i];
     x[i] = 0.5f * v * (1.0f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));
   }
+
+  static constexpr vulkan_shader vulkan = shaders::gelu;
 };
 
 }  // namespace launchwatch::demo

@@ -19,6 +19,8 @@
 #include <launchwatch/launchwatch.hpp>
 #include <launchwatch/runtime/client.hpp>
 
+#include "support/launch_observers.hpp"
+
 namespace {
 
 namespace lw = launchwatch;
@@ -30,21 +32,8 @@ struct empty_kernel {
 
 __global__ void plain_empty() {}
 
-class names_only : public lw::launch_observer {
- public:
-  void launched(std::string_view) override { ++count_; }
-  std::size_t count_ = 0;
-};
-
-class keeps_unread : public lw::launch_observer {
- public:
-  void launched(std::string_view) override {}
-  lw::timing_request timing() const override { return lw::timing_request::deferred; }
-  void profiled(std::string_view, lw::profile_duration profile) override {
-    kept_.push_back(std::move(profile));
-  }
-  std::vector<lw::profile_duration> kept_;
-};
+using lw::bench::keeps_unread;
+using lw::bench::names_only;
 
 class resolves : public lw::launch_observer {
  public:

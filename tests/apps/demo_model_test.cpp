@@ -2,6 +2,7 @@
 // the report says it does.
 
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include <gmock/gmock.h>
@@ -11,6 +12,7 @@
 #include <launchwatch/attribute/count.hpp>
 #include <launchwatch/attribute/summary.hpp>
 #include <launchwatch/attribute/testing.hpp>
+#include <launchwatch/errors.hpp>
 #include <launchwatch/runtime/client.hpp>
 
 #include "forward.hpp"
@@ -57,6 +59,25 @@ TEST(DemoModel, KernelsReproduceTheHostReference) {
     EXPECT_NEAR(mean, 0.0, 1e-4);
     EXPECT_NEAR(square / config.width - mean * mean, 1.0, 1e-2);
   }
+}
+
+TEST(DemoModel, VulkanKernelsReproduceTheHostReference) {
+  std::optional<client> vulkan;
+  try {
+    vulkan.emplace(client::vulkan());
+  } catch (const backend_unavailable& why) {
+    GTEST_SKIP() << why.what();
+  }
+  const auto config = small_model();
+  const auto weights = make_weights(config);
+  const auto tokens = make_tokens(config);
+  transformer_runner runner{*vulkan, config, weights, tokens};
+  runner.forward();
+  const auto got = runner.output();
+  const auto want = reference_forward(config, weights, tokens);
+  ASSERT_EQ(got.size(), want.size());
+  // The shaders' exp, tanh and sqrt are the device's, not the host library's: a little looser.
+  EXPECT_LT(worst_error(got, want), 1e-3);
 }
 
 TEST(DemoModel, ReferenceDependsOnEveryLayer) {

@@ -2,6 +2,8 @@
 //
 // In a header, and single-source, so the CUDA test translation unit (compiled by nvcc) instantiates
 // the same kernels for the GPU. In a named namespace so their names read the same under g++ and nvcc.
+// Each also carries its compute shader for Vulkan (shaders/<name>.comp, compiled at build time into
+// conformance_shaders.hpp), whose results the suite checks as it checks every backend's.
 #pragma once
 
 #include <chrono>
@@ -9,6 +11,8 @@
 #include <stdexcept>
 
 #include <launchwatch/runtime/client.hpp>
+
+#include "conformance_shaders.hpp"
 
 namespace launchwatch::conformance {
 
@@ -21,6 +25,7 @@ struct axpy {
     auto i = u.absolute_pos();
     if (i < y.size()) y[i] += a * x[i];
   }
+  static constexpr vulkan_shader vulkan = shaders::axpy;
 };
 
 /// Writes `value` to every element it has a unit for.
@@ -31,6 +36,7 @@ struct fill {
     const auto i = u.absolute_pos();
     if (i < out.size()) out[i] = value;
   }
+  static constexpr vulkan_shader vulkan = shaders::fill;
 };
 
 /// Adds one to every element it has a unit for.
@@ -40,6 +46,7 @@ struct add_one {
     const auto i = u.absolute_pos();
     if (i < values.size()) values[i] += 1;
   }
+  static constexpr vulkan_shader vulkan = shaders::add_one;
 };
 
 /// Doubles every element it has a unit for.
@@ -49,6 +56,7 @@ struct twice {
     const auto i = u.absolute_pos();
     if (i < values.size()) values[i] *= 2;
   }
+  static constexpr vulkan_shader vulkan = shaders::twice;
 };
 
 /// Writes, at each unit's absolute position, one plus its cube's and its own linear indices packed
@@ -59,11 +67,13 @@ struct where_am_i {
     const auto i = u.absolute_pos();
     if (i < out.size()) out[i] = u.cube_index() * 4096 + u.unit_index() + 1;
   }
+  static constexpr vulkan_shader vulkan = shaders::where_am_i;
 };
 
 /// Does nothing: the cheapest launch there is.
 struct nothing {
   LAUNCHWATCH_HOST_DEVICE void operator()(unit) const {}
+  static constexpr vulkan_shader vulkan = shaders::nothing;
 };
 
 /// The device's nanosecond clock: the steady clock on the host, %globaltimer on an NVIDIA GPU.
@@ -89,6 +99,7 @@ struct spin {
     }
     if (u.absolute_pos() == 0 && !done.empty()) done[0] = 1;
   }
+  static constexpr vulkan_shader vulkan = shaders::spin;
 };
 
 /// Fails at unit `at`: throws on the host, traps on a GPU. Every other unit writes 1.
@@ -106,6 +117,7 @@ struct fail_at {
     }
     if (i < out.size()) out[i] = 1;
   }
+  static constexpr vulkan_shader vulkan = shaders::fail_at;
 };
 
 }  // namespace launchwatch::conformance

@@ -61,6 +61,21 @@ class client {
   /// nvcc compiles (see `launch`). Defined by the CUDA backend.
   static client cuda(int device_index = 0);
 
+  /// The Vulkan device `device_index` (counted over the devices that can run compute with buffer
+  /// device addresses and timeline semaphores): a GPU through its vendor's driver, or the CPU
+  /// through Mesa's lavapipe.
+  ///
+  /// Kernels launched through it must carry a compute shader (`static constexpr vulkan_shader
+  /// vulkan`, see vulkan_shader.hpp). Launches are recorded into command buffers and submitted in
+  /// batches (at a read, a sync, a blocking measurement, or every few hundred launches), so a
+  /// launch does not pay a queue submission. Deferred timing uses timestamp queries from a budget
+  /// per device (LAUNCHWATCH_VULKAN_TIMESTAMPS pairs, 4096 by default); a launch that finds it spent
+  /// is timed `system`, with one warning per process. Throws backend_unavailable, saying what to
+  /// install, in a build without the backend, without a Vulkan loader or driver, or for an index
+  /// past the last device; configuration_error for a bad LAUNCHWATCH_VULKAN_TIMESTAMPS. Defined by
+  /// the Vulkan backend.
+  static client vulkan(int device_index = 0);
+
   /// A client of `device`. For backends: programs use `cpu()` or `cuda()`.
   explicit client(std::shared_ptr<detail::device> device);
 
@@ -141,6 +156,7 @@ class client {
         detail::cuda_entry_address<K, AsCuda>(),
         spans.view(),
         is_collective<K>,
+        detail::vulkan_shader_of<K>(),
     };
     issue(launch);
   }
@@ -194,7 +210,7 @@ class client {
   /// The id of the stream this thread's launches go to, as `launch_info::stream` reports it.
   std::uint64_t stream_id() const;
 
-  /// "cpu" or "cuda".
+  /// "cpu", "cuda" or "vulkan".
   std::string_view backend() const noexcept;
   /// The device's index within its backend.
   int device_index() const noexcept;

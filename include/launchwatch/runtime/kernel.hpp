@@ -45,6 +45,7 @@
 #include <launchwatch/kernel_name.hpp>
 #include <launchwatch/runtime/device_span.hpp>
 #include <launchwatch/runtime/geometry.hpp>
+#include <launchwatch/runtime/vulkan_shader.hpp>
 
 #if defined(__CUDACC__)
 // Defines `template <class K> __global__ void launchwatch::detail::cuda_entry(K kernel, ...)`.
@@ -418,6 +419,8 @@ struct launch_descriptor {
   std::span<const span_ref> spans;
   /// `is_collective<K>`: reported as launch_info::collective.
   bool collective = false;
+  /// `&K::vulkan` when the kernel carries a compute shader (vulkan_shader.hpp), null otherwise.
+  const vulkan_shader* vulkan = nullptr;
 };
 
 /// Checks, at compile time, what every launch needs of a kernel type, with messages that say what to

@@ -231,8 +231,8 @@ profiled_submission cpu_stream::submit_profiled(const launch_descriptor& launch,
 bool cpu_stream::record(const launch_descriptor& launch) {
   auto copy = cpu_launch::copy_of(launch);
   std::lock_guard lock{mutex_};
-  if (!capturing_.load(std::memory_order_relaxed)) return false;
-  recording_.push_back(std::move(copy));
+  if (!capture_.open()) return false;
+  capture_.add(std::move(copy));
   return true;
 }
 
@@ -251,8 +251,8 @@ std::uint64_t cpu_stream::enqueue(work_item item) {
   std::uint64_t point = 0;
   {
     std::lock_guard lock{mutex_};
-    if (capturing_.load(std::memory_order_relaxed) && !item.replay) {
-      recording_.push_back(std::move(item.launch));
+    if (capture_.open() && !item.replay) {
+      capture_.add(std::move(item.launch));
       return 0;
     }
     point = item.point = ++submitted_;
@@ -368,31 +368,19 @@ std::exception_ptr cpu_stream::failure_through(std::uint64_t point) const noexce
 
 void cpu_stream::begin_capture() {
   std::lock_guard lock{mutex_};
-  if (capturing_.load(std::memory_order_relaxed)) {
-    throw capture_error{
-        "begin_capture refused: this stream is already recording a capture; end it first (captures "
-        "do not nest)"};
-  }
-  recording_.clear();
-  capturing_.store(true, std::memory_order_relaxed);
+  capture_.begin();
 }
 
 std::unique_ptr<recorded_graph> cpu_stream::end_capture() {
   std::vector<cpu_launch> recorded;
   {
     std::lock_guard lock{mutex_};
-    if (!capturing_.load(std::memory_order_relaxed)) {
-      throw capture_error{
-          "end_capture refused: this stream is not recording a capture; call begin_capture first "
-          "(on the same thread, or through the same pinned client)"};
-    }
-    capturing_.store(false, std::memory_order_relaxed);
-    recorded = std::exchange(recording_, {});
+    recorded = capture_.end();
   }
   return std::make_unique<cpu_graph>(*owner_, std::move(recorded));
 }
 
-bool cpu_stream::capturing() const noexcept { return capturing_.load(std::memory_order_relaxed); }
+bool cpu_stream::capturing() const noexcept { return capture_.open(); }
 
 // -----------------------------------------------------------------------------------------------
 // cpu_device

@@ -16,6 +16,7 @@
 #include <launchwatch/profile.hpp>
 
 #include "runtime/backend.hpp"
+#include "runtime/capture_window.hpp"
 
 namespace launchwatch::detail {
 
@@ -147,9 +148,8 @@ class cpu_stream final : public stream {
   std::uint64_t completed_ = 0;          // guarded by mutex_
   std::exception_ptr failure_;           // guarded by mutex_
   std::uint64_t failure_point_ = 0;      // guarded by mutex_: the launch that failed
-  std::vector<cpu_launch> recording_;    // guarded by mutex_
+  capture_window<cpu_launch> capture_;   // guarded by mutex_ (its open() is not)
   bool stopping_ = false;                // guarded by mutex_
-  std::atomic<bool> capturing_{false};
   std::atomic<std::uint64_t> completed_relaxed_{0};  // completed_, for passed() without the lock
   std::thread worker_;                   // started by the first submission
 };

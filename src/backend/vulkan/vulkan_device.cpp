@@ -1,0 +1,478 @@
+// The Vulkan device: opening it, its memory, its pipelines, its clock and its timestamp budget.
+#include "backend/vulkan/vulkan_device.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include <launchwatch/errors.hpp>
+
+#include "backend/vulkan/environment.hpp"
+#include "diagnostics.hpp"
+
+namespace launchwatch::detail::vulkan {
+namespace {
+
+bool has_extension(const std::vector<VkExtensionProperties>& offered, const char* name) {
+  return std::any_of(offered.begin(), offered.end(), [&](const VkExtensionProperties& e) {
+    return std::strcmp(e.extensionName, name) == 0;
+  });
+}
+
+}  // namespace
+
+// -----------------------------------------------------------------------------------------------
+// device_clock
+
+device_clock::device_clock(const device_api& api, VkDevice device, double period_ns)
+    : api_{api}, device_{device}, period_ns_{period_ns} {
+  anchor_ = calibrate();
+}
+
+device_clock::anchor device_clock::calibrate() {
+  VkCalibratedTimestampInfoEXT infos[2]{};
+  infos[0].sType = VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT;
+  infos[0].timeDomain = VK_TIME_DOMAIN_DEVICE_EXT;
+  infos[1].sType = VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT;
+  infos[1].timeDomain = VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT;
+  std::uint64_t stamps[2]{};
+  std::uint64_t deviation = 0;
+  check(api_.vkGetCalibratedTimestampsEXT(device_, 2, infos, stamps, &deviation),
+        "vkGetCalibratedTimestampsEXT");
+  deviation_ns_ = deviation;
+  // steady_clock is CLOCK_MONOTONIC with libstdc++ on Linux: the host stamp is its nanoseconds.
+  return anchor{static_cast<double>(stamps[0]) * period_ns_, static_cast<std::int64_t>(stamps[1]),
+                std::chrono::steady_clock::now()};
+}
+
+instant device_clock::to_host(std::uint64_t ticks) {
+  const double device_ns = static_cast<double>(ticks) * period_ns_;
+  std::lock_guard lock{mutex_};
+  if (std::chrono::steady_clock::now() - anchor_.taken > std::chrono::seconds{1}) {
+    try {
+      const anchor next = calibrate();
+      const double elapsed = next.device_ns - anchor_.device_ns;
+      const double predicted = static_cast<double>(anchor_.host_ns) + elapsed * slope_;
+      if (std::abs(predicted - static_cast<double>(next.host_ns)) > 1e6 || elapsed <= 0) {
+        slope_ = 1.0;  // the clock was stepped: start over from this anchor
+      } else if (elapsed > 5e8) {
+        slope_ = static_cast<double>(next.host_ns - anchor_.host_ns) / elapsed;
+      }
+      anchor_ = next;
+    } catch (const device_error&) {
+      // Keep mapping with the last anchor: a second-old anchor is off by microseconds.
+    }
+  }
+  const double offset = (device_ns - anchor_.device_ns) * slope_;
+  return instant{std::chrono::nanoseconds{anchor_.host_ns + std::llround(offset)}};
+}
+
+std::chrono::nanoseconds device_clock::deviation() const {
+  std::lock_guard lock{mutex_};
+  return std::chrono::nanoseconds{static_cast<std::int64_t>(deviation_ns_)};
+}
+
+// -----------------------------------------------------------------------------------------------
+// timestamp_budget
+
+timestamp_budget::timestamp_budget(const device_api& api, VkDevice device, std::uint32_t pairs,
+                                   std::uint32_t valid_bits)
+    : api_{api},
+      device_{device},
+      pairs_{pairs},
+      mask_{valid_bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << valid_bits) - 1} {
+  if (pairs_ == 0) return;
+  VkQueryPoolCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO;
+  info.queryType = VK_QUERY_TYPE_TIMESTAMP;
+  info.queryCount = 2 * pairs_;
+  check(api_.vkCreateQueryPool(device_, &info, nullptr, &pool_), "vkCreateQueryPool");
+  api_.vkResetQueryPool(device_, pool_, 0, 2 * pairs_);
+  free_.reserve(pairs_);
+  for (std::uint32_t p = pairs_; p > 0; --p) free_.push_back(p - 1);
+}
+
+timestamp_budget::~timestamp_budget() {
+  dropped_.clear();
+  if (pool_ != VK_NULL_HANDLE) api_.vkDestroyQueryPool(device_, pool_, nullptr);
+}
+
+void timestamp_budget::reset(std::uint32_t pair) noexcept {
+  api_.vkResetQueryPool(device_, pool_, 2 * pair, 2);
+}
+
+std::optional<std::uint32_t> timestamp_budget::acquire() {
+  std::vector<std::shared_ptr<vulkan_stream>> let_go;  // released after the lock
+  std::lock_guard lock{mutex_};
+  if (free_.empty() && !dropped_.empty()) {
+    for (auto it = dropped_.begin(); it != dropped_.end();) {
+      if (static_cast<stream&>(*it->on).passed(it->point)) {
+        reset(it->pair);
+        free_.push_back(it->pair);
+        let_go.push_back(std::move(it->on));
+        it = dropped_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  if (free_.empty()) return std::nullopt;
+  const std::uint32_t pair = free_.back();
+  free_.pop_back();
+  return pair;
+}
+
+void timestamp_budget::release(std::uint32_t pair) noexcept {
+  reset(pair);
+  std::lock_guard lock{mutex_};
+  free_.push_back(pair);
+}
+
+void timestamp_budget::release_after(std::uint32_t pair, std::shared_ptr<vulkan_stream> on,
+                                     std::uint64_t point) noexcept {
+  try {
+    std::lock_guard lock{mutex_};
+    dropped_.push_back(dropped{pair, std::move(on), point});
+  } catch (...) {
+    // Out of memory: the pair is lost to the budget, which then times more launches `system`.
+  }
+}
+
+std::array<std::uint64_t, 2> timestamp_budget::read(std::uint32_t pair) const {
+  std::uint64_t stamps[2]{};
+  check(api_.vkGetQueryPoolResults(device_, pool_, 2 * pair, 2, sizeof stamps, stamps,
+                                   sizeof stamps[0], VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+        "vkGetQueryPoolResults");
+  return {stamps[0] & mask_, stamps[1] & mask_};
+}
+
+// -----------------------------------------------------------------------------------------------
+// vulkan_device
+
+vulkan_device::vulkan_device(int index, VkPhysicalDevice physical)
+    : index_{index}, physical_{physical} {
+  const instance_api& vk = instance();
+  VkPhysicalDeviceProperties properties{};
+  vk.vkGetPhysicalDeviceProperties(physical_, &properties);
+  name_ = properties.deviceName;
+  VkPhysicalDeviceDriverProperties driver{};
+  driver.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;
+  VkPhysicalDeviceProperties2 properties2{};
+  properties2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+  properties2.pNext = &driver;
+  vk.vkGetPhysicalDeviceProperties2(physical_, &properties2);
+  flush_after_stamps_ = driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE;
+  const auto& l = properties.limits;
+  limits_.max_units_per_cube = l.maxComputeWorkGroupInvocations;
+  limits_.max_cube_dim = cube_dim{l.maxComputeWorkGroupSize[0], l.maxComputeWorkGroupSize[1],
+                                  l.maxComputeWorkGroupSize[2]};
+  limits_.max_cube_count = cube_count{l.maxComputeWorkGroupCount[0], l.maxComputeWorkGroupCount[1],
+                                      l.maxComputeWorkGroupCount[2]};
+  push_bytes_ = std::min<std::uint32_t>(l.maxPushConstantsSize, 256);
+
+  std::uint32_t family_count = 0;
+  vk.vkGetPhysicalDeviceQueueFamilyProperties(physical_, &family_count, nullptr);
+  std::vector<VkQueueFamilyProperties> families(family_count);
+  vk.vkGetPhysicalDeviceQueueFamilyProperties(physical_, &family_count, families.data());
+  std::uint32_t family = family_count;
+  for (std::uint32_t f = 0; f < family_count; ++f) {
+    if ((families[f].queueFlags & VK_QUEUE_COMPUTE_BIT) != 0 && families[f].timestampValidBits > 0) {
+      family = f;
+      break;
+    }
+  }
+  if (family == family_count) {
+    throw backend_unavailable{fmt::format(
+        "launchwatch::client::vulkan({}): {} has no compute queue with timestamps", index, name_)};
+  }
+  queue_family_ = family;
+  // Every queue of the family: streams are spread over them in turn (16 on an H200, 1 on lavapipe).
+  const std::uint32_t queue_count = families[family].queueCount;
+
+  std::uint32_t extension_count = 0;
+  vk.vkEnumerateDeviceExtensionProperties(physical_, nullptr, &extension_count, nullptr);
+  std::vector<VkExtensionProperties> offered(extension_count);
+  vk.vkEnumerateDeviceExtensionProperties(physical_, nullptr, &extension_count, offered.data());
+  std::vector<const char*> extensions;
+  bool calibrated = false;
+  if (has_extension(offered, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME) &&
+      vk.vkGetPhysicalDeviceCalibrateableTimeDomainsEXT != nullptr) {
+    std::uint32_t domain_count = 0;
+    vk.vkGetPhysicalDeviceCalibrateableTimeDomainsEXT(physical_, &domain_count, nullptr);
+    std::vector<VkTimeDomainEXT> domains(domain_count);
+    vk.vkGetPhysicalDeviceCalibrateableTimeDomainsEXT(physical_, &domain_count, domains.data());
+    const auto offers = [&](VkTimeDomainEXT d) {
+      return std::find(domains.begin(), domains.end(), d) != domains.end();
+    };
+    calibrated = offers(VK_TIME_DOMAIN_DEVICE_EXT) && offers(VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT);
+    if (calibrated) extensions.push_back(VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME);
+  }
+
+  VkPhysicalDeviceShaderClockFeaturesKHR clock_features{};
+  clock_features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CLOCK_FEATURES_KHR;
+  VkPhysicalDeviceVulkan12Features v12{};
+  v12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+  const bool shader_clock = has_extension(offered, VK_KHR_SHADER_CLOCK_EXTENSION_NAME);
+  if (shader_clock) v12.pNext = &clock_features;
+  VkPhysicalDeviceFeatures2 features{};
+  features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  features.pNext = &v12;
+  vk.vkGetPhysicalDeviceFeatures2(physical_, &features);
+  // What every kernel needs (launchwatch.glsl); the caller checked these before choosing it.
+  VkPhysicalDeviceShaderClockFeaturesKHR clock_enabled{};
+  clock_enabled.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CLOCK_FEATURES_KHR;
+  clock_enabled.shaderDeviceClock = clock_features.shaderDeviceClock;
+  clock_enabled.shaderSubgroupClock = clock_features.shaderSubgroupClock;
+  VkPhysicalDeviceVulkan12Features v12_enabled{};
+  v12_enabled.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+  v12_enabled.bufferDeviceAddress = VK_TRUE;
+  v12_enabled.timelineSemaphore = VK_TRUE;
+  v12_enabled.scalarBlockLayout = VK_TRUE;
+  v12_enabled.hostQueryReset = VK_TRUE;
+  if (shader_clock) {
+    extensions.push_back(VK_KHR_SHADER_CLOCK_EXTENSION_NAME);
+    v12_enabled.pNext = &clock_enabled;
+  }
+  VkPhysicalDeviceFeatures2 enabled{};
+  enabled.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  enabled.pNext = &v12_enabled;
+  enabled.features.shaderInt64 = VK_TRUE;
+
+  std::vector<float> priorities(queue_count, 1.0f);
+  VkDeviceQueueCreateInfo queue_info{};
+  queue_info.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;
+  queue_info.queueFamilyIndex = family;
+  queue_info.queueCount = queue_count;
+  queue_info.pQueuePriorities = priorities.data();
+  VkDeviceCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
+  info.pNext = &enabled;
+  info.queueCreateInfoCount = 1;
+  info.pQueueCreateInfos = &queue_info;
+  info.enabledExtensionCount = static_cast<std::uint32_t>(extensions.size());
+  info.ppEnabledExtensionNames = extensions.data();
+  const VkResult created = vk.vkCreateDevice(physical_, &info, nullptr, &device_);
+  if (created != VK_SUCCESS) {
+    throw backend_unavailable{fmt::format(
+        "launchwatch::client::vulkan({}): vkCreateDevice failed on {} with {}", index, name_,
+        result_name(created))};
+  }
+  load_device_functions(vk, device_, api_);
+  for (std::uint32_t q = 0; q < queue_count; ++q) {
+    auto slot = std::make_unique<queue_slot>();
+    api_.vkGetDeviceQueue(device_, family, q, &slot->queue);
+    queues_.push_back(std::move(slot));
+  }
+
+  VkPhysicalDeviceMemoryProperties memory{};
+  vk.vkGetPhysicalDeviceMemoryProperties(physical_, &memory);
+  constexpr VkMemoryPropertyFlags mappable =
+      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  for (const bool local : {true, false}) {
+    for (std::uint32_t t = 0; t < memory.memoryTypeCount; ++t) {
+      const auto flags = memory.memoryTypes[t].propertyFlags;
+      const bool is_local = (flags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) != 0;
+      if ((flags & mappable) == mappable && is_local == local) memory_types_.push_back(t);
+    }
+  }
+
+  VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes_};
+  VkPipelineLayoutCreateInfo layout_info{};
+  layout_info.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO;
+  layout_info.pushConstantRangeCount = 1;
+  layout_info.pPushConstantRanges = &range;
+  check(api_.vkCreatePipelineLayout(device_, &layout_info, nullptr, &layout_),
+        "vkCreatePipelineLayout");
+
+  // LAUNCHWATCH_VULKAN_TIMESTAMPS is read here, once per device; a bad value throws before the
+  // device is handed out.
+  const std::uint32_t pairs = vulkan_timestamps_from_environment().value_or(default_vulkan_timestamp_pairs);
+  if (calibrated && api_.vkGetCalibratedTimestampsEXT != nullptr) {
+    clock_ = std::make_unique<device_clock>(api_, device_, double{properties.limits.timestampPeriod});
+    budget_ = std::make_unique<timestamp_budget>(api_, device_, pairs,
+                                                 families[family].timestampValidBits);
+  } else {
+    diagnostics().warn(
+        "launchwatch: Vulkan device {} ({}) offers no VK_EXT_calibrated_timestamps with "
+        "CLOCK_MONOTONIC, so its timestamps cannot be placed on the host's clock: every launch on "
+        "it is timed `system` (host wall time around a blocking submit)",
+        index, name_);
+  }
+}
+
+vulkan_device::~vulkan_device() {
+  if (device_ == VK_NULL_HANDLE) return;
+  (void)api_.vkDeviceWaitIdle(device_);
+  budget_.reset();
+  for (auto& [key, pipeline] : pipelines_) api_.vkDestroyPipeline(device_, pipeline, nullptr);
+  for (auto& [code, module] : modules_) api_.vkDestroyShaderModule(device_, module, nullptr);
+  for (auto& [address, buffer] : buffers_) destroy(buffer);
+  if (layout_ != VK_NULL_HANDLE) api_.vkDestroyPipelineLayout(device_, layout_, nullptr);
+  api_.vkDestroyDevice(device_, nullptr);
+}
+
+mapped_buffer vulkan_device::create_buffer(std::size_t bytes) {
+  mapped_buffer made;
+  made.bytes = bytes;
+  VkBufferCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
+  info.size = bytes;
+  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT |
+               VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  check(api_.vkCreateBuffer(device_, &info, nullptr, &made.buffer), "vkCreateBuffer");
+  VkMemoryRequirements needs{};
+  api_.vkGetBufferMemoryRequirements(device_, made.buffer, &needs);
+  VkMemoryAllocateFlagsInfo flags{};
+  flags.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO;
+  flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
+  VkResult last = VK_ERROR_OUT_OF_DEVICE_MEMORY;
+  // Device-local and mappable first (lavapipe's only kind; the H200's resizable BAR), then any
+  // mappable memory: copies are then memcpy, and reads need no staging buffer.
+  for (const std::uint32_t type : memory_types_) {
+    if ((needs.memoryTypeBits & (1u << type)) == 0) continue;
+    VkMemoryAllocateInfo allocate{};
+    allocate.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
+    allocate.pNext = &flags;
+    allocate.allocationSize = needs.size;
+    allocate.memoryTypeIndex = type;
+    last = api_.vkAllocateMemory(device_, &allocate, nullptr, &made.memory);
+    if (last == VK_SUCCESS) break;
+    made.memory = VK_NULL_HANDLE;
+  }
+  if (made.memory == VK_NULL_HANDLE) {
+    api_.vkDestroyBuffer(device_, made.buffer, nullptr);
+    throw device_error{fmt::format(
+        "launchwatch: no host-visible memory left for {} bytes on Vulkan device {} ({}): {}", bytes,
+        index_, name_, result_name(last))};
+  }
+  void* mapped = nullptr;
+  VkResult status = api_.vkBindBufferMemory(device_, made.buffer, made.memory, 0);
+  if (status == VK_SUCCESS) status = api_.vkMapMemory(device_, made.memory, 0, VK_WHOLE_SIZE, 0, &mapped);
+  if (status != VK_SUCCESS) {
+    destroy(made);
+    check(status, "vkBindBufferMemory/vkMapMemory");
+  }
+  made.mapped = static_cast<std::byte*>(mapped);
+  VkBufferDeviceAddressInfo address{};
+  address.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO;
+  address.buffer = made.buffer;
+  made.address = api_.vkGetBufferDeviceAddress(device_, &address);
+  return made;
+}
+
+void vulkan_device::destroy(mapped_buffer& buffer) noexcept {
+  if (buffer.buffer != VK_NULL_HANDLE) api_.vkDestroyBuffer(device_, buffer.buffer, nullptr);
+  if (buffer.memory != VK_NULL_HANDLE) api_.vkFreeMemory(device_, buffer.memory, nullptr);
+  buffer = mapped_buffer{};
+}
+
+void* vulkan_device::allocate(std::size_t bytes, stream&) {
+  mapped_buffer made = create_buffer(bytes);
+  std::lock_guard lock{buffers_mutex_};
+  buffers_.emplace(made.address, made);
+  return reinterpret_cast<void*>(static_cast<std::uintptr_t>(made.address));
+}
+
+void vulkan_device::deallocate(void* memory, std::size_t, std::span<const stream_point> after) noexcept {
+  // The launches that used the memory may not have run (or been submitted): wait for them, which
+  // submits what they are batched with.
+  for (const auto& p : after) p.on->wait(p.point);
+  mapped_buffer found;
+  {
+    std::lock_guard lock{buffers_mutex_};
+    const auto it = buffers_.find(reinterpret_cast<std::uintptr_t>(memory));
+    if (it == buffers_.end()) return;
+    found = it->second;
+    buffers_.erase(it);
+  }
+  destroy(found);
+}
+
+std::byte* vulkan_device::host_address(const void* device_address, std::size_t bytes,
+                                       std::string_view what) {
+  const auto address = static_cast<VkDeviceAddress>(reinterpret_cast<std::uintptr_t>(device_address));
+  std::lock_guard lock{buffers_mutex_};
+  auto it = buffers_.upper_bound(address);
+  if (it != buffers_.begin()) {
+    --it;
+    const auto& b = it->second;
+    if (address >= b.address && address - b.address + bytes <= b.bytes) {
+      return b.mapped + (address - b.address);
+    }
+  }
+  throw invalid_launch{fmt::format("launchwatch: {} of {} bytes at device address {:#x} is outside "
+                                   "every buffer of Vulkan device {}",
+                                   what, bytes, address, index_)};
+}
+
+void vulkan_device::zero(void* memory, std::size_t bytes, stream&) {
+  std::memset(host_address(memory, bytes, "zeroing"), 0, bytes);
+}
+
+void vulkan_device::copy_to_device(void* destination, const void* source, std::size_t bytes,
+                                   stream&) {
+  std::memcpy(host_address(destination, bytes, "a copy to the device"), source, bytes);
+}
+
+void vulkan_device::copy_to_host(void* destination, const void* source, std::size_t bytes, stream&) {
+  std::memcpy(destination, host_address(source, bytes, "a copy to the host"), bytes);
+}
+
+std::shared_ptr<stream> vulkan_device::create_stream() {
+  return std::make_shared<vulkan_stream>(shared_from_this());
+}
+
+VkPipeline vulkan_device::pipeline(const vulkan_shader& shader, bool ring, cube_dim dim,
+                                   std::string_view kernel) {
+  const std::span<const std::uint32_t> code = ring ? shader.ring : shader.push;
+  const auto key = std::tuple{code.data(), dim.x, dim.y, dim.z};
+  {
+    std::shared_lock lock{pipelines_mutex_};
+    const auto it = pipelines_.find(key);
+    if (it != pipelines_.end()) return it->second;
+  }
+  std::unique_lock lock{pipelines_mutex_};
+  if (const auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
+  VkShaderModule& module = modules_[code.data()];
+  if (module == VK_NULL_HANDLE) {
+    VkShaderModuleCreateInfo info{};
+    info.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
+    info.codeSize = code.size_bytes();
+    info.pCode = code.data();
+    const VkResult made = api_.vkCreateShaderModule(device_, &info, nullptr, &module);
+    if (made != VK_SUCCESS) {
+      module = VK_NULL_HANDLE;
+      throw invalid_launch{fmt::format("launch of `{}` rejected by Vulkan device {}: its shader {} "
+                                       "was refused by vkCreateShaderModule ({})",
+                                       kernel, index_, shader.source, result_name(made))};
+    }
+  }
+  const std::uint32_t sizes[3] = {dim.x, dim.y, dim.z};
+  const VkSpecializationMapEntry entries[3] = {{0, 0, 4}, {1, 4, 4}, {2, 8, 4}};
+  VkSpecializationInfo specialization{3, entries, sizeof sizes, sizes};
+  VkComputePipelineCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO;
+  info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  info.stage.module = module;
+  info.stage.pName = "main";
+  info.stage.pSpecializationInfo = &specialization;
+  info.layout = layout_;
+  VkPipeline made = VK_NULL_HANDLE;
+  const VkResult status =
+      api_.vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &info, nullptr, &made);
+  if (status != VK_SUCCESS) {
+    throw invalid_launch{fmt::format(
+        "launch of `{}` rejected by Vulkan device {}: a pipeline of its shader {} with cubes of "
+        "{}x{}x{} could not be created ({})",
+        kernel, index_, shader.source, dim.x, dim.y, dim.z, result_name(status))};
+  }
+  pipelines_.emplace(key, made);
+  return made;
+}
+
+}  // namespace launchwatch::detail::vulkan

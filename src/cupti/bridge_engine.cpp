@@ -19,6 +19,9 @@
 #include <shared_mutex>
 #include <string>
 #include <thread>
+#include <utility>
+
+#include <dlfcn.h>
 
 #include <fmt/format.h>
 
@@ -27,6 +30,7 @@
 
 #include "backend/cuda/own_submit.hpp"
 #include "diagnostics.hpp"
+#include "inside_cuda_init.hpp"
 #include "kernel_symbols.hpp"
 #include "launch_watch_writer.hpp"
 #include "logger/environment.hpp"
@@ -142,14 +146,27 @@ std::string cupti_error(CUptiResult result) {
   return fmt::format("{} (CUPTI error {})", text, static_cast<int>(result));
 }
 
+/// A function of the CUDA driver already loaded in the process, or null. Looked up in the driver
+/// itself rather than through the runtime, which cannot be called inside cuInit (inside_cuda_init.hpp),
+/// and without linking libcuda, so a program built with the bridge still starts without a driver.
+void* loaded_driver_function(const char* name) noexcept {
+  void* driver = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (driver == nullptr) return nullptr;
+  void* function = ::dlsym(driver, name);
+  ::dlclose(driver);  // the process keeps its own reference: the driver stays loaded
+  return function;
+}
+
 /// The versions in play, for a message about versions that do not fit.
 std::string versions() {
   uint32_t api = 0;
   int driver = 0;
-  int runtime = 0;
+  int runtime = CUDART_VERSION;
   (void)cuptiGetVersion(&api);
-  (void)cudaDriverGetVersion(&driver);
-  (void)cudaRuntimeGetVersion(&runtime);
+  if (auto* get = reinterpret_cast<CUresult (*)(int*)>(loaded_driver_function("cuDriverGetVersion"))) {
+    (void)get(&driver);
+  }
+  if (!constructing_inside_cuda_init()) (void)cudaRuntimeGetVersion(&runtime);
   return fmt::format(
       "CUPTI API {} (launchwatch was built against {}), CUDA driver {}.{}, CUDA runtime {}.{}", api,
       CUPTI_API_VERSION, driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
@@ -158,6 +175,26 @@ std::string versions() {
 [[noreturn]] void unavailable(cuda_bridge_unavailable::reason why, const std::string& message,
                               std::string holder = {}) {
   throw cuda_bridge_unavailable{why, "launchwatch::cuda_bridge: " + message, std::move(holder)};
+}
+
+/// Throws cuda_bridge_unavailable unless the runtime sees a device.
+void require_a_device() {
+  using reason = cuda_bridge_unavailable::reason;
+  int devices = 0;
+  const cudaError_t status = cudaGetDeviceCount(&devices);
+  if (status == cudaSuccess && devices > 0) return;
+  (void)cudaGetLastError();
+  if (status == cudaErrorInsufficientDriver) {
+    unavailable(reason::incompatible,
+                fmt::format("the CUDA driver is older than the CUDA runtime ({}): {}. Update the "
+                            "driver, or run with the runtime it supports.",
+                            versions(), cudaGetErrorString(status)));
+  }
+  unavailable(reason::no_device,
+              fmt::format("no CUDA device is available ({}), so there are no CUDA launches to "
+                          "watch. Run on a machine with an NVIDIA GPU and its driver.",
+                          status == cudaSuccess ? "the driver reports 0 devices"
+                                                : cudaGetErrorString(status)));
 }
 
 constexpr std::string_view capture_refusal =
@@ -183,6 +220,7 @@ struct event_resolver {
 };
 
 }  // namespace
+
 }  // namespace cupti
 
 using cupti::thread_state;
@@ -199,23 +237,8 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
                                      cupti_variable));
     }
   }
-  int devices = 0;
-  if (const cudaError_t status = cudaGetDeviceCount(&devices);
-      status != cudaSuccess || devices == 0) {
-    (void)cudaGetLastError();
-    if (status == cudaErrorInsufficientDriver) {
-      cupti::unavailable(reason::incompatible,
-                         fmt::format("the CUDA driver is older than the CUDA runtime ({}): {}. "
-                                     "Update the driver, or run with the runtime it supports.",
-                                     cupti::versions(), cudaGetErrorString(status)));
-    }
-    cupti::unavailable(
-        reason::no_device,
-        fmt::format("no CUDA device is available ({}), so there are no CUDA launches to watch. "
-                    "Run on a machine with an NVIDIA GPU and its driver.",
-                    status == cudaSuccess ? "the driver reports 0 devices"
-                                          : cudaGetErrorString(status)));
-  }
+  // Inside cuInit the runtime cannot be asked, and the driver being initialised says enough.
+  if (!cupti::constructing_inside_cuda_init()) cupti::require_a_device();
   uint32_t api = 0;
   if (cuptiGetVersion(&api) != CUPTI_SUCCESS || api < CUPTI_API_VERSION) {
     cupti::unavailable(reason::incompatible,
@@ -294,14 +317,9 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
     enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
     enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
   }
-  void* function = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  if (cudaGetDriverEntryPointByVersion("cuStreamIsCapturing", &function, 12000, cudaEnableDefault,
-                                       &found) == cudaSuccess &&
-      found == cudaDriverEntryPointSuccess) {
-    stream_is_capturing_ = reinterpret_cast<int (*)(void*, int*)>(function);
-  }
-  (void)cudaGetLastError();
+  // The legacy-stream symbol: a per-thread launch's stream is passed as CU_STREAM_PER_THREAD.
+  stream_is_capturing_ =
+      reinterpret_cast<int (*)(void*, int*)>(cupti::loaded_driver_function("cuStreamIsCapturing"));
   if (options_.trace_kernels_from_start || options_.graph_replays == cuda_graph_replays::per_node) {
     if (!ensure_kernel_records()) {
       records_->close();

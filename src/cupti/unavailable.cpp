@@ -4,6 +4,8 @@
 
 #include <launchwatch/config.hpp>
 
+#include "inside_cuda_init.hpp"
+
 namespace launchwatch {
 
 namespace detail {
@@ -33,5 +35,15 @@ void cuda_bridge::flush() {}
 cuda_bridge_stats cuda_bridge::stats() const noexcept { return {}; }
 
 bool cuda_bridge::built() noexcept { return false; }
+
+namespace detail::cupti {
+
+// Nothing here calls CUDA, so the guard has nothing to change, and there is no runtime to wait for.
+bool constructing_inside_cuda_init() noexcept { return false; }
+inside_cuda_init::inside_cuda_init() noexcept : was_{false} {}
+inside_cuda_init::~inside_cuda_init() = default;
+bool after_cuda_runtime_initialised(void (* /*then*/)()) noexcept { return false; }
+
+}  // namespace detail::cupti
 
 }  // namespace launchwatch

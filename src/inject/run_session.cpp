@@ -24,6 +24,8 @@
 #include <launchwatch/cuda_bridge.hpp>
 #include <launchwatch/errors.hpp>
 
+#include "cupti/inside_cuda_init.hpp"
+
 namespace launchwatch::detail {
 namespace {
 
@@ -40,7 +42,6 @@ struct session {
   std::unique_ptr<cuda_bridge> bridge;
   bool cuda_tried = false;
   std::string cuda_unavailable;  // why the bridge did not start, once it was tried
-  std::thread bridge_starter;    // constructs `bridge` (see watch_cuda_in_run_session)
 };
 
 // Never destroyed: the program's other threads may still report launches while statics go.
@@ -152,32 +153,25 @@ void watch_cuda_in_run_session() noexcept {
   std::lock_guard lock{cuda_mutex};
   if (s.cuda_tried) return;
   s.cuda_tried = true;
-  // InitializeInjection runs inside cuInit, which the CUDA runtime calls while it initialises on
-  // this thread, holding its initialisation lock; the bridge asks the runtime for the devices,
-  // which would wait for that lock forever. So the bridge starts on a thread of its own as soon as
-  // the runtime is initialised (a program creates its context, which takes far longer, before its
-  // first kernel), and exit waits for it.
+  // Here, inside cuInit, is where CUPTI's own injection samples subscribe: the program has not
+  // launched anything yet, so every launch is seen. The CUDA runtime may be initialising on this
+  // very thread and holding its lock, so the bridge is told to call none of it.
   try {
-    s.bridge_starter = std::thread{[] {
-      auto& session = *the_session;
-      std::lock_guard starting{cuda_mutex};
-      try {
-        cuda_bridge_options options;
-        options.capture_range = session.settings.profiler_api_range ? cuda_capture_range::cuda_profiler_api
-                                                                    : cuda_capture_range::whole;
-        session.bridge = std::make_unique<cuda_bridge>(options);
-        // Registered after CUDA's own exit handlers, so it runs before them: the device is still
-        // there to be flushed. (finish_run_session does its work once, however often it is called.)
-        std::atexit(&finish_at_exit);
-      } catch (const std::exception& error) {
-        session.cuda_unavailable = error.what();
-        say(fmt::format("CUDA kernels are not watched: {}. The program runs as usual.", session.cuda_unavailable));
-      }
-    }};
+    cuda_bridge_options options;
+    options.capture_range = s.settings.profiler_api_range ? cuda_capture_range::cuda_profiler_api
+                                                          : cuda_capture_range::whole;
+    const cupti::inside_cuda_init no_runtime_calls;
+    s.bridge = std::make_unique<cuda_bridge>(options);
   } catch (const std::exception& error) {
     s.cuda_unavailable = error.what();
-    say(fmt::format("CUDA kernels are not watched: the bridge's thread did not start: {}", error.what()));
+    say(fmt::format("CUDA kernels are not watched: {}. The program runs as usual.", s.cuda_unavailable));
+    return;
   }
+  // The report must be written before the CUDA runtime's exit handlers tear the devices down, so
+  // its handler is registered after theirs (exit runs them in reverse). finish_run_session works
+  // once, however often it is registered.
+  // (When no thread starts, the handler registered at start still writes the report, only later.)
+  (void)cupti::after_cuda_runtime_initialised([] { std::atexit(&finish_at_exit); });
 }
 
 void finish_run_session() noexcept {
@@ -186,12 +180,7 @@ void finish_run_session() noexcept {
     std::call_once(finished, [] {
       auto& s = *the_session;
       {
-        std::unique_lock lock{cuda_mutex};
-        if (s.bridge_starter.joinable() && s.bridge_starter.get_id() != std::this_thread::get_id()) {
-          lock.unlock();
-          s.bridge_starter.join();
-          lock.lock();
-        }
+        std::lock_guard lock{cuda_mutex};
         if (s.bridge) {
           try {
             s.bridge->flush();

@@ -31,9 +31,9 @@ run_settings read_run_settings();
 /// Thread safety: any thread, any number of times. Never throws.
 void start_run_session() noexcept;
 
-/// Starts the session and, on a thread of its own, the CUDA bridge (InitializeInjection, on the
-/// thread in cuInit, where the CUDA runtime may be mid-initialisation). When the bridge cannot
-/// start, says once on stderr what is not watched and why; the program runs on.
+/// Starts the session and the CUDA bridge (InitializeInjection, on the thread in cuInit, where the
+/// CUDA runtime may be mid-initialisation: the bridge is made without calling it). When the bridge
+/// cannot start, says once on stderr what is not watched and why; the program runs on.
 void watch_cuda_in_run_session() noexcept;
 
 /// Writes the report now (once per process; later calls do nothing): flushes the bridge, ends the

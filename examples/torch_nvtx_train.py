@@ -10,7 +10,8 @@ the script knows about launchwatch: the ranges are the ones Nsight Systems shows
 
 Options: --steps N (default 5), --batch N, --width N, --profiler (run the same steps under
 torch.profiler instead and print its kernel count and total kernel time, for comparison; see
-docs/benchmarks.md), --json FILE (write those numbers as JSON).
+docs/benchmarks.md), --json FILE (write those numbers, and the same per kernel name, as JSON),
+--trace FILE (keep the profiler's trace there).
 """
 
 import argparse
@@ -63,16 +64,32 @@ def run(steps, batch, width):
     return value
 
 
-def profiled(steps, batch, width):
-    """The same run under torch.profiler: its kernel count and total kernel time (ns)."""
+def profiled(steps, batch, width, trace=None):
+    """The same run under torch.profiler: its kernel count and total kernel time (ns), and per
+    kernel name, from the kernel events of the profiler's trace (what Perfetto or TensorBoard show).
+    `trace`, when given, keeps that trace file."""
+    import os
+    import tempfile
+
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         run(steps, batch, width)
-    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
-               and not e.name.startswith(("Memcpy", "Memset"))]
-    total_us = sum(e.time_range.elapsed_us() for e in kernels)
-    return {"kernels": len(kernels), "kernel_ns": int(total_us * 1000)}
+    path = trace or os.path.join(tempfile.mkdtemp(), "profiler-trace.json")
+    prof.export_chrome_trace(path)
+    with open(path) as f:
+        events = json.load(f)["traceEvents"]
+    by_name = {}
+    for event in events:
+        if event.get("cat") != "kernel":
+            continue
+        count, ns = by_name.get(event["name"], (0, 0))
+        by_name[event["name"]] = (count + 1, ns + round(float(event["dur"]) * 1000))  # dur in us
+    return {
+        "kernels": sum(count for count, _ in by_name.values()),
+        "kernel_ns": sum(ns for _, ns in by_name.values()),
+        "by_name": {name: {"kernels": count, "kernel_ns": ns} for name, (count, ns) in by_name.items()},
+    }
 
 
 def main():
@@ -82,12 +99,13 @@ def main():
     parser.add_argument("--width", type=int, default=512)
     parser.add_argument("--profiler", action="store_true")
     parser.add_argument("--json")
+    parser.add_argument("--trace")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("torch_nvtx_train: no CUDA device for PyTorch", file=sys.stderr)
         return 1
     if args.profiler:
-        numbers = profiled(args.steps, args.batch, args.width)
+        numbers = profiled(args.steps, args.batch, args.width, args.trace)
         print(f"torch.profiler: {numbers['kernels']} kernels, {numbers['kernel_ns'] / 1e3:.1f} us of kernel time")
     else:
         numbers = {"loss": run(args.steps, args.batch, args.width)}

@@ -65,6 +65,7 @@ std::vector<std::string> program_environment(const run_options& options, const s
       {"LAUNCHWATCH_RUN_OUT", out.string()},
       {"LAUNCHWATCH_RUN_TIMING", options.timing},
       {"LAUNCHWATCH_RUN_CAPTURE_RANGE", options.capture_range},
+      {"LAUNCHWATCH_RUN_UNSCOPED", options.unscoped},
   };
   if (library) {
     ours.emplace_back("NVTX_INJECTION64_PATH", library->string());
@@ -196,6 +197,12 @@ CLI::App* add_run_command(CLI::App& app, run_options& options) {
                   "none (every launch) or cuda-profiler-api (only launches between cudaProfilerStart "
                   "and cudaProfilerStop)")
       ->check(CLI::IsMember({"none", "cuda-profiler-api"}))
+      ->capture_default_str();
+  run->add_option("--unscoped", options.unscoped,
+                  "where a kernel from a thread with no NVTX range open goes: sole-scoped-thread (to "
+                  "the range open on the one thread that has one, as PyTorch's backward kernels on "
+                  "its autograd thread; outside when several have) or outside")
+      ->check(CLI::IsMember({"sole-scoped-thread", "outside"}))
       ->capture_default_str();
   run->add_option("command", options.command, "-- PROGRAM [ARGS...]: the program to run, and its arguments");
   run->positionals_at_end();

@@ -1,4 +1,4 @@
-// `launchwatch run [--out DIR] [--timing ...] [--capture-range ...] -- PROGRAM [ARGS...]`: runs an
+// `launchwatch run [--out DIR] [--timing ...] [--capture-range ...] [--unscoped ...] -- PROGRAM [ARGS...]`: runs an
 // unmodified program with launchwatch's injection library loaded into it (CUDA_INJECTION64_PATH,
 // NVTX_INJECTION64_PATH), then prints the report the injection left in DIR.
 #pragma once
@@ -15,6 +15,7 @@ struct run_options {
   std::filesystem::path out = "launchwatch-run";
   std::string timing = "deferred";
   std::string capture_range = "none";
+  std::string unscoped = "sole-scoped-thread";
   std::vector<std::string> command;  // PROGRAM and its arguments
 };
 

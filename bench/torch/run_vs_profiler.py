@@ -7,8 +7,8 @@ by side, and launchwatch's per-NVTX-scope table, which the profiler's kernel lis
 
 Prints a markdown table for docs/benchmarks.md. Both runs execute the same script
 (examples/torch_nvtx_train.py) with the same arguments; launchwatch's numbers come from its
-summary.json, the profiler's from its CUDA kernel events (memcpy and memset left out: they are no
-kernel launches).
+summary.json, the profiler's from the kernel events of its trace (memcpy and memset are no kernel
+launches). Then the kernels by name, where the two disagree.
 """
 
 import argparse
@@ -41,6 +41,17 @@ def rows(nodes, prefix="", depth=2):
             yield from rows(node["children"], path + "/", depth - 1)
 
 
+def kernels_by_name(nodes, into):
+    """launchwatch's kernels, by name, summed over every scope (and outside)."""
+    for node in nodes:
+        if node["kind"] == "kernel":
+            count, ns = into.get(node["name"], (0, 0))
+            into[node["name"]] = (count + node["launches"], ns + node["total_ns"])
+        else:
+            kernels_by_name(node.get("children", []), into)
+    return into
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--launchwatch", required=True)
@@ -53,7 +64,8 @@ def main():
     watched, watched_wall = timed([args.launchwatch, "run", "--out", os.path.join(args.out, "run"), "--"] + workload)
     plain, plain_wall = timed(workload)
     profiler_json = os.path.join(args.out, "profiler.json")
-    _, profiled_wall = timed(workload + ["--profiler", "--json", profiler_json])
+    _, profiled_wall = timed(workload + ["--profiler", "--json", profiler_json,
+                                         "--trace", os.path.join(args.out, "profiler-trace.json")])
 
     with open(os.path.join(args.out, "run", "summary.json")) as f:
         summary = json.load(f)
@@ -75,6 +87,18 @@ def main():
     print("| --- | --- | --- |")
     for path, launches, total_ns in rows(summary["scopes"]):
         print(f"| {path} | {launches} | {total_ns / 1e3:.1f} us |")
+    ours = kernels_by_name(summary["scopes"] + [summary["outside_scopes"]], {})
+    theirs = {name: (v["kernels"], v["kernel_ns"]) for name, v in profiler["by_name"].items()}
+    print("\nKernels by name where the counts differ, or the time by more than 5% (and 1 us):\n")
+    print("| kernel | launchwatch | torch.profiler | time launchwatch | time profiler |")
+    print("| --- | --- | --- | --- | --- |")
+    differ = 0
+    for name in sorted(set(ours) | set(theirs)):
+        (n1, t1), (n2, t2) = ours.get(name, (0, 0)), theirs.get(name, (0, 0))
+        if n1 != n2 or abs(t1 - t2) > max(0.05 * max(t1, t2), 1000):
+            differ += 1
+            print(f"| {name[:100]} | {n1} | {n2} | {t1 / 1e3:.1f} us | {t2 / 1e3:.1f} us |")
+    print(f"\n{differ} of {len(set(ours) | set(theirs))} kernel names differ.")
     print("\nlaunchwatch run's own output:\n")
     print(watched.stdout)
 

@@ -41,7 +41,10 @@ void attribution::launched_with(const launch_info& info) {
   auto& r = *recorder_;
   auto& log = detail::log_for(r);
   const instant now = log.clock();
-  const detail::path_id path = detail::current_path();
+  detail::path_id path = detail::current_path();
+  if (path == detail::no_path && r.unscoped == unscoped_launches::sole_scoped_thread) {
+    path = detail::sole_scoped_thread_path();
+  }
   std::lock_guard lock{log.mutex};
   if (r.pools->aggregate_only && ++log.unfolded > detail::fold_every) {
     fold(r, log);

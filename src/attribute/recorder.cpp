@@ -84,6 +84,7 @@ instant steady_now() noexcept { return std::chrono::steady_clock::now(); }
 recorder::recorder(const attribution_options& options)
     : generation{next_generation.fetch_add(1, std::memory_order_relaxed)},
       timing{options.timing},
+      unscoped{options.unscoped},
       clock{options.clock != nullptr ? options.clock : &steady_now},
       pools{std::make_shared<recorder_pools>()},
       origin{clock()} {

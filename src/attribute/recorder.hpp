@@ -270,6 +270,7 @@ struct recorder {
 
   const std::uint64_t generation;
   const timing_request timing;
+  const unscoped_launches unscoped;
   const attribution_clock clock;
   const std::shared_ptr<recorder_pools> pools;
 

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "recorder.hpp"
 #include "scope_nvtx.hpp"
@@ -65,10 +66,43 @@ struct frame {
   instant start;
 };
 
+/// The threads that have a scope open, each by its innermost path as it publishes it, for
+/// sole_scoped_thread_path. Never destroyed: a thread may leave its last scope while statics go.
+struct scoped_threads {
+  std::mutex mutex;
+  std::vector<const std::atomic<path_id>*> open;
+  std::atomic<std::size_t> count{0};
+
+  static scoped_threads& get() {
+    static auto* const threads = new scoped_threads;
+    return *threads;
+  }
+  /// May throw std::bad_alloc, adding nothing.
+  void add(const std::atomic<path_id>* path) {
+    std::lock_guard lock{mutex};
+    open.push_back(path);
+    count.store(open.size(), std::memory_order_relaxed);
+  }
+  void remove(const std::atomic<path_id>* path) noexcept {
+    std::lock_guard lock{mutex};
+    std::erase(open, path);
+    count.store(open.size(), std::memory_order_relaxed);
+  }
+};
+
 struct scope_stack {
   scope_stack() { frames.reserve(32); }
+  // A thread that ends with ranges still open (an NVTX push never popped) leaves the list here.
+  ~scope_stack() {
+    if (!frames.empty()) scoped_threads::get().remove(&innermost);
+  }
+  scope_stack(const scope_stack&) = delete;
+  scope_stack& operator=(const scope_stack&) = delete;
+
   std::vector<frame> frames;
   std::uint32_t next_serial = 1;
+  /// frames.back().path, for other threads to read; in scoped_threads while frames is not empty.
+  std::atomic<path_id> innermost{no_path};
 };
 thread_local scope_stack open_scopes;
 
@@ -117,6 +151,14 @@ path_id current_path() noexcept {
   return frames.empty() ? no_path : frames.back().path;
 }
 
+path_id sole_scoped_thread_path() noexcept {
+  auto& threads = scoped_threads::get();
+  if (threads.count.load(std::memory_order_relaxed) != 1) return no_path;
+  std::lock_guard lock{threads.mutex};
+  // Under the lock the owner cannot leave the list, so its published path is still there to read.
+  return threads.open.size() == 1 ? threads.open.front()->load(std::memory_order_relaxed) : no_path;
+}
+
 std::size_t open_scope_depth() noexcept { return open_scopes.frames.size(); }
 
 scope_token enter_scope(std::string_view name) noexcept {
@@ -132,8 +174,15 @@ scope_token enter_scope(std::string_view name) noexcept {
     thread_log* log = scope_log();
     const instant start = log != nullptr ? log->clock() : steady_now();
     const std::uint32_t serial = stack.next_serial;
+    if (stack.frames.empty()) scoped_threads::get().add(&stack.innermost);
+    try {
+      stack.frames.push_back(frame{path, serial, start});
+    } catch (...) {
+      if (stack.frames.empty()) scoped_threads::get().remove(&stack.innermost);
+      throw;
+    }
     stack.next_serial = serial == UINT32_MAX ? 1 : serial + 1;  // 0 means "not entered"
-    stack.frames.push_back(frame{path, serial, start});
+    stack.innermost.store(path, std::memory_order_relaxed);
     return scope_token{static_cast<std::uint32_t>(stack.frames.size() - 1) | nvtx, serial};
   } catch (...) {
     return only_nvtx;
@@ -164,6 +213,9 @@ void leave_scope(scope_token token) noexcept {
       // Out of memory: the interval is lost, the caller's work is not.
     }
   }
+  auto& stack = open_scopes;
+  stack.innermost.store(frames.empty() ? no_path : frames.back().path, std::memory_order_relaxed);
+  if (frames.empty()) scoped_threads::get().remove(&stack.innermost);
 }
 
 }  // namespace launchwatch::detail

@@ -37,6 +37,11 @@ path_node read_path(path_id id);
 /// The calling thread's innermost open scope path, or no_path. Cost: a thread-local read.
 path_id current_path() noexcept;
 
+/// The innermost open scope path of the one thread that has a scope open, or no_path when none or
+/// several have (unscoped_launches::sole_scoped_thread). Cost: a relaxed load when no thread or
+/// several have; a process-wide lock when exactly one has.
+path_id sole_scoped_thread_path() noexcept;
+
 /// How many scopes the calling thread has open (that were entered while attributing).
 std::size_t open_scope_depth() noexcept;
 

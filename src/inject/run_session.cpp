@@ -104,6 +104,7 @@ void start() {
   }
   attribution_options options;
   options.timing = s.settings.timing;
+  options.unscoped = s.settings.unscoped;
   s.observer = std::make_shared<attribution>(options);
   s.watching.emplace(s.observer);
   running = true;
@@ -134,6 +135,13 @@ run_settings read_run_settings() {
   } else if (!range.empty() && range != "none") {
     throw configuration_error{
         fmt::format("LAUNCHWATCH_RUN_CAPTURE_RANGE is '{}'; use none or cuda-profiler-api", range)};
+  }
+  const auto unscoped = environment("LAUNCHWATCH_RUN_UNSCOPED");
+  if (unscoped == "outside") {
+    settings.unscoped = unscoped_launches::outside;
+  } else if (!unscoped.empty() && unscoped != "sole-scoped-thread") {
+    throw configuration_error{
+        fmt::format("LAUNCHWATCH_RUN_UNSCOPED is '{}'; use sole-scoped-thread or outside", unscoped)};
   }
   return settings;
 }

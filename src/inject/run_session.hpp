@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 
+#include <launchwatch/attribute/attribution.hpp>
 #include <launchwatch/observe.hpp>
 
 namespace launchwatch::detail {
@@ -18,6 +19,8 @@ struct run_settings {
   timing_request timing = timing_request::deferred;
   /// LAUNCHWATCH_RUN_CAPTURE_RANGE: none (default) or cuda-profiler-api.
   bool profiler_api_range = false;
+  /// LAUNCHWATCH_RUN_UNSCOPED: sole-scoped-thread (default) or outside.
+  unscoped_launches unscoped = unscoped_launches::sole_scoped_thread;
 };
 
 /// Reads run_settings from the environment; throws configuration_error naming a variable whose

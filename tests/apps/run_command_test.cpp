@@ -162,4 +162,12 @@ TEST_F(RunCommand, TheInjectionsSettingsAreCheckedBeforeAnythingIsWatched) {
   EXPECT_THAT(err_, HasSubstr("LAUNCHWATCH_RUN_TIMING is 'sometimes'; use deferred, resolved or none"));
 }
 
+TEST_F(RunCommand, TheInjectionsUnscopedSettingIsCheckedBeforeAnythingIsWatched) {
+  setenv("LAUNCHWATCH_RUN_UNSCOPED", "guess", 1);
+  setenv("NVTX_INJECTION64_PATH", LAUNCHWATCH_INJECTION, 1);
+  const pid_t pid = spawn({NVTX_PROGRAM, "exit", "4"});
+  EXPECT_EQ(wait(pid), 4);
+  EXPECT_THAT(err_, HasSubstr("LAUNCHWATCH_RUN_UNSCOPED is 'guess'; use sole-scoped-thread or outside"));
+}
+
 }  // namespace

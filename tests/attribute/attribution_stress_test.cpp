@@ -144,5 +144,50 @@ TEST(AttributionStress, ScopesStayBalancedWhileAttributionsComeAndGo) {
   EXPECT_EQ(unbalanced.load(), 0);
 }
 
+// Threads entering and leaving their first and last scopes over and over while scope-less threads
+// launch under sole_scoped_thread: each such launch is outside, or under a path some scoped thread
+// really had open, never a path torn or freed under it (TSan watches the published paths).
+TEST(AttributionStress, UnscopedLaunchesFindTheSoleScopedThreadsPathWhileThreadsEnterAndLeaveScopes) {
+  attribution_options options;
+  options.unscoped = unscoped_launches::sole_scoped_thread;
+  auto observer = std::make_shared<attribution>(options);
+  std::atomic<bool> done{false};
+  constexpr int unscoped_launchers = 2;
+  constexpr int launches_each = 3000;
+  {
+    launch_observation watching{observer};
+    std::vector<std::thread> scoped;
+    for (int t = 0; t < 2; ++t) {
+      scoped.emplace_back([&, t] {
+        while (!done.load()) {
+          scope outer{"outer"};
+          scope inner{scope_names[static_cast<std::size_t>(t)]};
+          std::this_thread::yield();
+        }
+      });
+    }
+    std::vector<std::thread> launchers;
+    for (int t = 0; t < unscoped_launchers; ++t) {
+      launchers.emplace_back([] {
+        for (int i = 0; i < launches_each; ++i) {
+          launch_info info;
+          info.kernel = "helper";
+          launch_path::notify_launch(info);
+        }
+      });
+    }
+    for (auto& l : launchers) l.join();
+    done.store(true);
+    for (auto& s : scoped) s.join();
+  }
+  const auto pass = observer->collect();
+  ASSERT_EQ(pass.launches.size(), static_cast<std::size_t>(unscoped_launchers * launches_each));
+  for (const auto& launch : pass.launches) {
+    if (!launch.scope) continue;
+    const auto path = pass.scope_path_text(*launch.scope);
+    EXPECT_TRUE(path == "outer" || path == "outer/t0" || path == "outer/t1") << path;
+  }
+}
+
 }  // namespace
 }  // namespace launchwatch

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <optional>
+#include <future>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -173,6 +174,95 @@ TEST(Scope, EachThreadHasItsOwnPath) {
     EXPECT_EQ(pass.scope_path_text(*l.scope), kernel == "on worker" ? "worker" : "main") << kernel;
   }
   EXPECT_NE(pass.launches[0].thread, pass.launches[1].thread);
+}
+
+attribution_options sole_scoped_thread() {
+  attribution_options options;
+  options.unscoped = unscoped_launches::sole_scoped_thread;
+  return options;
+}
+
+/// Runs `fn` on a thread of its own with no scope open, and waits for it.
+template <class F>
+void on_unscoped_thread(F fn) {
+  std::thread helper{fn};
+  helper.join();
+}
+
+TEST(Scope, ByDefaultALaunchFromAThreadWithNoScopeIsOutsideWhileAnotherThreadIsInOne) {
+  const auto pass = attribute_pass([] {
+    scope backward{"backward"};
+    on_unscoped_thread([] { launch("autograd kernel"); });
+  });
+  EXPECT_THAT(launch_paths(pass), ElementsAre(""));
+}
+
+TEST(Scope, WithSoleScopedThreadALaunchFromAThreadWithNoScopeGoesToTheOnlyThreadInAScope) {
+  const auto pass = attribute_pass(
+      [] {
+        scope step{"step"};
+        scope backward{"backward"};
+        on_unscoped_thread([] { launch("autograd kernel"); });
+      },
+      sole_scoped_thread());
+  EXPECT_THAT(launch_paths(pass), ElementsAre("step/backward"));
+}
+
+TEST(Scope, WithSoleScopedThreadTheLaunchFollowsThatThreadsPathAsItChanges) {
+  const auto pass = attribute_pass(
+      [] {
+        scope step{"step"};
+        {
+          scope forward{"forward"};
+          on_unscoped_thread([] { launch("first"); });
+        }
+        on_unscoped_thread([] { launch("second"); });
+      },
+      sole_scoped_thread());
+  EXPECT_THAT(launch_paths(pass), ElementsAre("step/forward", "step"));
+}
+
+TEST(Scope, WithSoleScopedThreadALaunchStaysOutsideWhileTwoThreadsAreInScopes) {
+  const auto pass = attribute_pass(
+      [] {
+        scope mine{"main"};
+        std::promise<void> entered;
+        std::promise<void> launched;
+        std::thread worker{[&] {
+          scope theirs{"worker"};
+          entered.set_value();
+          launched.get_future().wait();
+        }};
+        entered.get_future().wait();
+        on_unscoped_thread([] { launch("whose?"); });
+        launched.set_value();
+        worker.join();
+      },
+      sole_scoped_thread());
+  EXPECT_THAT(launch_paths(pass), ElementsAre(""));
+}
+
+TEST(Scope, WithSoleScopedThreadALaunchStaysOutsideOnceTheScopedThreadLeftItsLastScope) {
+  const auto pass = attribute_pass(
+      [] {
+        { scope done{"done"}; }
+        on_unscoped_thread([] { launch("after"); });
+      },
+      sole_scoped_thread());
+  EXPECT_THAT(launch_paths(pass), ElementsAre(""));
+}
+
+TEST(Scope, WithSoleScopedThreadAThreadInAScopeKeepsItsOwnPath) {
+  const auto pass = attribute_pass(
+      [] {
+        scope mine{"main"};
+        on_unscoped_thread([] {
+          scope own{"own"};
+          launch("k");
+        });
+      },
+      sole_scoped_thread());
+  EXPECT_THAT(launch_paths(pass), ElementsAre("own"));
 }
 
 TEST(Scope, StopsBeingEnteredWhenTheLastAttributionEnds) {

@@ -26,6 +26,19 @@ struct recorder;
 /// while attributing. Tests inject one to get exact, repeatable numbers.
 using attribution_clock = instant (*)() noexcept;
 
+/// Where an attribution charges a launch from a thread that has no scope open.
+enum class unscoped_launches {
+  /// Outside every scope: the report's explicit row for what no scope claims.
+  outside,
+  /// To the scope path open on the one other thread that has a scope open at that moment, when
+  /// exactly one has; outside otherwise. For work handed to a helper thread while its caller waits
+  /// inside a scope: PyTorch's autograd engine runs the backward pass's CUDA kernels on a thread
+  /// of its own while the calling thread waits in its `backward` range, and a library's worker
+  /// pool does the same. With two or more threads in scopes there is no telling whose work it is,
+  /// so the launch stays outside rather than being charged to a guess.
+  sole_scoped_thread,
+};
+
 /// How an attribution collects.
 struct attribution_options {
   /// What it asks the launch path to do with each launch's measurement.
@@ -64,6 +77,11 @@ struct attribution_options {
   /// kernels late (pass_summary::out_of_order_kernels counts those, and the tree says so). A launch
   /// whose measurement arrives after a collect is counted in that pass and its time in the next.
   bool aggregate_only = false;
+
+  /// Where a launch from a thread with no scope open goes (see unscoped_launches). Cost with
+  /// `sole_scoped_thread`: such a launch takes a process-wide lock to read the other thread's path;
+  /// a launch inside a scope costs what it did.
+  unscoped_launches unscoped = unscoped_launches::outside;
 };
 
 /// A launch observer that attributes every launch to the issuing thread's scope path.

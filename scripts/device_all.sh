@@ -31,6 +31,8 @@ echo "== configure and build everything the run uses (-j$JOBS)"
 t=$(date +%s)
 targets=(launchwatch_conformance_cuda_test launchwatch_conformance_cuda_concurrency_test launchwatch_cuda_timing_budget_test launchwatch_cuda_deferred_timing_test launchwatch_cuda_launch_stress_test
          launchwatch_cuda_backend_test launchwatch_cuda_host_test
+         launchwatch_cuda_bridge_test launchwatch_cuda_bridge_stress_test launchwatch_cuda_bridge_host_test
+         launchwatch_inject launchwatch_cuda_bridge_scopes launchwatch_run_gpu_test
          launchwatch_timing_mechanism_bench launchwatch_launch_cost_bench launchwatch_peers_bench
          launchwatch_deferred_timing_bench
          launchwatch launchwatch_observer_bench launchwatch_attribution_bench launchwatch_launch_bench)

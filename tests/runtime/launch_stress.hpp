@@ -65,8 +65,11 @@ class counting_keeper final : public launch_observer {
   std::atomic<std::int64_t> profiled_[threads]{};
 };
 
-/// The stress itself, on `client`'s device; gtest assertions.
-inline void churn_while_launching(launchwatch::client client, std::int64_t per_thread) {
+/// The stress itself: `counting_keeper::threads` threads each call `launch_all(thread, per_thread)`,
+/// which makes `per_thread` timed launches (and waits for them), while observations churn; gtest
+/// assertions. Each thread has its counting_keeper::index set before it starts.
+template <class LaunchAll>
+void churn_while(std::int64_t per_thread, LaunchAll launch_all) {
   std::vector<std::shared_ptr<counting_keeper>> observers;
   std::vector<std::unique_ptr<launch_observation>> installed;
   observers.push_back(std::make_shared<counting_keeper>());
@@ -77,11 +80,7 @@ inline void churn_while_launching(launchwatch::client client, std::int64_t per_t
   for (int t = 0; t < counting_keeper::threads; ++t) {
     launching.emplace_back([&, t] {
       counting_keeper::index = t;
-      auto out = client.empty<int>(64);
-      for (std::int64_t i = 0; i < per_thread; ++i) {
-        client.launch(touch{out.view()}, cube_count{1}, cube_dim{64});
-      }
-      client.sync();
+      launch_all(t, per_thread);
       running.fetch_sub(1);
     });
   }
@@ -112,6 +111,17 @@ inline void churn_while_launching(launchwatch::client client, std::int64_t per_t
   EXPECT_GT(swaps, 1u) << "no churn happened while the threads launched";
   std::cout << counting_keeper::threads << " threads x " << per_thread << " launches, " << swaps
             << " observations installed and dropped meanwhile\n";
+}
+
+/// The stress on `client`'s device: each thread launches `touch` on a stream of its own.
+inline void churn_while_launching(launchwatch::client client, std::int64_t per_thread) {
+  churn_while(per_thread, [&client](int, std::int64_t launches) {
+    auto out = client.empty<int>(64);
+    for (std::int64_t i = 0; i < launches; ++i) {
+      client.launch(touch{out.view()}, cube_count{1}, cube_dim{64});
+    }
+    client.sync();
+  });
 }
 
 

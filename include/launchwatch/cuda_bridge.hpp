@@ -20,6 +20,7 @@
 #include <string_view>
 
 #include <launchwatch/errors.hpp>
+#include <launchwatch/observe.hpp>
 #include <launchwatch/profile.hpp>
 
 namespace launchwatch {
@@ -142,42 +143,8 @@ struct cuda_bridge_stats {
   std::uint64_t replayed_nodes_delivered = 0;
 };
 
-/// One kernel node of a replayed CUDA graph, with its device time: what a graph_replay_observer is
-/// told under cuda_graph_replays::per_node.
-struct replayed_node {
-  /// The kernel's name: the same interned view its capture-time launch was reported with.
-  std::string_view kernel;
-  /// The launch_info::launch_id of the launch that recorded this node during the capture, so an
-  /// observer charges the time to what it saw then (its scope path, for attribution).
-  std::uint64_t captured_launch = 0;
-  /// Which replay this was: the same for every node of one cudaGraphLaunch, distinct across replays.
-  std::uint64_t replay = 0;
-  /// The device and stream the replay ran on.
-  int device = 0;
-  std::uint64_t stream = 0;
-  /// When the node's kernel ran, on the steady clock (device timestamps, timing_method::device).
-  profile_ticks ticks = profile_ticks::from_start_end(instant{}, instant{});
-};
-
-/// Opt-in extension for observers that want device time of graph replays (beyond the spec, which
-/// reports nothing per replay). An observer derives from launch_observer and from this; with a
-/// bridge built with cuda_graph_replays::per_node, each replayed kernel node is told here.
-///
-/// Why a separate interface: a replay is not a launch (nothing is issued, no scope is current on
-/// its thread for the nodes), so it must not reach `launched`, and an observer that never asked
-/// pays nothing. The captured launch's id is the link back to what the observer saw at capture.
-///
-/// Contract: called on the bridge's collector thread (or the thread calling cuda_bridge::flush),
-/// after the replay ran, with the observer slot's shared lock held, and only while the observation
-/// that was installed when the replay was launched is still installed (behaviour 6's rule). Same
-/// rules as launch_observer methods: cheap, must not launch, must not install or drop an
-/// observation; exceptions are contained.
-class graph_replay_observer {
- public:
-  virtual ~graph_replay_observer() = default;
-  /// A replayed kernel node ran; `node.ticks` says when.
-  virtual void replayed(const replayed_node& node) = 0;
-};
+// replayed_node and graph_replay_observer, what cuda_graph_replays::per_node tells, are in
+// observe.hpp: observers (attribution among them) implement them without depending on the bridge.
 
 /// Reports every CUDA kernel launch in the process to launchwatch's launch path while it lives.
 ///

@@ -37,6 +37,25 @@ void attribution::launched(std::string_view kernel) {
   launched_with(info);
 }
 
+namespace {
+
+/// Keeps the path a captured launch had, for its graph's replays (attribution::replayed).
+void remember_capture(detail::recorder& r, std::uint64_t launch_id, detail::path_id path) {
+  try {
+    std::lock_guard lock{r.captures_mutex};
+    if (!r.capture_paths.insert_or_assign(launch_id, path).second) return;
+    r.capture_order.push_back(launch_id);
+    if (r.capture_order.size() > detail::recorder::captures_kept) {
+      r.capture_paths.erase(r.capture_order.front());
+      r.capture_order.pop_front();
+    }
+  } catch (...) {
+    // Out of memory: its replays go outside every scope, the launch is recorded.
+  }
+}
+
+}  // namespace
+
 void attribution::launched_with(const launch_info& info) {
   auto& r = *recorder_;
   auto& log = detail::log_for(r);
@@ -64,6 +83,38 @@ void attribution::launched_with(const launch_info& info) {
   entry.capturing = info.capturing;
   // A launch recorded into a graph has its profile refused, so no measurement follows it.
   log.awaiting = info.capturing ? nullptr : &entry;
+  if (info.capturing && info.launch_id != 0) remember_capture(r, info.launch_id, path);
+}
+
+void attribution::replayed(const replayed_node& node) {
+  auto& r = *recorder_;
+  detail::path_id path = detail::no_path;
+  {
+    std::lock_guard lock{r.captures_mutex};
+    if (const auto found = r.capture_paths.find(node.captured_launch); found != r.capture_paths.end()) {
+      path = found->second;
+    }
+  }
+  auto& log = r.replay_log();
+  std::lock_guard lock{log.mutex};
+  if (log.closed) return;
+  if (r.pools->aggregate_only && ++log.unfolded > detail::fold_every) {
+    fold(r, log);
+    log.unfolded = 1;
+  }
+  auto& entry = log.launches.emplace(r.pools->launches);
+  entry.kernel = node.kernel;
+  entry.backend = "cuda";
+  entry.stream = node.stream;
+  entry.device = node.device;
+  entry.path = path;
+  entry.issued = node.ticks.start();
+  entry.returned = node.ticks.start();
+  entry.pending.emplace([ticks = node.ticks]() -> std::optional<profile_ticks> { return ticks; },
+                        timing_method::device);
+  entry.method = timing_method::device;
+  entry.state = detail::measurement_state::pending;
+  entry.replayed = true;
 }
 
 namespace {
@@ -291,7 +342,8 @@ pass_record attribution::collect() {
     if (t.launches == nullptr && t.intervals == nullptr) continue;
     const auto thread = static_cast<std::uint32_t>(pass.threads.size());
     auto& host = pass.threads.emplace_back();
-    host.name = "host thread " + std::to_string(t.log->index);
+    host.replays = t.log->replays;
+    host.name = host.replays ? "CUDA graph replays" : "host thread " + std::to_string(t.log->index);
     for (auto* c = t.launches; c != nullptr; c = c->next) {
       for (auto& entry : c->items) {
         launch_record launch;
@@ -306,6 +358,7 @@ pass_record attribution::collect() {
         launch.timing = read_measurement(entry, pass.lost, first_failure);
         launch.dry_run = entry.dry_run;
         launch.captured = entry.capturing;
+        launch.replayed = entry.replayed;
         pass.launches.push_back(launch);
       }
     }
@@ -408,7 +461,7 @@ pass_summary attribution::collect_summary() {
     lost.empty += std::exchange(log.aggregate_lost.empty, 0);
     lost.failed += std::exchange(log.aggregate_lost.failed, 0);
     lost.unpaired += std::exchange(log.unpaired, 0);
-    if (!log.aggregate.empty()) ++threads;
+    if (!log.aggregate.empty() && !log.replays) ++threads;
     taken.push_back(std::exchange(log.aggregate, {}));
   }
   std::pair<std::map<detail::stream_key, detail::interval_union, detail::key_less>,

@@ -73,6 +73,11 @@ class trace_builder {
   void build() {
     processes_.push_back(process{host_pid, "host"});
     for (std::size_t t = 0; t < pass_.threads.size(); ++t) {
+      // Replayed graph nodes have no host side: their list is no track.
+      if (pass_.threads[t].replays) {
+        host_tracks_.push_back(no_track);
+        continue;
+      }
       host_tracks_.push_back(tracks_.size());
       tracks_.push_back(track{host_pid, static_cast<int>(t + 1), pass_.threads[t].name, {}});
       const auto& scopes = pass_.threads[t].scopes;
@@ -295,8 +300,16 @@ class trace_builder {
 
   void add_launch(std::size_t index) {
     const auto& launch = pass_.launches[index];
-    auto& host = tracks_[host_tracks_.at(launch.thread)];
     const auto i = static_cast<std::uint32_t>(index);
+    if (launch.replayed) {
+      // Nothing was issued for a replayed node: only its kernel, on its stream's track.
+      if (kernel_track_[index] == no_track) return;
+      const auto start = since_origin(launch.timing->ticks->start());
+      const auto length = std::max<std::int64_t>(0, since_origin(launch.timing->ticks->end()) - start);
+      tracks_[kernel_track_[index]].events.push_back(event{start, 0, length, event_kind::kernel, i, 0});
+      return;
+    }
+    auto& host = tracks_[host_tracks_.at(launch.thread)];
     const auto ts = since_origin(launch.issued);
     const auto dur = std::max<std::int64_t>(0, since_origin(launch.returned) - ts);
     host.events.push_back(event{ts, 0, dur, event_kind::launch, i, 0});

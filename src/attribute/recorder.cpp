@@ -121,6 +121,18 @@ std::shared_ptr<thread_log> recorder::log_of_this_thread() {
   return log;
 }
 
+thread_log& recorder::replay_log() {
+  std::lock_guard lock{logs_mutex};
+  if (!replays) {
+    // Owner 0 is no thread's token (they start at 1), so no thread ever finds this log as its own.
+    auto log = std::make_shared<thread_log>(0, static_cast<std::uint32_t>(logs.size() + 1), clock, pools);
+    log->replays = true;
+    logs.push_back(log);
+    replays = std::move(log);
+  }
+  return *replays;
+}
+
 void register_recorder(recorder& r) {
   auto& registry = recorder_registry::get();
   std::lock_guard lock{registry.mutex};

@@ -18,6 +18,8 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+#include <deque>
+#include <unordered_map>
 
 #include "scope_paths.hpp"
 #include "summary_builder.hpp"
@@ -180,6 +182,7 @@ struct launch_entry {
   measurement_state state = measurement_state::none;
   bool dry_run = false;
   bool capturing = false;
+  bool replayed = false;
 };
 
 /// A scope that ended.
@@ -233,6 +236,8 @@ struct thread_log {
   std::size_t unpaired = 0;
   /// Set once its attribution has ended: nothing more is recorded, and its storage is freed.
   bool closed = false;
+  /// The log of replayed graph nodes (recorder::replay_log), not a thread's. Set before it is shared.
+  bool replays = false;
 
   /// Aggregate-only: the totals of the launches folded so far this pass, what was lost reading
   /// their measurements, how many launches wait to be folded, and the folds' scratch list of
@@ -276,6 +281,15 @@ struct recorder {
 
   std::mutex logs_mutex;
   std::vector<std::shared_ptr<thread_log>> logs;
+  /// The log replayed graph nodes go to (attribution::replayed), once one came; also in `logs`.
+  std::shared_ptr<thread_log> replays;
+
+  /// The scope path of each captured launch seen, by launch_info::launch_id, for the replays of
+  /// its graph: the newest `captures_kept`, oldest forgotten first.
+  static constexpr std::size_t captures_kept = 65536;
+  std::mutex captures_mutex;
+  std::unordered_map<std::uint64_t, path_id> capture_paths;
+  std::deque<std::uint64_t> capture_order;
 
   std::mutex collect_mutex;
   instant origin;
@@ -286,6 +300,8 @@ struct recorder {
 
   /// The calling thread's log, made on its first use. May throw std::bad_alloc.
   std::shared_ptr<thread_log> log_of_this_thread();
+  /// The log of replayed graph nodes, made on first use.
+  thread_log& replay_log();
 };
 
 /// A number naming the calling thread, never given to another thread of the process: unlike

@@ -350,7 +350,9 @@ pass_summary summarize(const pass_record& pass) {
     }
   }
   const auto [streams, devices] = placed.take();
-  return builder.finish(pass.lost, pass.threads.size(), streams, devices);
+  const auto host_threads = static_cast<std::size_t>(
+      std::count_if(pass.threads.begin(), pass.threads.end(), [](const host_thread& t) { return !t.replays; }));
+  return builder.finish(pass.lost, host_threads, streams, devices);
 }
 
 }  // namespace launchwatch

@@ -2,6 +2,7 @@
 // injected clock and measurements built by hand.
 
 #include <launchwatch/attribute/attribution.hpp>
+#include <launchwatch/attribute/render.hpp>
 #include <launchwatch/launch_path.hpp>
 #include <launchwatch/logger.hpp>
 
@@ -9,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -436,6 +438,113 @@ TEST(Attribution, StoresEachKernelNameAndScopePathOnce) {
   EXPECT_EQ(pass.kernels.size(), 1u);
   EXPECT_EQ(pass.scopes.size(), 1u);
   EXPECT_EQ(pass.threads.at(0).scopes.size(), 10u);
+}
+
+// ---- graph replays (graph_replay_observer) ----
+
+/// Reports a launch being recorded into a graph, as the CUDA bridge does, with its launch id.
+void capture_launch(std::string_view kernel, std::uint64_t launch_id) {
+  launch_info info = info_for(kernel, 7);
+  info.backend = "cuda";
+  info.capturing = true;
+  info.launch_id = launch_id;
+  launch_path::notify_launch(info);
+}
+
+replayed_node replay_of(std::string_view kernel, std::uint64_t launch_id, std::chrono::nanoseconds start,
+                        std::chrono::nanoseconds end) {
+  replayed_node node;
+  node.kernel = kernel;
+  node.captured_launch = launch_id;
+  node.replay = 1;
+  node.stream = 7;
+  node.ticks = profile_ticks::from_start_end(fake_clock::at(start), fake_clock::at(end));
+  return node;
+}
+
+TEST(Attribution, AReplayedGraphNodeIsChargedWithItsDeviceTimeToTheScopeItsLaunchWasCapturedIn) {
+  fake_clock::set(0ns);
+  auto observer = make_attribution();
+  {
+    launch_observation watching{observer};
+    {
+      scope decode{"decode"};
+      capture_launch("attention", 42);
+    }
+    // The replay's nodes are told later, on another thread, with no scope open anywhere.
+    std::thread collector{[&] { observer->replayed(replay_of("attention", 42, 1000ns, 1500ns)); }};
+    collector.join();
+  }
+  const auto pass = observer->collect();
+  ASSERT_EQ(pass.launches.size(), 2u);
+  const auto& captured = pass.launches[0];
+  const auto& replayed = pass.launches[1];
+  EXPECT_TRUE(captured.captured);
+  EXPECT_FALSE(captured.timing.has_value());
+  EXPECT_TRUE(replayed.replayed);
+  ASSERT_TRUE(replayed.scope.has_value());
+  EXPECT_EQ(pass.scope_path_text(*replayed.scope), "decode");
+  ASSERT_TRUE(replayed.timing.has_value());
+  EXPECT_EQ(replayed.timing->length, 500ns);
+  EXPECT_EQ(replayed.timing->ticks->start(), fake_clock::at(1000ns));
+  EXPECT_EQ(pass.kernels.at(replayed.kernel), "attention");
+  EXPECT_TRUE(pass.threads.at(replayed.thread).replays);
+  EXPECT_EQ(pass.threads.at(replayed.thread).name, "CUDA graph replays");
+  EXPECT_EQ(pass.streams.at(replayed.stream), pass.streams.at(captured.stream));
+}
+
+TEST(Attribution, AReplayedNodeOfALaunchItNeverSawIsOutsideEveryScope) {
+  auto observer = make_attribution();
+  {
+    launch_observation watching{observer};
+    scope busy{"busy"};
+    observer->replayed(replay_of("unknown", 99, 10ns, 20ns));
+  }
+  const auto pass = observer->collect();
+  ASSERT_EQ(pass.launches.size(), 1u);
+  EXPECT_FALSE(pass.launches[0].scope.has_value());
+  EXPECT_TRUE(pass.launches[0].timing.has_value());
+}
+
+TEST(Attribution, ReplayedNodesAddTheirDeviceTimeToTheSummaryButNoHostThread) {
+  fake_clock::set(0ns);
+  auto observer = make_attribution();
+  {
+    launch_observation watching{observer};
+    {
+      scope decode{"decode"};
+      capture_launch("attention", 5);
+    }
+    observer->replayed(replay_of("attention", 5, 100ns, 400ns));
+    observer->replayed(replay_of("attention", 5, 500ns, 800ns));
+  }
+  const auto summary = summarize(observer->collect());
+  EXPECT_EQ(summary.host_threads, 1u);
+  ASSERT_EQ(summary.scopes.size(), 1u);
+  EXPECT_EQ(summary.scopes[0].name, "decode");
+  EXPECT_EQ(summary.scopes[0].total, 600ns);
+}
+
+TEST(Attribution, AReplayedNodeIsTracedAsAKernelOnItsStreamWithNoHostSlice) {
+  fake_clock::set(0ns);
+  auto observer = make_attribution();
+  {
+    launch_observation watching{observer};
+    capture_launch("attention", 8);
+    observer->replayed(replay_of("attention", 8, 100ns, 400ns));
+  }
+  std::ostringstream trace;
+  (void)write_chrome_trace(trace, observer->collect());
+  const auto text = trace.str();
+  const auto count = [&](std::string_view what) {
+    std::size_t n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(R"("cat":"launch")"), 1u) << text;  // the captured launch's host slice only
+  EXPECT_EQ(count(R"("cat":"kernel")"), 1u) << text;
+  EXPECT_EQ(count(R"("launched_by":"CUDA graph replays")"), 1u) << text;
+  EXPECT_EQ(count(R"("name":"CUDA graph replays")"), 0u) << text;  // no host track for it
 }
 
 }  // namespace

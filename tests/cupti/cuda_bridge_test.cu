@@ -616,6 +616,61 @@ TEST_F(CudaBridgeGraphNodes, EachReplayedNodeIsToldWithTheLaunchThatCapturedItAn
   (void)cudaGraphDestroy(graph);
 }
 
+TEST_F(CudaBridgeGraphNodes, AnAttributionChargesEachReplayedNodeToTheScopeItWasCapturedInOnEveryThread) {
+  constexpr int threads = 2;
+  constexpr int nodes = 2;
+  constexpr int replays = 3;
+  auto observer = std::make_shared<attribution>();
+  {
+    launch_observation watching{observer};
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([t] {
+        cudaStream_t stream = nullptr;
+        check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+        cudaGraph_t graph = nullptr;
+        cudaGraphExec_t exec = nullptr;
+        {
+          scope capture{"capture " + std::to_string(t)};
+          check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+          for (int i = 0; i < nodes; ++i) spin_for<<<1, 1, 0, stream>>>(20'000);
+          check(cudaStreamEndCapture(stream, &graph));
+        }
+        check(cudaGraphInstantiate(&exec, graph, 0));
+        {
+          scope replay{"replay"};  // where the replays are launched: not where their time goes
+          for (int r = 0; r < replays; ++r) check(cudaGraphLaunch(exec, stream));
+        }
+        check(cudaStreamSynchronize(stream));
+        (void)cudaGraphExecDestroy(exec);
+        (void)cudaGraphDestroy(graph);
+        (void)cudaStreamDestroy(stream);
+      });
+    }
+    for (auto& w : workers) w.join();
+    bridge_->flush();
+  }
+  const auto pass = observer->collect();
+  for (int t = 0; t < threads; ++t) {
+    const std::string scope_name = "capture " + std::to_string(t);
+    int captured = 0;
+    int replayed = 0;
+    for (const auto& launch : pass.launches) {
+      if (!launch.scope || pass.scope_path_text(*launch.scope) != scope_name) continue;
+      if (launch.captured) ++captured;
+      if (!launch.replayed) continue;
+      ++replayed;
+      ASSERT_TRUE(launch.timing.has_value());
+      EXPECT_GE(launch.timing->length, 18us);
+    }
+    EXPECT_EQ(captured, nodes) << scope_name;
+    EXPECT_EQ(replayed, nodes * replays) << scope_name;
+  }
+  const auto summary = summarize(pass);
+  EXPECT_EQ(summary.host_threads, static_cast<std::size_t>(threads));
+  EXPECT_EQ(summary.outside.launches, 0u);
+}
+
 TEST_F(CudaBridgeGraphNodes, AnObserverThatDidNotAskForReplaysIsToldNothingOfThem) {
   auto observer = std::make_shared<info_recorder>();
   device_int counter;

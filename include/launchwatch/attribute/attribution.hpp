@@ -101,7 +101,7 @@ struct attribution_options {
 /// pass). Cost per launch while installed: a thread-local lookup, a clock read and an uncontended
 /// lock; no heap allocation once its storage has grown to the pass's size (see
 /// `attribution_options::reserve_launches`).
-class attribution final : public launch_observer {
+class attribution final : public launch_observer, public graph_replay_observer {
  public:
   /// Starts recording: scopes entered from now on are part of launches' paths.
   explicit attribution(attribution_options options = {});
@@ -128,6 +128,13 @@ class attribution final : public launch_observer {
   /// Pairs a length with the launch of `kernel` this thread reported last.
   void timed(std::string_view kernel, std::chrono::nanoseconds length,
              timing_method method) override;
+  /// Records a replayed graph node (cuda_graph_replays::per_node) as a launch with its device
+  /// time, under the scope path its capture-time launch had (outside every scope when that launch
+  /// was not seen by this attribution, or was forgotten: the newest 65,536 captured launches are
+  /// kept). Replayed nodes are on a host thread of their own, "CUDA graph replays", with no host
+  /// side: nothing was issued for them (launch_record::replayed).
+  /// Cost: a lock shared with capturing launches, and an entry in the pass.
+  void replayed(const replayed_node& node) override;
 
   /// Everything recorded since construction or the previous `collect`, with every kept
   /// measurement read, and starts the next pass.

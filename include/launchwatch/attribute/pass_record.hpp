@@ -61,6 +61,9 @@ struct host_thread {
   /// The scopes it entered and left during the pass, in the order they were left. Intervals nest:
   /// the scopes of one thread never partly overlap.
   std::vector<scope_interval> scopes;
+  /// Not a thread of the program: where replayed graph nodes are listed ("CUDA graph replays";
+  /// see launch_record::replayed). Reports do not count it among the host threads.
+  bool replays = false;
 
   friend bool operator==(const host_thread&, const host_thread&) = default;
 };
@@ -105,6 +108,10 @@ struct launch_record {
   bool dry_run = false;
   /// Whether it was recorded into a graph rather than run.
   bool captured = false;
+  /// Whether it is a kernel node of a replayed graph (graph_replay_observer) rather than a launch
+  /// anyone issued: charged to the scope its capture was recorded in, on the pass's "CUDA graph
+  /// replays" thread, `issued` and `returned` at the kernel's start.
+  bool replayed = false;
 
   friend bool operator==(const launch_record&, const launch_record&) = default;
 };

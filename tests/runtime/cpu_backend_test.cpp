@@ -217,6 +217,23 @@ TEST(CpuBackend, AReplayOnAStreamThatIsCapturingIsRefused) {
   (void)client.end_capture();
 }
 
+// Fault table row 6 on the CPU backend: a buffer larger than the process can hold is a device_error
+// with its size, as on CUDA, and the device goes on working.
+TEST(CpuBackend, AnAllocationFailureSaysOutOfMemoryWithTheSizeAndTheDeviceGoesOn) {
+  auto client = client::cpu();
+  constexpr std::size_t too_many = std::size_t{1} << 46;  // 64 TiB
+  try {
+    (void)client.empty<std::byte>(too_many);
+    FAIL() << "a buffer of 64 TiB was allocated";
+  } catch (const device_error& error) {
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("out of memory"));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr(std::to_string(too_many) + " bytes"));
+  }
+  auto values = client.empty<int>(64);
+  client.launch(fill{values.view(), 2}, cube_count{1}, cube_dim{64});
+  EXPECT_EQ(client.read(values), std::vector<int>(64, 2));
+}
+
 TEST(CpuClient, TheSameIndexIsTheSameDeviceAndAnotherIndexAnother) {
   EXPECT_EQ(client::cpu(0), client::cpu());
   EXPECT_FALSE(client::cpu(0) == client::cpu(1));

@@ -138,6 +138,73 @@ void deliver_unread(const reported_launch& reported, std::string_view kernel,
   }
 }
 
+/// How a launch's measurement is taken: whether at all, when it is read, or why the launch path
+/// refuses it. The one place these rules live, for issue() and begin_issue() alike.
+struct measurement_plan {
+  bool measure = false;
+  launch_path::read_when when = launch_path::read_when::later;
+  /// Why a measurement that would be taken is refused (static storage); empty otherwise.
+  std::string_view refusal;
+};
+
+/// Read at once under `resolved`, and when the logger and a timing observer both want it (one
+/// reading for both, behaviour 7); handed over unread when only one of them wants it, deferred; not
+/// taken when neither does. A collective is never read at once: it completes only when its peers
+/// launch, and this thread may be the one to issue them next, so waiting here would never end.
+measurement_plan plan_measurement(const launch_info& info, timing_request request, bool logger_reads) {
+  if (!logger_reads && request == timing_request::none) return {};
+  const bool read_now = request == timing_request::resolved ||
+                        (logger_reads && request != timing_request::none);
+  if (read_now && info.collective) return {false, launch_path::read_when::later, collective_refusal};
+  return {true, read_now ? launch_path::read_when::at_once : launch_path::read_when::later, {}};
+}
+
+/// Says why a refused measurement is missing; the logger still lists the launch, as untimed (the
+/// log lists every launch, and a zero would lie).
+void refused(const launch_info& info, std::string_view refusal, profiling_logger* reading_logger) {
+  if (refusal == collective_refusal) {
+    warn_collective_refused(info.kernel);
+  } else {
+    launch_path::warn_profile_refused(info.kernel, refusal);
+  }
+  if (reading_logger != nullptr) reading_logger->record(info, no_measurement());
+}
+
+/// Routes a submitted measurement the logger does not read: unread to a deferred observer, read and
+/// told to a resolved one.
+void route_unlogged(const launch_info& info, const reported_launch& reported,
+                    launch_path::measured_submission submitted) {
+  if (!submitted.profile) {
+    refused(info, submitted.refusal, nullptr);
+    return;
+  }
+  if (reported.request == timing_request::deferred) {
+    deliver_unread(reported, info.kernel, std::move(*submitted.profile));
+  } else {
+    (void)read_for(reported, info.kernel, std::move(*submitted.profile));
+  }
+}
+
+/// Routes a submitted measurement the logger reads: to the logger unread when only it wants it (its
+/// writer reads it off the launch path, so kernels keep running back to back); otherwise read once,
+/// told to the observer, and the same reading handed to the logger (behaviour 7).
+void route_logged(const launch_info& info, const reported_launch& reported,
+                  launch_path::measured_submission submitted, profiling_logger& logger) {
+  if (!submitted.profile) {
+    refused(info, submitted.refusal, &logger);
+    return;
+  }
+  profile_duration& profile = *submitted.profile;
+  if (reported.request == timing_request::none) {
+    logger.record(info, std::move(profile));
+    return;
+  }
+  if (reported.request == timing_request::deferred) warn_logger_takes_deferred_once();
+  const auto method = profile.method();
+  const auto ticks = read_for(reported, info.kernel, std::move(profile));
+  logger.record(info, profile_duration{[ticks]() noexcept { return ticks; }, method});
+}
+
 /// Issues a launch the logger does not read (off, or at execution_only). The common watched case, a
 /// names-only or deferred observer, is reported, submitted and handed its measurement under one
 /// shared lock of the slot, so the observation told the measurement is the one the launch was
@@ -161,67 +228,35 @@ void issue_unlogged(const launch_info& info, launch_path::submitter& source) {
           return;
         }
         lock.unlock();
-        launch_path::warn_profile_refused(info.kernel, submitted.refusal);
+        refused(info, submitted.refusal, nullptr);
         return;
       }
     }
   }
-  if (reported.request == timing_request::none) {
+  // Untimed, or `resolved`: read with the slot unlocked (holding it for the length of the kernel
+  // would stall every install), told to the observation it was reported to if still installed.
+  const measurement_plan plan = plan_measurement(info, reported.request, false);
+  if (!plan.measure) {
     source.submit();
+    if (!plan.refusal.empty()) refused(info, plan.refusal, nullptr);
     return;
   }
-  if (info.collective) {
-    // A collective completes only when its peers launch, and this thread may be the one to issue
-    // them next: waiting for it here would never end.
-    warn_collective_refused(info.kernel);
-    source.submit();
-    return;
-  }
-  // `resolved`: read with the slot unlocked (holding it for the length of the kernel would stall
-  // every install), told to the observation it was reported to if that is still installed.
-  launch_path::measured_submission submitted =
-      source.submit_profiled(launch_path::read_when::at_once);
-  if (!submitted.profile) {
-    launch_path::warn_profile_refused(info.kernel, submitted.refusal);
-    return;
-  }
-  (void)read_for(reported, info.kernel, std::move(*submitted.profile));
+  route_unlogged(info, reported, source.submit_profiled(plan.when));
 }
 
 /// Issues a launch the logger reads (past execution_only): read once, at once when an observer
-/// wants it too (told to it, then the same reading to the logger, behaviour 7), else handed to the
-/// logger unread so a names-only observer never makes launches wait.
+/// wants it too, else handed to the logger unread so a names-only observer never makes launches wait.
 void issue_logged(const launch_info& info, launch_path::submitter& source,
                   profiling_logger& logger) {
   const reported_launch reported =
       launch_path::is_observing() ? report(info) : reported_launch{};
-  const bool observer_wants = reported.request != timing_request::none;
-  if (observer_wants && info.collective) {
-    // Read at once for the observer, which a collective must never be (issue_unlogged says why).
-    warn_collective_refused(info.kernel);
+  const measurement_plan plan = plan_measurement(info, reported.request, true);
+  if (!plan.measure) {
     source.submit();
-    logger.record(info, no_measurement());
+    refused(info, plan.refusal, &logger);
     return;
   }
-  launch_path::measured_submission submitted = source.submit_profiled(
-      observer_wants ? launch_path::read_when::at_once : launch_path::read_when::later);
-  if (!submitted.profile) {
-    launch_path::warn_profile_refused(info.kernel, submitted.refusal);
-    // Still written, as untimed: the log lists every launch, and a zero would lie.
-    logger.record(info, no_measurement());
-    return;
-  }
-  profile_duration& profile = *submitted.profile;
-  if (!observer_wants) {
-    // Only the logger wants this measurement: its writer reads it off the launch path, and the
-    // kernels keep running back to back.
-    logger.record(info, std::move(profile));
-    return;
-  }
-  if (reported.request == timing_request::deferred) warn_logger_takes_deferred_once();
-  const auto method = profile.method();
-  const auto ticks = read_for(reported, info.kernel, std::move(profile));
-  logger.record(info, profile_duration{[ticks]() noexcept { return ticks; }, method});
+  route_logged(info, reported, source.submit_profiled(plan.when), logger);
 }
 
 }  // namespace
@@ -279,16 +314,11 @@ issue_decision begin_issue(const launch_info& info) {
     decision.request_ = reported.request;
     decision.observation_ = reported.observation;
   }
-  if (!decision.logger_reads_ && decision.request_ == timing_request::none) return decision;
-  // Read at once under `resolved`, and when the logger and a timing observer both want it.
-  const bool read_now = decision.request_ == timing_request::resolved ||
-                        (decision.logger_reads_ && decision.request_ != timing_request::none);
-  if (read_now && info.collective) {
-    decision.refusal_ = detail::collective_refusal;
-    return decision;
-  }
-  decision.measure_ = true;
-  decision.when_ = read_now ? read_when::at_once : read_when::later;
+  const detail::measurement_plan plan =
+      detail::plan_measurement(info, decision.request_, decision.logger_reads_);
+  decision.measure_ = plan.measure;
+  decision.when_ = plan.when;
+  decision.refusal_ = plan.refusal;
   return decision;
 }
 
@@ -297,9 +327,7 @@ void finish_issue(const launch_info& info, const issue_decision& decision) {
   // The log lists every launch, whatever the observer asked for.
   if (decision.logger_lists_) logger.record_execution(info);
   if (decision.refusal_.empty()) return;
-  detail::warn_collective_refused(info.kernel);
-  // Still written, as untimed: the log lists every launch, and a zero would lie.
-  if (decision.logger_reads_) logger.record(info, detail::no_measurement());
+  detail::refused(info, decision.refusal_, decision.logger_reads_ ? &logger : nullptr);
 }
 
 void finish_issue(const launch_info& info, const issue_decision& decision,
@@ -307,31 +335,11 @@ void finish_issue(const launch_info& info, const issue_decision& decision,
   auto& logger = profiling_logger::instance();
   const detail::reported_launch reported{decision.request_, decision.observation_};
   if (decision.logger_lists_) logger.record_execution(info);
-  if (!submitted.profile) {
-    warn_profile_refused(info.kernel, submitted.refusal);
-    // Still written, as untimed: the log lists every launch, and a zero would lie.
-    if (decision.logger_reads_) logger.record(info, detail::no_measurement());
-    return;
+  if (decision.logger_reads_) {
+    detail::route_logged(info, reported, std::move(submitted), logger);
+  } else {
+    detail::route_unlogged(info, reported, std::move(submitted));
   }
-  profile_duration& profile = *submitted.profile;
-  if (!decision.logger_reads_) {
-    if (reported.request == timing_request::deferred) {
-      detail::deliver_unread(reported, info.kernel, std::move(profile));
-    } else {
-      (void)detail::read_for(reported, info.kernel, std::move(profile));
-    }
-    return;
-  }
-  if (reported.request == timing_request::none) {
-    // Only the logger wants this measurement: its writer reads it off the launch path.
-    logger.record(info, std::move(profile));
-    return;
-  }
-  // The observer and the logger both want it, and a measurement is read once (behaviour 7).
-  if (reported.request == timing_request::deferred) detail::warn_logger_takes_deferred_once();
-  const auto method = profile.method();
-  const auto ticks = detail::read_for(reported, info.kernel, std::move(profile));
-  logger.record(info, profile_duration{[ticks]() noexcept { return ticks; }, method});
 }
 
 void warn_logger_takes_deferred_measurements() {

@@ -6,6 +6,10 @@
 //   deferred       an observer keeping every measurement unread (CUPTI kernel records)
 //   resolved       an observer told each duration (two events and a wait per launch)
 //   after          the bridge destroyed (cuptiFinalize): should be raw again
+//   CUPTI floor    no bridge: the bench's own CUPTI subscriber, with the same driver launch
+//                  callbacks as the bridge's (returning at once) and concurrent-kernel records on,
+//                  buffers handed back unread: what any CUPTI tool pays for deferred kernel times,
+//                  so `deferred` minus this is the bridge's own share
 // Each round makes a fresh bridge, so a round's idle and names-only cases run before its deferred
 // case turns CUPTI's kernel records on. Medians over the rounds; deltas and ratios against raw.
 //
@@ -19,6 +23,7 @@
 #include <launchwatch/launchwatch.hpp>
 
 #include <cuda_runtime.h>
+#include <cupti.h>
 
 #include <algorithm>
 #include <atomic>
@@ -85,6 +90,39 @@ class resolver final : public launchwatch::launch_observer {
   long count = 0;
 };
 
+void CUPTIAPI floor_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+
+void CUPTIAPI floor_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  constexpr std::size_t bytes = std::size_t{2} << 20;  // the bridge's buffer size
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, bytes));
+  *size = *buffer != nullptr ? bytes : 0;
+  *max_records = 0;
+}
+
+void CUPTIAPI floor_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t) {
+  std::free(buffer);
+}
+
+/// One launch loop under CUPTI alone (see "CUPTI floor" above); then CUPTI is given back as the
+/// bridge gives it back. Returns a negative time when CUPTI would not start.
+double cupti_floor_loop(cudaStream_t stream, int count) {
+  CUpti_SubscriberHandle subscriber = nullptr;
+  if (cuptiSubscribe(&subscriber, &floor_callback, nullptr) != CUPTI_SUCCESS) return -1;
+  constexpr CUpti_CallbackId ids[] = {
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,           CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,         CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz};
+  for (const auto id : ids) (void)cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  (void)cuptiActivityRegisterCallbacks(&floor_buffer_requested, &floor_buffer_completed);
+  (void)cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  const double us = launch_loop(stream, count);
+  (void)cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  (void)cuptiUnsubscribe(subscriber);
+  (void)cuptiFinalize();
+  return us;
+}
+
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
@@ -145,6 +183,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     us["after"].push_back(launch_loop(stream, launches));
+    const double floor_us = cupti_floor_loop(stream, launches);
+    if (floor_us > 0) us["CUPTI floor"].push_back(floor_us);
   }
 
   const double base = median(raw);
@@ -162,11 +202,13 @@ int main(int argc, char** argv) {
                {"names only", "<= +0.5 us", 0.5},
                {"deferred", "<= +1.0 us", 1.0},
                {"resolved", "(blocks per launch)", -1},
-               {"after", "within noise of raw", 0.1}};
+               {"after", "within noise of raw", 0.1},
+               {"CUPTI floor", "(no bridge: CUPTI's callbacks and records alone)", -1}};
   for (const auto& c : cases) {
     const double m = median(us[c.name]);
     // Paired with the same round's idle case, for the cases measured while the bridge lived.
     std::string paired = "";
+    if (us[c.name].empty()) continue;
     const bool with_bridge = std::string{c.name} != "raw" && std::string{c.name} != "after";
     if (with_bridge) {
       std::vector<double> deltas;
@@ -181,6 +223,14 @@ int main(int argc, char** argv) {
     if (c.limit_us > 0) verdict = m - base <= c.limit_us ? " ok" : " MISSED (vs raw)";
     std::printf("%-12s %10.3f %+10.3f %8.2f %12s  %s%s\n", c.name, m, m - base, m / base,
                 paired.c_str(), c.target, verdict.c_str());
+  }
+  if (!us["CUPTI floor"].empty()) {
+    std::vector<double> share;
+    for (std::size_t r = 0; r < us["CUPTI floor"].size() && r < us["deferred"].size(); ++r) {
+      share.push_back(us["deferred"][r] - us["CUPTI floor"][r]);
+    }
+    std::printf("\ndeferred minus the CUPTI floor, same round (the bridge's own share): %+.3f us\n",
+                median(share));
   }
   std::printf("\ndeferred measurements: %ld resolved, %ld missing\n", delivered, missing);
   std::printf("raw per round:");

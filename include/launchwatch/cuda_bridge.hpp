@@ -160,7 +160,9 @@ struct cuda_bridge_stats {
 /// launch_id}. Launches made by launchwatch's own CUDA backend are skipped (the backend reports
 /// them). A foreign launch cannot be skipped, so under a dry run it is reported with dry_run false
 /// and runs. Inside a stream capture it is reported with capturing true and its measurement refused
-/// (behaviour 10); replays are not reported (see cuda_graph_replays).
+/// (behaviour 10), and so is a kernel node added with the explicit graph API (cudaGraphAddKernelNode),
+/// when it is added, on the adding thread, with stream 0; replays are not reported (see
+/// cuda_graph_replays).
 ///
 /// Timing: `deferred` hands a measurement that resolves from the kernel's CUPTI record (device
 /// start and end, on the steady clock); `resolved` (and the logger past execution_only) brackets the

@@ -44,6 +44,10 @@ namespace cupti {
 struct thread_state {
   bool open = false;
   bool awaiting = false;
+  /// Inside a call of the explicit graph API that adds a node (cuGraphAddKernelNode, cuGraphAddNode):
+  /// a kernel node CUPTI says was created meanwhile is that call's (not a capture's, nor a copy
+  /// made by cudaGraphInstantiate, which CUPTI also announces as created).
+  bool adding_node = false;
   std::uint64_t generation = 0;
   std::uint32_t correlation = 0;
   launch_info info;
@@ -80,6 +84,20 @@ constexpr CUpti_CallbackId launch_ids[] = {
     CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
     CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
 };
+constexpr CUpti_CallbackId add_node_ids[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuGraphAddKernelNode,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphAddKernelNode_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2,
+};
+
+bool is_add_node(CUpti_CallbackId id) noexcept {
+  for (const auto add : add_node_ids) {
+    if (id == add) return true;
+  }
+  return false;
+}
+
 constexpr CUpti_CallbackId graph_launch_ids[] = {
     CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
     CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
@@ -314,12 +332,21 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
     enable(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000);
   }
   if (options_.graph_replays == cuda_graph_replays::per_node) {
-    enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
     enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
   }
   // The legacy-stream symbol: a per-thread launch's stream is passed as CU_STREAM_PER_THREAD.
   stream_is_capturing_ =
       reinterpret_cast<int (*)(void*, int*)>(cupti::loaded_driver_function("cuStreamIsCapturing"));
+  kernel_node_params_ = reinterpret_cast<decltype(kernel_node_params_)>(
+      cupti::loaded_driver_function("cuGraphKernelNodeGetParams_v2"));
+  function_name_ = reinterpret_cast<decltype(function_name_)>(cupti::loaded_driver_function("cuFuncGetName"));
+  kernel_name_ = reinterpret_cast<decltype(kernel_name_)>(cupti::loaded_driver_function("cuKernelGetName"));
+  current_context_ = reinterpret_cast<decltype(current_context_)>(cupti::loaded_driver_function("cuCtxGetCurrent"));
+  // Nodes added by the explicit graph API are launches recorded into a graph, and are reported
+  // whatever graph_replays says (the node-adding calls mark the thread, GRAPHNODE_CREATED names the
+  // node); per_node also links captured nodes to their replays.
+  enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
+  for (const auto id : cupti::add_node_ids) enable(CUPTI_CB_DOMAIN_DRIVER_API, id);
   if (options_.trace_kernels_from_start || options_.graph_replays == cuda_graph_replays::per_node) {
     if (!ensure_kernel_records()) {
       records_->close();
@@ -444,7 +471,9 @@ void CUPTIAPI cuda_bridge_engine::on_callback(void* self, CUpti_CallbackDomain d
                        id == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000;
     const bool stop = id == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop ||
                       id == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000;
-    if (domain == CUPTI_CB_DOMAIN_DRIVER_API &&
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cupti::is_add_node(id)) {
+      cupti::this_thread.adding_node = call.callbackSite == CUPTI_API_ENTER;
+    } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API &&
         (id == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
          id == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz)) {
       if (call.callbackSite == CUPTI_API_ENTER) engine->enter_graph_launch(id, call);
@@ -624,7 +653,11 @@ void cuda_bridge_engine::on_graph_node(CUpti_CallbackId id, const CUpti_Resource
   if (id == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
     // Inside a reported launch's ENTER..EXIT on this thread: the node is that launch's kernel.
     const thread_state& t = cupti::this_thread;
-    if (!t.open || t.generation != generation_ || !t.info.capturing) return;
+    if (!t.open || t.generation != generation_ || !t.info.capturing) {
+      if (t.adding_node && graph->nodeType == CU_GRAPH_NODE_TYPE_KERNEL) report_kernel_node(*graph);
+      return;
+    }
+    if (options_.graph_replays != cuda_graph_replays::per_node) return;
     std::uint64_t node = 0;
     if (cuptiGetGraphNodeId(graph->node, &node) != CUPTI_SUCCESS) return;
     graphs_.node_created(node, cupti::captured_node{t.info.kernel, t.info.launch_id});
@@ -636,6 +669,59 @@ void cuda_bridge_engine::on_graph_node(CUpti_CallbackId id, const CUpti_Resource
       return;
     }
     graphs_.node_cloned(original, clone, graph->graphExec);
+  }
+}
+
+void cuda_bridge_engine::report_kernel_node(const CUpti_GraphData& graph) {
+  if (!launch_path::watched() || cuda::submitting_own_launch || callback_depth > 0) return;
+  if (!in_range_.load(std::memory_order_relaxed)) {
+    outside_capture_range_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (kernel_node_params_ == nullptr) return;
+  CUDA_KERNEL_NODE_PARAMS params{};
+  if (kernel_node_params_(graph.node, &params) != CUDA_SUCCESS) return;
+  const char* name = nullptr;
+  if (params.func != nullptr && function_name_ != nullptr) {
+    (void)function_name_(&name, params.func);
+  } else if (params.kern != nullptr && kernel_name_ != nullptr) {
+    (void)kernel_name_(&name, params.kern);
+  }
+  thread_state& t = cupti::this_thread;
+  const kernel_symbol symbol =
+      t.symbols.find(name != nullptr ? name : "(unnamed CUDA kernel)", symbol_table::process());
+  CUcontext context = params.ctx;
+  if (context == nullptr && current_context_ != nullptr) (void)current_context_(&context);
+  launch_info info;
+  info.kernel = symbol.name;
+  info.backend = "cuda";
+  info.device = device_of(context, t);
+  info.stream = 0;  // a node has no stream until a replay gives it one
+  info.cube_count = {params.gridDimX, params.gridDimY, params.gridDimZ};
+  info.cube_dim = {params.blockDimX, params.blockDimY, params.blockDimZ};
+  info.capturing = true;
+  info.collective = symbol.collective;
+  // Apart from the launches' ids (generation << 32 | CUPTI's 32-bit correlation id): the top bit.
+  info.launch_id = (std::uint64_t{1} << 63) | (generation_ << 32) |
+                   explicit_nodes_.fetch_add(1, std::memory_order_relaxed);
+  try {
+    const launch_path::issue_decision decision = launch_path::begin_issue(info);
+    launches_reported_.fetch_add(1, std::memory_order_relaxed);
+    if (decision.measure()) {
+      launch_path::measured_submission refused;
+      refused.refusal = cupti::capture_refusal;
+      launch_path::finish_issue(info, decision, std::move(refused));
+    } else {
+      launch_path::finish_issue(info, decision);
+    }
+    if (options_.graph_replays == cuda_graph_replays::per_node) {
+      std::uint64_t node = 0;
+      if (cuptiGetGraphNodeId(graph.node, &node) == CUPTI_SUCCESS) {
+        graphs_.node_created(node, cupti::captured_node{info.kernel, info.launch_id});
+      }
+    }
+  } catch (...) {
+    // Nothing may cross into CUPTI: the node is added whatever happened here.
   }
 }
 

@@ -45,6 +45,9 @@ class cuda_bridge_engine {
   void exit_launch(const CUpti_CallbackData& call, cupti::thread_state& t);
   void enter_graph_launch(CUpti_CallbackId id, const CUpti_CallbackData& call);
   void on_graph_node(CUpti_CallbackId id, const CUpti_ResourceData& resource);
+  /// A kernel node added to a graph by the explicit graph API (cudaGraphAddKernelNode), outside
+  /// any capture: reported as a launch recorded into a graph, on the thread that added it.
+  void report_kernel_node(const CUpti_GraphData& graph);
   void apply_watch_state() noexcept;
   bool ensure_kernel_records() noexcept;
   int device_of(void* context, cupti::thread_state& t) noexcept;
@@ -65,6 +68,13 @@ class cuda_bridge_engine {
   /// cuStreamIsCapturing, from the driver through the runtime (no link to libcuda, so a program
   /// built with the bridge still starts on a machine without a driver).
   int (*stream_is_capturing_)(void* stream, int* status) = nullptr;
+  /// The driver functions that name an explicit kernel node, from the loaded driver; null when absent.
+  CUresult (*kernel_node_params_)(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS* params) = nullptr;
+  CUresult (*function_name_)(const char** name, CUfunction function) = nullptr;
+  CUresult (*kernel_name_)(const char** name, CUkernel kernel) = nullptr;
+  CUresult (*current_context_)(CUcontext* context) = nullptr;
+  /// Numbers explicit kernel nodes for their launch_info::launch_id (see report_kernel_node).
+  std::atomic<std::uint32_t> explicit_nodes_{0};
 
   std::mutex toggle_mutex_;
   bool launch_callbacks_on_ = false;

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -86,6 +87,33 @@ struct device_int {
     return value;
   }
   int* pointer = nullptr;
+};
+
+/// A graph of one add_one(value) kernel node, built with the explicit graph API (no capture).
+struct explicit_graph {
+  explicit explicit_graph(int* value) : argument{value} {
+    check(cudaGraphCreate(&graph, 0));
+    cudaKernelNodeParams params{};
+    params.func = reinterpret_cast<void*>(&add_one);
+    params.gridDim = dim3{1};
+    params.blockDim = dim3{1};
+    params.kernelParams = arguments;
+    cudaGraphNode_t node = nullptr;
+    check(cudaGraphAddKernelNode(&node, graph, nullptr, 0, &params));
+  }
+  ~explicit_graph() {
+    if (exec != nullptr) (void)cudaGraphExecDestroy(exec);
+    (void)cudaGraphDestroy(graph);
+  }
+  void replay(cudaStream_t stream, int times) {
+    if (exec == nullptr) check(cudaGraphInstantiate(&exec, graph, 0));
+    for (int r = 0; r < times; ++r) check(cudaGraphLaunch(exec, stream));
+    check(cudaStreamSynchronize(stream));
+  }
+  int* argument;
+  void* arguments[1] = {&argument};
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -386,6 +414,23 @@ TEST_F(CudaBridge, CapturedGraphsAreReportedAtCaptureFromEveryThreadAndNotPerRep
 }
 
 // Behaviour 10: the capture window refuses the profile; the launch goes on and is reported.
+TEST_F(CudaBridge, AKernelNodeAddedByTheGraphApiIsReportedOnceOnItsThreadAsRecordedIntoAGraph) {
+  auto observer = std::make_shared<info_recorder>();
+  device_int counter;
+  {
+    launch_observation watching{observer};
+    explicit_graph built{counter.pointer};
+    built.replay(stream_, 2);
+  }
+  const auto seen = observer->seen();
+  ASSERT_EQ(seen.size(), 1u) << "reported when the node was added, not per replay";
+  EXPECT_THAT(seen[0].kernel, StartsWith("add_one"));
+  EXPECT_TRUE(seen[0].info.capturing);
+  EXPECT_EQ(seen[0].thread, std::this_thread::get_id());
+  EXPECT_NE(seen[0].info.launch_id, 0u);
+  EXPECT_EQ(counter.read(), 2);
+}
+
 TEST_F(CudaBridge, ALaunchInACaptureIsReportedCapturingAndItsMeasurementRefusedWithAWarning) {
   testing::captured_log log;
   auto observer = std::make_shared<info_recorder>(timing_request::deferred);
@@ -669,6 +714,36 @@ TEST_F(CudaBridgeGraphNodes, AnAttributionChargesEachReplayedNodeToTheScopeItWas
   const auto summary = summarize(pass);
   EXPECT_EQ(summary.host_threads, static_cast<std::size_t>(threads));
   EXPECT_EQ(summary.outside.launches, 0u);
+}
+
+TEST_F(CudaBridgeGraphNodes, AReplayOfAGraphBuiltWithTheGraphApiIsChargedToTheScopeItWasBuiltIn) {
+  auto observer = std::make_shared<attribution>();
+  device_int counter;
+  {
+    launch_observation watching{observer};
+    std::optional<explicit_graph> built;
+    {
+      scope build{"build"};
+      built.emplace(counter.pointer);
+    }
+    built->replay(stream_, 3);
+    bridge_->flush();
+  }
+  const auto pass = observer->collect();
+  int captured = 0;
+  int replayed = 0;
+  for (const auto& launch : pass.launches) {
+    ASSERT_TRUE(launch.scope.has_value());
+    EXPECT_EQ(pass.scope_path_text(*launch.scope), "build");
+    if (launch.captured) ++captured;
+    if (launch.replayed) {
+      ++replayed;
+      EXPECT_TRUE(launch.timing.has_value());
+    }
+  }
+  EXPECT_EQ(captured, 1);
+  EXPECT_EQ(replayed, 3);
+  EXPECT_EQ(counter.read(), 3);
 }
 
 TEST_F(CudaBridgeGraphNodes, AnObserverThatDidNotAskForReplaysIsToldNothingOfThem) {

@@ -6,10 +6,13 @@
 // tree. Run it under `launchwatch run -- cuda_bridge_scopes`: it leaves CUPTI to that tool (which
 // injected itself through CUDA_INJECTION64_PATH), and its scopes reach the tool as NVTX ranges.
 //
-//   cuda_bridge_scopes [--threads N] [--steps N] [--profile-window]
+//   cuda_bridge_scopes [--threads N] [--steps N] [--profile-window] [--graph REPLAYS]
 //
 // --profile-window brackets part of the work with cudaProfilerStart/Stop and says how many launches
 // it made inside: `launchwatch run --capture-range cuda-profiler-api` counts exactly those.
+// --graph REPLAYS then captures a CUDA graph of a few kernels in the NVTX range "graph capture" and
+// replays it REPLAYS times in "graph replay": the replayed kernels' device time goes to the range
+// the graph was captured in (cuda_graph_replays::per_node, which `launchwatch run` uses).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -111,12 +114,43 @@ void profile_window(int count) {
   std::printf("launches inside the profiler window: %d\n", count);
 }
 
+constexpr int graph_kernels = 3;
+
+/// Captures `graph_kernels` kernels into a graph in one NVTX range and replays it `replays` times in
+/// another.
+void graph_work(int replays) {
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  float* data = nullptr;
+  check(cudaMalloc(&data, sizeof(float) * n * n), "cudaMalloc");
+  const int blocks = (n * n + 255) / 256;
+  cudaGraph_t graph = nullptr;
+  nvtxRangePushA("graph capture");
+  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+  fill<<<blocks, 256, 0, stream>>>(data, n * n, 1.0f);
+  for (int i = 1; i < graph_kernels; ++i) scale<<<blocks, 256, 0, stream>>>(data, n * n, 0.5f);
+  check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
+  nvtxRangePop();
+  cudaGraphExec_t exec = nullptr;
+  check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+  nvtxRangePushA("graph replay");
+  for (int r = 0; r < replays; ++r) check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
+  nvtxRangePop();
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  check(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
+  check(cudaGraphDestroy(graph), "cudaGraphDestroy");
+  check(cudaFree(data), "cudaFree");
+  check(cudaStreamDestroy(stream), "cudaStreamDestroy");
+  std::printf("graph replays: %d of %d kernels\n", replays, graph_kernels);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int threads = 2;
   int steps = 3;
   bool window = false;
+  int replays = 0;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
       threads = std::atoi(argv[++i]);
@@ -124,8 +158,11 @@ int main(int argc, char** argv) {
       steps = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--profile-window") == 0) {
       window = true;
+    } else if (std::strcmp(argv[i], "--graph") == 0 && i + 1 < argc) {
+      replays = std::atoi(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: cuda_bridge_scopes [--threads N] [--steps N] [--profile-window]\n");
+      std::fprintf(stderr,
+                   "usage: cuda_bridge_scopes [--threads N] [--steps N] [--profile-window] [--graph REPLAYS]\n");
       return 2;
     }
   }
@@ -135,7 +172,9 @@ int main(int argc, char** argv) {
   std::optional<launchwatch::cuda_bridge> bridge;
   if (std::getenv("CUDA_INJECTION64_PATH") == nullptr) {
     try {
-      bridge.emplace();
+      launchwatch::cuda_bridge_options options;
+      options.graph_replays = launchwatch::cuda_graph_replays::per_node;  // replays in the reports
+      bridge.emplace(options);
     } catch (const launchwatch::cuda_bridge_unavailable& unavailable) {
       std::fprintf(stderr, "not watching in-process: %s\n", unavailable.what());
     }
@@ -155,12 +194,16 @@ int main(int argc, char** argv) {
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t) pool.emplace_back(worker, t, steps, library);
     for (auto& thread : pool) thread.join();
+    if (replays > 0) graph_work(replays);
   };
   if (!bridge) {
     work();
     return 0;
   }
-  const auto pass = launchwatch::attribute_pass(work);
+  const auto pass = launchwatch::attribute_pass([&] {
+    work();
+    bridge->flush();  // the replays' node times arrive from CUPTI's records
+  });
   launchwatch::write_tree(std::cout, launchwatch::summarize(pass));
   return 0;
 }

@@ -168,6 +168,9 @@ void watch_cuda_in_run_session() noexcept {
     cuda_bridge_options options;
     options.capture_range = s.settings.profiler_api_range ? cuda_capture_range::cuda_profiler_api
                                                           : cuda_capture_range::whole;
+    // Replayed graphs' kernels in the report, charged to the range that captured them. It needs
+    // CUPTI's kernel records, which timing turns on at the first timed launch anyway.
+    if (s.settings.timing != timing_request::none) options.graph_replays = cuda_graph_replays::per_node;
     const cupti::inside_cuda_init no_runtime_calls;
     s.bridge = std::make_unique<cuda_bridge>(options);
   } catch (const std::exception& error) {

@@ -93,6 +93,23 @@ TEST_F(RunOnGpu, TheCxxExamplesKernelsAreAttributedToItsScopesAndNvtxRanges) {
   EXPECT_EQ(counted, s.launches);
 }
 
+TEST_F(RunOnGpu, AGraphsReplayedKernelsAreChargedWithTheirTimeToTheRangeItWasCapturedIn) {
+  constexpr int replays = 4;
+  constexpr int kernels = 3;  // the example's graph_kernels
+  ASSERT_EQ(run("", std::string{CUDA_EXAMPLE} + " --threads 1 --steps 1 --graph " + std::to_string(replays)), 0)
+      << output_;
+  ASSERT_NE(output_.find("graph replays: 4 of 3 kernels"), std::string::npos) << output_;
+  const auto s = summary();
+  const auto* captured = find(s.scopes, {"graph capture"});
+  ASSERT_NE(captured, nullptr) << output_;
+  // The captured launches (no time of their own), then every replayed kernel with its device time.
+  EXPECT_EQ(captured->launches, static_cast<std::size_t>(kernels + replays * kernels)) << output_;
+  EXPECT_EQ(captured->timed_launches, static_cast<std::size_t>(replays * kernels)) << output_;
+  EXPECT_GT(captured->total.count(), 0);
+  EXPECT_EQ(find(s.scopes, {"graph replay"}), nullptr) << "nothing was launched there but replays";
+  EXPECT_EQ(s.host_threads, 2u) << "main and the worker; the replays' list is no host thread";
+}
+
 TEST_F(RunOnGpu, TheProfilerApiCaptureRangeCountsOnlyTheLaunchesInside) {
   ASSERT_EQ(run("--capture-range cuda-profiler-api", std::string{CUDA_EXAMPLE} + " --profile-window"), 0) << output_;
   ASSERT_NE(output_.find("launches inside the profiler window: 5"), std::string::npos) << output_;

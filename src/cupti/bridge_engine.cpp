@@ -31,6 +31,7 @@
 #include "backend/cuda/own_submit.hpp"
 #include "diagnostics.hpp"
 #include "inside_cuda_init.hpp"
+#include "versions.hpp"
 #include "kernel_symbols.hpp"
 #include "launch_watch_writer.hpp"
 #include "logger/environment.hpp"
@@ -175,20 +176,21 @@ void* loaded_driver_function(const char* name) noexcept {
   return function;
 }
 
-/// The versions in play, for a message about versions that do not fit.
-std::string versions() {
-  uint32_t api = 0;
-  int driver = 0;
-  int runtime = CUDART_VERSION;
-  (void)cuptiGetVersion(&api);
+/// The versions in play (the driver's from the loaded driver: the runtime cannot be asked inside
+/// cuInit, where the runtime's version is the one built against).
+version_numbers versions_in_play() {
+  version_numbers v;
+  v.cupti_built = CUPTI_API_VERSION;
+  (void)cuptiGetVersion(&v.cupti_loaded);
   if (auto* get = reinterpret_cast<CUresult (*)(int*)>(loaded_driver_function("cuDriverGetVersion"))) {
-    (void)get(&driver);
+    (void)get(&v.driver);
   }
-  if (!constructing_inside_cuda_init()) (void)cudaRuntimeGetVersion(&runtime);
-  return fmt::format(
-      "CUPTI API {} (launchwatch was built against {}), CUDA driver {}.{}, CUDA runtime {}.{}", api,
-      CUPTI_API_VERSION, driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
+  v.runtime = CUDART_VERSION;
+  if (!constructing_inside_cuda_init()) (void)cudaRuntimeGetVersion(&v.runtime);
+  return v;
 }
+
+std::string versions() { return describe(versions_in_play()); }
 
 [[noreturn]] void unavailable(cuda_bridge_unavailable::reason why, const std::string& message,
                               std::string holder = {}) {
@@ -257,13 +259,8 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
   }
   // Inside cuInit the runtime cannot be asked, and the driver being initialised says enough.
   if (!cupti::constructing_inside_cuda_init()) cupti::require_a_device();
-  uint32_t api = 0;
-  if (cuptiGetVersion(&api) != CUPTI_SUCCESS || api < CUPTI_API_VERSION) {
-    cupti::unavailable(reason::incompatible,
-                       fmt::format("the CUPTI library loaded is older than the one launchwatch was "
-                                   "built against ({}). Put the toolkit's libcupti first on the "
-                                   "library path.",
-                                   cupti::versions()));
+  if (const auto misfit = cupti::versions_misfit(cupti::versions_in_play())) {
+    cupti::unavailable(reason::incompatible, *misfit);
   }
 
   std::array<char, 256> holder{};

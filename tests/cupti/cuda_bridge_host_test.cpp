@@ -10,6 +10,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "cupti/versions.hpp"
+
 namespace launchwatch {
 namespace {
 
@@ -71,6 +73,33 @@ TEST(CudaBridgeHost, WithoutADeviceTheBridgeSaysThereIsNone) {
                                               cuda_bridge_unavailable::reason::incompatible));
     EXPECT_THAT(error.what(), HasSubstr("CUDA"));
   }
+}
+
+// Versions that do not fit, each with what to do (cupti/versions.hpp), whatever this machine has.
+
+TEST(CudaBridgeVersions, ACuptiOlderThanTheOneBuiltAgainstIsRefusedNamingBothAndWhatToDo) {
+  const auto misfit = detail::cupti::versions_misfit({.cupti_loaded = 120000, .cupti_built = 130001,
+                                                      .driver = 13000, .runtime = 13000});
+  ASSERT_TRUE(misfit.has_value());
+  EXPECT_THAT(*misfit, HasSubstr("CUPTI API 120000 (launchwatch was built against 130001)"));
+  EXPECT_THAT(*misfit, HasSubstr("Put the toolkit's libcupti first on the library path"));
+}
+
+TEST(CudaBridgeVersions, ADriverOlderThanTheRuntimeIsRefusedNamingBothAndWhatToDo) {
+  const auto misfit = detail::cupti::versions_misfit({.cupti_loaded = 130001, .cupti_built = 130001,
+                                                      .driver = 12080, .runtime = 13000});
+  ASSERT_TRUE(misfit.has_value());
+  EXPECT_THAT(*misfit, HasSubstr("CUDA driver 12.8, CUDA runtime 13.0"));
+  EXPECT_THAT(*misfit, HasSubstr("Update the driver"));
+}
+
+TEST(CudaBridgeVersions, VersionsThatFitOrAreUnknownAreNotHeldAgainstTheBridge) {
+  EXPECT_FALSE(detail::cupti::versions_misfit({.cupti_loaded = 130001, .cupti_built = 130001,
+                                               .driver = 13000, .runtime = 13000}));
+  EXPECT_FALSE(detail::cupti::versions_misfit({.cupti_loaded = 130002, .cupti_built = 130001,
+                                               .driver = 13010, .runtime = 13000}));
+  EXPECT_FALSE(detail::cupti::versions_misfit({.cupti_loaded = 130001, .cupti_built = 130001,
+                                               .driver = 0, .runtime = 13000}));
 }
 
 }  // namespace

@@ -89,11 +89,13 @@ recorder::recorder(const attribution_options& options)
       pools{std::make_shared<recorder_pools>()},
       origin{clock()} {
   pools->aggregate_only = options.aggregate_only;
+  if (unscoped == unscoped_launches::sole_scoped_thread) sole_scoped_wanted.fetch_add(1, std::memory_order_relaxed);
   pools->launches.reserve(options.reserve_launches);
   pools->intervals.reserve(options.reserve_scopes);
 }
 
 recorder::~recorder() {
+  if (unscoped == unscoped_launches::sole_scoped_thread) sole_scoped_wanted.fetch_sub(1, std::memory_order_relaxed);
   // The destroying thread's own cache entry goes entirely; other threads' caches cannot be
   // touched from here, so their entries are closed instead and only the small log object stays
   // until pushed out.

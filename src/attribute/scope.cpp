@@ -94,15 +94,18 @@ struct scope_stack {
   scope_stack() { frames.reserve(32); }
   // A thread that ends with ranges still open (an NVTX push never popped) leaves the list here.
   ~scope_stack() {
-    if (!frames.empty()) scoped_threads::get().remove(&innermost);
+    if (listed) scoped_threads::get().remove(&innermost);
   }
   scope_stack(const scope_stack&) = delete;
   scope_stack& operator=(const scope_stack&) = delete;
 
   std::vector<frame> frames;
   std::uint32_t next_serial = 1;
-  /// frames.back().path, for other threads to read; in scoped_threads while frames is not empty.
+  /// frames.back().path, for other threads to read (no_path while frames is empty).
   std::atomic<path_id> innermost{no_path};
+  /// Whether `innermost` is in scoped_threads: from a first scope entered while sole_scoped_wanted
+  /// to the last one left.
+  bool listed = false;
 };
 thread_local scope_stack open_scopes;
 
@@ -114,6 +117,7 @@ constexpr std::uint32_t no_frame = nvtx_range_bit - 1;
 }  // namespace
 
 std::atomic<bool> recording_scopes{false};
+std::atomic<int> sole_scoped_wanted{0};
 
 path_id intern_path(path_id parent, std::string_view name) {
   const auto hash = hash_key(parent, name);
@@ -174,13 +178,15 @@ scope_token enter_scope(std::string_view name) noexcept {
     thread_log* log = scope_log();
     const instant start = log != nullptr ? log->clock() : steady_now();
     const std::uint32_t serial = stack.next_serial;
-    if (stack.frames.empty()) scoped_threads::get().add(&stack.innermost);
+    const bool list = stack.frames.empty() && sole_scoped_wanted.load(std::memory_order_relaxed) > 0;
+    if (list) scoped_threads::get().add(&stack.innermost);
     try {
       stack.frames.push_back(frame{path, serial, start});
     } catch (...) {
-      if (stack.frames.empty()) scoped_threads::get().remove(&stack.innermost);
+      if (list) scoped_threads::get().remove(&stack.innermost);
       throw;
     }
+    stack.listed = stack.listed || list;
     stack.next_serial = serial == UINT32_MAX ? 1 : serial + 1;  // 0 means "not entered"
     stack.innermost.store(path, std::memory_order_relaxed);
     return scope_token{static_cast<std::uint32_t>(stack.frames.size() - 1) | nvtx, serial};
@@ -215,7 +221,10 @@ void leave_scope(scope_token token) noexcept {
   }
   auto& stack = open_scopes;
   stack.innermost.store(frames.empty() ? no_path : frames.back().path, std::memory_order_relaxed);
-  if (frames.empty()) scoped_threads::get().remove(&stack.innermost);
+  if (frames.empty() && stack.listed) {
+    scoped_threads::get().remove(&stack.innermost);
+    stack.listed = false;
+  }
 }
 
 }  // namespace launchwatch::detail

@@ -37,9 +37,15 @@ path_node read_path(path_id id);
 /// The calling thread's innermost open scope path, or no_path. Cost: a thread-local read.
 path_id current_path() noexcept;
 
-/// The innermost open scope path of the one thread that has a scope open, or no_path when none or
-/// several have (unscoped_launches::sole_scoped_thread). Cost: a relaxed load when no thread or
-/// several have; a process-wide lock when exactly one has.
+/// How many live attributions charge unscoped launches to the sole scoped thread. Only while one
+/// does are threads listed as they enter their first scope and leave their last (a process-wide
+/// lock each time), so other attributions' scopes cost what they did. A thread already in scopes
+/// when the first such attribution starts is listed from its next first scope on.
+extern std::atomic<int> sole_scoped_wanted;
+
+/// The innermost open scope path of the one listed thread that has a scope open, or no_path when
+/// none or several have (unscoped_launches::sole_scoped_thread). Cost: a relaxed load when no thread
+/// or several have; a process-wide lock when exactly one has.
 path_id sole_scoped_thread_path() noexcept;
 
 /// How many scopes the calling thread has open (that were entered while attributing).

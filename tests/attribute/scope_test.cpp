@@ -265,6 +265,17 @@ TEST(Scope, WithSoleScopedThreadAThreadInAScopeKeepsItsOwnPath) {
   EXPECT_THAT(launch_paths(pass), ElementsAre("own"));
 }
 
+TEST(Scope, ThreadsAreListedForTheSoleScopedThreadOnlyWhileAnAttributionAsksForIt) {
+  {
+    auto plain = std::make_shared<attribution>();
+    scope mine{"mine"};
+    EXPECT_EQ(detail::sole_scoped_thread_path(), detail::no_path) << "listed with nobody asking";
+  }
+  auto asking = std::make_shared<attribution>(sole_scoped_thread());
+  scope mine{"mine"};
+  EXPECT_NE(detail::sole_scoped_thread_path(), detail::no_path);
+}
+
 TEST(Scope, StopsBeingEnteredWhenTheLastAttributionEnds) {
   {
     auto first = std::make_shared<attribution>();

@@ -79,8 +79,11 @@ struct attribution_options {
   bool aggregate_only = false;
 
   /// Where a launch from a thread with no scope open goes (see unscoped_launches). Cost with
-  /// `sole_scoped_thread`: such a launch takes a process-wide lock to read the other thread's path;
-  /// a launch inside a scope costs what it did.
+  /// `sole_scoped_thread`, while such an attribution lives: a launch from a thread with no scope
+  /// takes a process-wide lock to read the other thread's path, and a thread entering its first
+  /// scope or leaving its last takes one to list itself; a launch inside a scope and a nested scope
+  /// cost what they did. A thread already in scopes when the attribution is made counts from its
+  /// next first scope (as scopes entered before an attribution are not in its paths).
   unscoped_launches unscoped = unscoped_launches::outside;
 };
 

@@ -92,24 +92,23 @@ constexpr CUpti_CallbackId add_node_ids[] = {
     CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2,
 };
 
-bool is_add_node(CUpti_CallbackId id) noexcept {
-  for (const auto add : add_node_ids) {
-    if (id == add) return true;
-  }
-  return false;
-}
-
 constexpr CUpti_CallbackId graph_launch_ids[] = {
     CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
     CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
 };
 
-bool is_launch(CUpti_CallbackId id) noexcept {
-  for (const auto launch : launch_ids) {
-    if (id == launch) return true;
+/// Whether `id` is one of `ids`.
+template <std::size_t N>
+bool one_of(const CUpti_CallbackId (&ids)[N], CUpti_CallbackId id) noexcept {
+  for (const auto each : ids) {
+    if (id == each) return true;
   }
   return false;
 }
+
+bool is_launch(CUpti_CallbackId id) noexcept { return one_of(launch_ids, id); }
+
+bool is_add_node(CUpti_CallbackId id) noexcept { return one_of(add_node_ids, id); }
 
 bool is_per_thread(CUpti_CallbackId id) noexcept {
   return id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||

@@ -2,6 +2,7 @@
 
 #include "run_command.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include <stdexcept>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include <spawn.h>
 #include <sys/wait.h>
@@ -19,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include <launchwatch/attribute/merge.hpp>
 #include <launchwatch/attribute/render.hpp>
 #include <launchwatch/attribute/summary.hpp>
 #include <launchwatch/cuda_bridge.hpp>
@@ -66,6 +69,9 @@ std::vector<std::string> program_environment(const run_options& options, const s
       {"LAUNCHWATCH_RUN_TIMING", options.timing},
       {"LAUNCHWATCH_RUN_CAPTURE_RANGE", options.capture_range},
       {"LAUNCHWATCH_RUN_UNSCOPED", options.unscoped},
+      // So a process the program starts in turn (torchrun's ranks, a subprocess) writes its own
+      // report beside the program's rather than over it.
+      {"LAUNCHWATCH_RUN_PARENT", std::to_string(::getpid())},
   };
   if (library) {
     ours.emplace_back("NVTX_INJECTION64_PATH", library->string());
@@ -158,26 +164,64 @@ int run_and_wait(const std::vector<std::string>& command, const std::vector<std:
   return status;
 }
 
-/// Prints the report the injection left, or says why there is none.
+/// The reports left by processes the program started (OUT/processes/*/summary.json), in name order.
+std::vector<process_summary> descendants_reports(const fs::path& out) {
+  std::vector<fs::path> files;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator{out / "processes", error}) {
+    const auto summary = entry.path() / "summary.json";
+    if (fs::exists(summary, error) && fs::file_size(summary, error) > 0) files.push_back(summary);
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<process_summary> reports;
+  for (const auto& file : files) {
+    auto summary = load_summary(file);
+    auto label = summary.process.empty() ? file.parent_path().filename().string() : summary.process;
+    reports.push_back(process_summary{std::move(label), std::move(summary)});
+  }
+  return reports;
+}
+
+/// Prints the report the injection left, or says why there is none: the program's own, and when
+/// processes it started left reports too, one merged report of them all (a row per process).
 void print_report(const run_options& options, int status) {
   const auto summary = options.out / "summary.json";
   const auto& program = options.command[0];
   std::error_code error;
-  if (!fs::exists(summary, error)) {
+  const bool own = fs::exists(summary, error);
+  auto others = descendants_reports(options.out);
+  if (!own && others.empty()) {
     std::cerr << fmt::format(
         "launchwatch run: nothing was watched: {} initialised neither CUDA nor NVTX (no GPU or CUDA "
         "driver here?), so launchwatch's injection never loaded and left no report\n",
         program);
     return;
   }
-  if (fs::file_size(summary, error) == 0) {
+  if (own && fs::file_size(summary, error) == 0) {
     std::cerr << fmt::format("launchwatch run: {} {} before its report was written; nothing was saved\n", program,
                              how_it_ended(status));
-    return;
+    if (others.empty()) return;
   }
   std::cout << fmt::format("\nlaunchwatch run: {} {}\n\n", program, how_it_ended(status));
-  write_tree(std::cout, load_summary(summary));
-  std::cout << '\n' << wrote_report_files(options.out) << '\n';
+  if (others.empty()) {
+    write_tree(std::cout, load_summary(summary));
+    std::cout << '\n' << wrote_report_files(options.out) << '\n';
+    return;
+  }
+  std::vector<process_summary> all;
+  if (own && fs::file_size(summary, error) > 0) {
+    all.push_back(process_summary{fs::path{program}.filename().string(), load_summary(summary)});
+  }
+  std::cout << fmt::format("{} process(es) it started left reports of their own (in {}): one report of {}, a row "
+                           "per process\n\n",
+                           others.size(), (options.out / "processes").string(),
+                           all.empty() ? "them" : "it and them");
+  for (auto& other : others) all.push_back(std::move(other));
+  write_tree(std::cout, all.size() == 1 ? all.front().summary : merge_summaries(all));
+  std::cout << '\n'
+            << (own ? wrote_report_files(options.out) + "\n" : std::string{})
+            << fmt::format("each process's files are in {}/<process>/ (launchwatch report --merge them)\n",
+                           (options.out / "processes").string());
 }
 
 }  // namespace
@@ -224,6 +268,7 @@ int run_program(const run_options& options) {
                                          options.out.string(), error.message())};
   }
   for (const char* name : {"trace.json", "flame.folded", "summary.json"}) fs::remove(options.out / name, error);
+  fs::remove_all(options.out / "processes", error);
 
   const auto library = find_injection_library();
   if (!library) {

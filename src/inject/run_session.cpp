@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include <launchwatch/attribute/attribution.hpp>
+#include <launchwatch/attribute/merge.hpp>
 #include <launchwatch/attribute/report_files.hpp>
 #include <launchwatch/cuda_bridge.hpp>
 #include <launchwatch/errors.hpp>
@@ -36,6 +37,8 @@ std::string_view environment(const char* name) {
 
 struct session {
   run_settings settings;
+  report_place place;
+  pid_t pid = 0;  // the process that started the session: a forked child is another
   std::optional<report_files> files;
   std::shared_ptr<attribution> observer;
   std::optional<launch_observation> watching;
@@ -97,7 +100,9 @@ void start() {
   auto& s = *the_session;
   try {
     s.settings = read_run_settings();
-    s.files.emplace(s.settings.out);
+    s.pid = ::getpid();
+    s.place = report_place_for(s.settings, s.pid, ::getppid(), process_label_from_environment());
+    s.files.emplace(s.place.folder);
   } catch (const std::exception& error) {
     say(fmt::format("not watching this program: {}", error.what()));
     return;
@@ -136,6 +141,9 @@ run_settings read_run_settings() {
     throw configuration_error{
         fmt::format("LAUNCHWATCH_RUN_CAPTURE_RANGE is '{}'; use none or cuda-profiler-api", range)};
   }
+  if (const auto parent = environment("LAUNCHWATCH_RUN_PARENT"); !parent.empty()) {
+    settings.parent = std::strtol(std::string{parent}.c_str(), nullptr, 10);
+  }
   const auto unscoped = environment("LAUNCHWATCH_RUN_UNSCOPED");
   if (unscoped == "outside") {
     settings.unscoped = unscoped_launches::outside;
@@ -144,6 +152,20 @@ run_settings read_run_settings() {
         fmt::format("LAUNCHWATCH_RUN_UNSCOPED is '{}'; use sole-scoped-thread or outside", unscoped)};
   }
   return settings;
+}
+
+report_place report_place_for(const run_settings& settings, long pid, long parent_pid,
+                               const std::string& job_label) {
+  if (settings.parent == 0 || parent_pid == settings.parent) return {settings.out, {}};
+  // With the pid always: a rank's own subprocesses inherit its RANK.
+  const std::string label =
+      job_label.empty() ? fmt::format("pid {}", pid) : fmt::format("{}, pid {}", job_label, pid);
+  std::string folder;
+  for (const char c : label) {
+    if (c == ',') continue;
+    folder += c == ' ' ? '-' : c;
+  }
+  return {settings.out / "processes" / folder, label};
 }
 
 void start_run_session() noexcept {
@@ -187,6 +209,9 @@ void watch_cuda_in_run_session() noexcept {
 
 void finish_run_session() noexcept {
   if (!running) return;
+  // A child forked without exec has the session's state but not the threads that may hold its
+  // locks, and the parent's open report files: it writes nothing.
+  if (::getpid() != the_session->pid) return;
   try {
     std::call_once(finished, [] {
       auto& s = *the_session;
@@ -207,7 +232,9 @@ void finish_run_session() noexcept {
       }
       s.watching.reset();
       const auto pass = s.observer->collect();
-      s.files->write(pass, summarize(pass));
+      auto summary = summarize(pass);
+      summary.process = s.place.label;
+      s.files->write(pass, summary);
     });
   } catch (const std::exception& error) {
     say(fmt::format("the report could not be written: {}", error.what()));

@@ -21,14 +21,30 @@ struct run_settings {
   bool profiler_api_range = false;
   /// LAUNCHWATCH_RUN_UNSCOPED: sole-scoped-thread (default) or outside.
   unscoped_launches unscoped = unscoped_launches::sole_scoped_thread;
+  /// LAUNCHWATCH_RUN_PARENT: the pid of the `launchwatch run` that started the program; 0 when unset.
+  long parent = 0;
 };
 
 /// Reads run_settings from the environment; throws configuration_error naming a variable whose
 /// value is not one of those listed.
 run_settings read_run_settings();
 
+/// Where a process writes its report: `settings.out` for the program `launchwatch run` started (its
+/// parent is `settings.parent`, or no parent is known); for any other process that inherited the
+/// injection (a program the program ran: torchrun's ranks, a subprocess using CUDA)
+/// `settings.out/processes/<label>` ("rank-0-pid-1234", "pid-1234"), so it never overwrites another's,
+/// with `label` its label in a merged report ("rank 0, pid 1234": the job's label from
+/// process_label_from_environment, if any, and always the pid, since a rank's own subprocesses
+/// inherit its RANK).
+struct report_place {
+  std::filesystem::path folder;
+  std::string label;  // empty for the program itself
+};
+report_place report_place_for(const run_settings& settings, long pid, long parent_pid, const std::string& job_label);
+
 /// Starts the session once per process: an attribution installed as the process's observer until
-/// exit, signal handlers for SIGINT and SIGTERM where the program kept the default (so a program
+/// exit (a child forked from it without exec writes nothing: its copy of the session's locks may be
+/// held by threads it does not have), signal handlers for SIGINT and SIGTERM where the program kept the default (so a program
 /// stopped by one still leaves its report; the signal then ends it as it would have), and the
 /// report written at exit. A bad setting is said once on stderr and nothing is watched.
 /// Thread safety: any thread, any number of times. Never throws.

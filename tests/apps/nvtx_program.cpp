@@ -5,6 +5,10 @@
 //   nvtx_program signal N        the same ranges, then raises signal N
 //   nvtx_program wait READY      a closed range "collected", an open range "waiting", writes the
 //                                file READY and sleeps until a signal ends it
+//   nvtx_program spawn N         the ranges, then runs `nvtx_program exit 0` as a child process and
+//                                waits for it, then exit status N
+//   nvtx_program fork N          the ranges, then forks a child that opens ranges too and calls
+//                                exit(0) (so atexit handlers run in it), waits for it, exit status N
 
 #include <chrono>
 #include <csignal>
@@ -13,7 +17,13 @@
 #include <string_view>
 #include <thread>
 
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <nvtx3/nvToolsExt.h>
+
+extern char** environ;
 
 namespace {
 
@@ -28,13 +38,38 @@ void ranges() {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: nvtx_program exit N | signal N | wait READY_FILE\n");
+    std::fprintf(stderr, "usage: nvtx_program exit N | signal N | wait READY_FILE | spawn N | fork N\n");
     return 2;
   }
   const std::string_view mode{argv[1]};
   if (mode == "exit") {
     ranges();
     std::thread{ranges}.join();
+    return std::atoi(argv[2]);
+  }
+  if (mode == "spawn") {
+    ranges();
+    char exit_word[] = "exit";
+    char zero[] = "0";
+    char* child_argv[] = {argv[0], exit_word, zero, nullptr};
+    pid_t child = 0;
+    if (posix_spawn(&child, "/proc/self/exe", nullptr, nullptr, child_argv, environ) != 0) return 90;
+    int status = 0;
+    if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return 91;
+    return std::atoi(argv[2]);
+  }
+  if (mode == "fork") {
+    ranges();
+    std::thread{ranges}.join();
+    const pid_t child = fork();
+    if (child == 0) {
+      ranges();
+      std::exit(0);
+    }
+    int status = 0;
+    if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      return 92;
+    }
     return std::atoi(argv[2]);
   }
   if (mode == "signal") {

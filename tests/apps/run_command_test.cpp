@@ -21,6 +21,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <launchwatch/attribute/summary.hpp>
+
 extern char** environ;
 
 namespace {
@@ -168,6 +170,36 @@ TEST_F(RunCommand, TheInjectionsUnscopedSettingIsCheckedBeforeAnythingIsWatched)
   const pid_t pid = spawn({NVTX_PROGRAM, "exit", "4"});
   EXPECT_EQ(wait(pid), 4);
   EXPECT_THAT(err_, HasSubstr("LAUNCHWATCH_RUN_UNSCOPED is 'guess'; use sole-scoped-thread or outside"));
+}
+
+TEST_F(RunCommand, AProcessTheProgramStartsWritesItsOwnReportBesideTheProgramsAndBothArePrinted) {
+  ASSERT_EQ(run({"run", "--out", report(), "--", NVTX_PROGRAM, "spawn", "4"}), 4) << err_;
+  const auto own = launchwatch::load_summary(report() / "summary.json");  // the program's, not overwritten
+  EXPECT_EQ(own.host_threads, 1u);
+  EXPECT_EQ(own.process, "");
+  std::vector<fs::path> others;
+  for (const auto& entry : fs::directory_iterator{report() / "processes"}) others.push_back(entry.path());
+  ASSERT_EQ(others.size(), 1u);
+  EXPECT_THAT(others[0].filename().string(), ::testing::StartsWith("pid-"));
+  const auto child = launchwatch::load_summary(others[0] / "summary.json");
+  EXPECT_EQ(child.host_threads, 2u);  // `exit 0` opens its ranges on two threads
+  EXPECT_THAT(child.process, ::testing::StartsWith("pid "));
+  EXPECT_THAT(out_, HasSubstr("1 process(es) it started left reports of their own"));
+}
+
+TEST_F(RunCommand, AChildForkedWithoutExecWritesNothingAndLeavesTheProgramsReportWhole) {
+  ASSERT_EQ(run({"run", "--out", report(), "--", NVTX_PROGRAM, "fork", "5"}), 5) << err_;
+  const auto own = launchwatch::load_summary(report() / "summary.json");
+  EXPECT_EQ(own.host_threads, 2u);
+  EXPECT_FALSE(fs::exists(report() / "processes"));
+  EXPECT_THAT(out_, Not(HasSubstr("left reports of their own")));
+}
+
+TEST_F(RunCommand, APreviousRunsProcessReportsAreRemovedFirst) {
+  ASSERT_EQ(run({"run", "--out", report(), "--", NVTX_PROGRAM, "spawn", "0"}), 0) << err_;
+  ASSERT_TRUE(fs::exists(report() / "processes"));
+  ASSERT_EQ(run({"run", "--out", report(), "--", NVTX_PROGRAM, "exit", "0"}), 0) << err_;
+  EXPECT_FALSE(fs::exists(report() / "processes"));
 }
 
 }  // namespace

@@ -15,6 +15,8 @@
 #include <thread>
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -70,6 +72,21 @@ extern "C" void on_stop_signal(int signal_number) {
   errno = saved;
 }
 
+/// In a child forked without exec: the pipe's reader thread is the parent's, so a signal the child
+/// caught would end the parent. The child gets the default actions back and no pipe.
+extern "C" void forget_stop_signals_in_child() {
+  for (const int signal_number : {SIGINT, SIGTERM}) {
+    struct sigaction current {};
+    if (::sigaction(signal_number, nullptr, &current) == 0 && current.sa_handler == &on_stop_signal) {
+      std::signal(signal_number, SIG_DFL);
+    }
+  }
+  for (int& end : signal_pipe) {
+    if (end >= 0) ::close(end);
+    end = -1;
+  }
+}
+
 void catch_stop_signals() {
   bool any = false;
   for (const int signal_number : {SIGINT, SIGTERM}) {
@@ -77,7 +94,12 @@ void catch_stop_signals() {
     // A program that handles the signal itself (Python's KeyboardInterrupt) exits through its own
     // path, and the report is written at exit: leave its handler alone.
     if (::sigaction(signal_number, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) continue;
-    if (!any && ::pipe(signal_pipe) != 0) return;
+    // Close-on-exec: a program the program runs gets neither the pipe nor (exec resets them) the
+    // handler; a child forked without exec loses both (forget_stop_signals_in_child).
+    if (!any && (::pipe2(signal_pipe, O_CLOEXEC) != 0 ||
+                 ::pthread_atfork(nullptr, nullptr, &forget_stop_signals_in_child) != 0)) {
+      return;
+    }
     any = true;
     struct sigaction ours {};
     ours.sa_handler = &on_stop_signal;

@@ -9,6 +9,8 @@
 //                                waits for it, then exit status N
 //   nvtx_program fork N          the ranges, then forks a child that opens ranges too and calls
 //                                exit(0) (so atexit handlers run in it), waits for it, exit status N
+//   nvtx_program forkterm N      the ranges, then forks a child that sends itself SIGTERM; exit
+//                                status N once the child was ended by it (93 if it was not)
 
 #include <chrono>
 #include <csignal>
@@ -38,7 +40,7 @@ void ranges() {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: nvtx_program exit N | signal N | wait READY_FILE | spawn N | fork N\n");
+    std::fprintf(stderr, "usage: nvtx_program exit N | signal N | wait READY_FILE | spawn N | fork N | forkterm N\n");
     return 2;
   }
   const std::string_view mode{argv[1]};
@@ -70,6 +72,19 @@ int main(int argc, char** argv) {
     if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       return 92;
     }
+    return std::atoi(argv[2]);
+  }
+  if (mode == "forkterm") {
+    ranges();
+    const pid_t child = fork();
+    if (child == 0) {
+      std::raise(SIGTERM);
+      std::this_thread::sleep_for(std::chrono::seconds{2});
+      _exit(0);  // still here: SIGTERM was caught by someone
+    }
+    int status = 0;
+    if (child < 0 || waitpid(child, &status, 0) != child) return 92;
+    if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGTERM) return 93;
     return std::atoi(argv[2]);
   }
   if (mode == "signal") {

@@ -202,4 +202,9 @@ TEST_F(RunCommand, APreviousRunsProcessReportsAreRemovedFirst) {
   EXPECT_FALSE(fs::exists(report() / "processes"));
 }
 
+TEST_F(RunCommand, ASignalToAChildForkedWithoutExecEndsTheChildNotTheProgram) {
+  EXPECT_EQ(run({"run", "--out", report(), "--", NVTX_PROGRAM, "forkterm", "6"}), 6) << out_ << err_;
+  EXPECT_EQ(launchwatch::load_summary(report() / "summary.json").host_threads, 1u);
+}
+
 }  // namespace

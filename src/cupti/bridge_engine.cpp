@@ -45,10 +45,12 @@ namespace cupti {
 struct thread_state {
   bool open = false;
   bool awaiting = false;
-  /// Inside a call of the explicit graph API that adds a node (cuGraphAddKernelNode, cuGraphAddNode):
-  /// a kernel node CUPTI says was created meanwhile is that call's (not a capture's, nor a copy
-  /// made by cudaGraphInstantiate, which CUPTI also announces as created).
-  bool adding_node = false;
+  /// The engine generation inside whose callbacks this thread is in a call of the explicit graph API
+  /// that adds a node (cuGraphAddKernelNode, cuGraphAddNode), 0 when it is in none: a kernel node
+  /// CUPTI says was created meanwhile is that call's (not a capture's, nor a copy made by
+  /// cudaGraphInstantiate, which CUPTI also announces as created). A generation, not a flag, so a
+  /// call whose EXIT never came (its engine was torn down between) misleads no later engine.
+  std::uint64_t adding_node = 0;
   std::uint64_t generation = 0;
   std::uint32_t correlation = 0;
   launch_info info;
@@ -343,6 +345,8 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
   // node); per_node also links captured nodes to their replays.
   enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
   for (const auto id : cupti::add_node_ids) enable(CUPTI_CB_DOMAIN_DRIVER_API, id);
+  // For after_cuda_runtime_initialised: a context is created once the runtime is up.
+  enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
   if (options_.trace_kernels_from_start || options_.graph_replays == cuda_graph_replays::per_node) {
     if (!ensure_kernel_records()) {
       records_->close();
@@ -468,7 +472,7 @@ void CUPTIAPI cuda_bridge_engine::on_callback(void* self, CUpti_CallbackDomain d
     const bool stop = id == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop ||
                       id == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000;
     if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cupti::is_add_node(id)) {
-      cupti::this_thread.adding_node = call.callbackSite == CUPTI_API_ENTER;
+      cupti::this_thread.adding_node = call.callbackSite == CUPTI_API_ENTER ? engine->generation_ : 0;
     } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API &&
         (id == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
          id == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz)) {
@@ -480,6 +484,8 @@ void CUPTIAPI cuda_bridge_engine::on_callback(void* self, CUpti_CallbackDomain d
     } else if (stop && call.callbackSite == CUPTI_API_ENTER) {
       engine->in_range_.store(false, std::memory_order_relaxed);
     }
+  } else if (domain == CUPTI_CB_DOMAIN_RESOURCE && id == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
+    cupti::cuda_context_created();
   } else if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
     engine->on_graph_node(id, *static_cast<const CUpti_ResourceData*>(data));
   }
@@ -650,7 +656,9 @@ void cuda_bridge_engine::on_graph_node(CUpti_CallbackId id, const CUpti_Resource
     // Inside a reported launch's ENTER..EXIT on this thread: the node is that launch's kernel.
     const thread_state& t = cupti::this_thread;
     if (!t.open || t.generation != generation_ || !t.info.capturing) {
-      if (t.adding_node && graph->nodeType == CU_GRAPH_NODE_TYPE_KERNEL) report_kernel_node(*graph);
+      if (t.adding_node == generation_ && graph->nodeType == CU_GRAPH_NODE_TYPE_KERNEL) {
+        report_kernel_node(*graph);
+      }
       return;
     }
     if (options_.graph_replays != cuda_graph_replays::per_node) return;

@@ -1,10 +1,7 @@
 // The bridge made inside cuInit (inside_cuda_init.hpp).
 #include "inside_cuda_init.hpp"
 
-#include <cuda_runtime.h>
-
-#include <exception>
-#include <thread>
+#include <atomic>
 #include <utility>
 
 namespace launchwatch::detail::cupti {
@@ -20,20 +17,18 @@ inside_cuda_init::inside_cuda_init() noexcept : was_{std::exchange(inside, true)
 
 inside_cuda_init::~inside_cuda_init() { inside = was_; }
 
+namespace {
+std::atomic<void (*)()> waiting{nullptr};
+}  // namespace
+
 bool after_cuda_runtime_initialised(void (*then)()) noexcept {
-  try {
-    // Detached: a program may never finish initialising CUDA, and `then` must not hold up exit.
-    std::thread{[then] {
-      // Any runtime call returns only once the runtime's initialisation is done.
-      int devices = 0;
-      (void)cudaGetDeviceCount(&devices);
-      (void)cudaGetLastError();
-      then();
-    }}.detach();
-    return true;
-  } catch (const std::exception&) {
-    return false;
-  }
+  void (*none)() = nullptr;
+  return waiting.compare_exchange_strong(none, then);
+}
+
+void cuda_context_created() noexcept {
+  if (waiting.load(std::memory_order_relaxed) == nullptr) return;
+  if (auto* then = waiting.exchange(nullptr)) then();
 }
 
 }  // namespace launchwatch::detail::cupti

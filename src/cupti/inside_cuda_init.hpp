@@ -26,11 +26,17 @@ class [[nodiscard]] inside_cuda_init {
   bool was_;
 };
 
-/// Calls `then` on a detached thread of its own once the CUDA runtime has finished initialising
-/// (at once where it is initialised already; never in a build without the bridge). For work that
+/// Calls `then` once, on the thread that next creates a CUDA context while a bridge lives (by then
+/// the CUDA runtime has finished initialising; never in a build without the bridge). For work that
 /// must come after the runtime's own initialisation, such as an exit handler that has to run before
-/// the runtime's (exit runs them in reverse order of registration). Returns false, calling nothing,
-/// when no thread could be started. Thread safety: any thread.
+/// the runtime's (exit runs them in reverse order of registration). Why not a thread that asks the
+/// runtime and waits: a program that exits right after cuInit would have that thread call into the
+/// runtime while exit tears it down. Returns false when another `then` is already waiting.
+/// Thread safety: any thread.
 bool after_cuda_runtime_initialised(void (*then)()) noexcept;
+
+/// Runs what after_cuda_runtime_initialised was given, if anything, once (the bridge's callback for
+/// a context created).
+void cuda_context_created() noexcept;
 
 }  // namespace launchwatch::detail::cupti

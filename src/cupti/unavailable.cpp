@@ -43,6 +43,7 @@ bool constructing_inside_cuda_init() noexcept { return false; }
 inside_cuda_init::inside_cuda_init() noexcept : was_{false} {}
 inside_cuda_init::~inside_cuda_init() = default;
 bool after_cuda_runtime_initialised(void (* /*then*/)()) noexcept { return false; }
+void cuda_context_created() noexcept {}
 
 }  // namespace detail::cupti
 

@@ -19,11 +19,13 @@ std::optional<std::string> versions_misfit(const version_numbers& v) {
         "the toolkit's libcupti first on the library path.",
         describe(v));
   }
-  if (v.driver != 0 && v.runtime != 0 && v.driver < v.runtime) {
+  // By major version: within one, a driver runs newer runtimes (minor version compatibility).
+  if (v.driver != 0 && v.runtime != 0 && v.driver / 1000 < v.runtime / 1000) {
     return fmt::format(
-        "the CUDA driver is older than the CUDA runtime ({}). Update the driver, or run with the "
-        "runtime it supports.",
-        describe(v));
+        "the CUDA driver is older than the CUDA runtime's major version ({}). Update the driver to "
+        "one of CUDA {} or later, or use a launchwatch and program built with the CUDA the driver "
+        "supports.",
+        describe(v), v.runtime / 1000);
   }
   return std::nullopt;
 }

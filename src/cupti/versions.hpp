@@ -22,9 +22,9 @@ struct version_numbers {
 std::string describe(const version_numbers& versions);
 
 /// Why the versions do not fit, saying what to do, or nothing when they fit: a CUPTI older than the
-/// one built against (its callbacks and records may lack what the bridge reads), or a driver older
-/// than the runtime (which cannot run it). An unknown (0) driver or runtime version is not held
-/// against them.
+/// one built against (its callbacks and records may lack what the bridge reads), or a driver of an
+/// older major version than the runtime (which cannot run it; within a major version CUDA's minor
+/// version compatibility lets it). An unknown (0) driver or runtime version is not held against them.
 std::optional<std::string> versions_misfit(const version_numbers& versions);
 
 }  // namespace launchwatch::detail::cupti

@@ -11,6 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <pthread.h>
+
 #include "recorder.hpp"
 #include "scope_nvtx.hpp"
 #include "scope_paths.hpp"
@@ -74,9 +76,17 @@ struct scoped_threads {
   std::atomic<std::size_t> count{0};
 
   static scoped_threads& get() {
-    static auto* const threads = new scoped_threads;
+    static auto* const threads = [] {
+      auto* made = new scoped_threads;
+      // A child forked while another thread lists itself would find the lock held forever, and
+      // would keep the entries of threads it does not have: the fork waits for the lock, and the
+      // child keeps only its own thread's entry.
+      (void)::pthread_atfork([] { get().mutex.lock(); }, [] { get().mutex.unlock(); }, &in_forked_child);
+      return made;
+    }();
     return *threads;
   }
+  static void in_forked_child();
   /// May throw std::bad_alloc, adding nothing.
   void add(const std::atomic<path_id>* path) {
     std::lock_guard lock{mutex};
@@ -108,6 +118,14 @@ struct scope_stack {
   bool listed = false;
 };
 thread_local scope_stack open_scopes;
+
+void scoped_threads::in_forked_child() {
+  auto& threads = get();
+  threads.open.clear();
+  if (open_scopes.listed) threads.open.push_back(&open_scopes.innermost);  // reserved: no allocation fails
+  threads.count.store(threads.open.size(), std::memory_order_relaxed);
+  threads.mutex.unlock();
+}
 
 /// A token's depth carries, in its top bit, whether the scope is also an NVTX range; a depth of
 /// `no_frame` means it is only that (no attribution was recording when it was entered).

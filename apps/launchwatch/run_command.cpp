@@ -164,7 +164,9 @@ int run_and_wait(const std::vector<std::string>& command, const std::vector<std:
   return status;
 }
 
-/// The reports left by processes the program started (OUT/processes/*/summary.json), in name order.
+/// The reports left by processes the program started (OUT/processes/*/summary.json), ordered by
+/// their folder names with numbers compared as numbers (rank-2 before rank-10). One that cannot be
+/// read (its process was killed while writing it) is said and left out, not fatal to the others.
 std::vector<process_summary> descendants_reports(const fs::path& out) {
   std::vector<fs::path> files;
   std::error_code error;
@@ -172,12 +174,35 @@ std::vector<process_summary> descendants_reports(const fs::path& out) {
     const auto summary = entry.path() / "summary.json";
     if (fs::exists(summary, error) && fs::file_size(summary, error) > 0) files.push_back(summary);
   }
-  std::sort(files.begin(), files.end());
+  const auto key = [](const fs::path& file) {
+    // "rank-10-pid-5" -> ("rank-", 10, "-pid-", 5, ...): text and numbers in turn.
+    std::vector<std::pair<std::string, long>> parts;
+    const auto name = file.parent_path().filename().string();
+    std::size_t at = 0;
+    while (at < name.size()) {
+      const auto digits = name.find_first_of("0123456789", at);
+      const auto text = name.substr(at, digits == std::string::npos ? std::string::npos : digits - at);
+      long number = -1;
+      at = digits == std::string::npos ? name.size() : name.find_first_not_of("0123456789", digits);
+      if (digits != std::string::npos) {
+        number = std::strtol(name.substr(digits, at == std::string::npos ? std::string::npos : at - digits).c_str(),
+                             nullptr, 10);
+      }
+      if (at == std::string::npos) at = name.size();
+      parts.emplace_back(text, number);
+    }
+    return parts;
+  };
+  std::sort(files.begin(), files.end(), [&](const fs::path& a, const fs::path& b) { return key(a) < key(b); });
   std::vector<process_summary> reports;
   for (const auto& file : files) {
-    auto summary = load_summary(file);
-    auto label = summary.process.empty() ? file.parent_path().filename().string() : summary.process;
-    reports.push_back(process_summary{std::move(label), std::move(summary)});
+    try {
+      auto summary = load_summary(file);
+      auto label = summary.process.empty() ? file.parent_path().filename().string() : summary.process;
+      reports.push_back(process_summary{std::move(label), std::move(summary)});
+    } catch (const std::exception& failure) {
+      std::cerr << fmt::format("launchwatch run: left out a process's report: {}\n", failure.what());
+    }
   }
   return reports;
 }
@@ -209,7 +234,8 @@ void print_report(const run_options& options, int status) {
     return;
   }
   std::vector<process_summary> all;
-  if (own && fs::file_size(summary, error) > 0) {
+  const bool own_written = own && fs::file_size(summary, error) > 0;
+  if (own_written) {
     all.push_back(process_summary{fs::path{program}.filename().string(), load_summary(summary)});
   }
   std::cout << fmt::format("{} process(es) it started left reports of their own (in {}): one report of {}, a row "
@@ -219,7 +245,7 @@ void print_report(const run_options& options, int status) {
   for (auto& other : others) all.push_back(std::move(other));
   write_tree(std::cout, all.size() == 1 ? all.front().summary : merge_summaries(all));
   std::cout << '\n'
-            << (own ? wrote_report_files(options.out) + "\n" : std::string{})
+            << (own_written ? wrote_report_files(options.out) + "\n" : std::string{})
             << fmt::format("each process's files are in {}/<process>/ (launchwatch report --merge them)\n",
                            (options.out / "processes").string());
 }

@@ -147,7 +147,7 @@ TEST(AttributionStress, ScopesStayBalancedWhileAttributionsComeAndGo) {
 // Threads entering and leaving their first and last scopes over and over while scope-less threads
 // launch under sole_scoped_thread: each such launch is outside, or under a path some scoped thread
 // really had open, never a path torn or freed under it (TSan watches the published paths).
-TEST(AttributionStress, UnscopedLaunchesFindTheSoleScopedThreadsPathWhileThreadsEnterAndLeaveScopes) {
+TEST(AttributionStress, UnscopedLaunchesGetAPathAScopedThreadHadOrNoneWhileThreadsEnterAndLeaveScopes) {
   attribution_options options;
   options.unscoped = unscoped_launches::sole_scoped_thread;
   auto observer = std::make_shared<attribution>(options);

@@ -85,7 +85,7 @@ TEST(CudaBridgeVersions, ACuptiOlderThanTheOneBuiltAgainstIsRefusedNamingBothAnd
   EXPECT_THAT(*misfit, HasSubstr("Put the toolkit's libcupti first on the library path"));
 }
 
-TEST(CudaBridgeVersions, ADriverOlderThanTheRuntimeIsRefusedNamingBothAndWhatToDo) {
+TEST(CudaBridgeVersions, ADriverOfAnOlderMajorVersionThanTheRuntimeIsRefusedNamingBothAndWhatToDo) {
   const auto misfit = detail::cupti::versions_misfit({.cupti_loaded = 130001, .cupti_built = 130001,
                                                       .driver = 12080, .runtime = 13000});
   ASSERT_TRUE(misfit.has_value());
@@ -100,6 +100,9 @@ TEST(CudaBridgeVersions, VersionsThatFitOrAreUnknownAreNotHeldAgainstTheBridge) 
                                                .driver = 13010, .runtime = 13000}));
   EXPECT_FALSE(detail::cupti::versions_misfit({.cupti_loaded = 130001, .cupti_built = 130001,
                                                .driver = 0, .runtime = 13000}));
+  // Minor version compatibility: a 12.2 driver runs a 12.4 runtime.
+  EXPECT_FALSE(detail::cupti::versions_misfit({.cupti_loaded = 130001, .cupti_built = 130001,
+                                               .driver = 12020, .runtime = 12040}));
 }
 
 }  // namespace

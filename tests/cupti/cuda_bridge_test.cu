@@ -413,7 +413,7 @@ TEST_F(CudaBridge, CapturedGraphsAreReportedAtCaptureFromEveryThreadAndNotPerRep
   for (const auto& c : counters) EXPECT_EQ(c->read(), nodes * replays) << "the replays ran";
 }
 
-// Behaviour 10: the capture window refuses the profile; the launch goes on and is reported.
+// A kernel node added with the graph API is a launch recorded into a graph, like a captured one.
 TEST_F(CudaBridge, AKernelNodeAddedByTheGraphApiIsReportedOnceOnItsThreadAsRecordedIntoAGraph) {
   auto observer = std::make_shared<info_recorder>();
   device_int counter;
@@ -431,6 +431,7 @@ TEST_F(CudaBridge, AKernelNodeAddedByTheGraphApiIsReportedOnceOnItsThreadAsRecor
   EXPECT_EQ(counter.read(), 2);
 }
 
+// Behaviour 10: the capture window refuses the profile; the launch goes on and is reported.
 TEST_F(CudaBridge, ALaunchInACaptureIsReportedCapturingAndItsMeasurementRefusedWithAWarning) {
   testing::captured_log log;
   auto observer = std::make_shared<info_recorder>(timing_request::deferred);

@@ -79,8 +79,9 @@ struct attribution_options {
   bool aggregate_only = false;
 
   /// Where a launch from a thread with no scope open goes (see unscoped_launches). Cost with
-  /// `sole_scoped_thread`, while such an attribution lives: a launch from a thread with no scope
-  /// takes a process-wide lock to read the other thread's path, and a thread entering its first
+  /// `sole_scoped_thread`, while such an attribution lives: a launch from a thread with no scope,
+  /// while exactly one thread is listed in scopes, takes a process-wide lock to read that thread's
+  /// path (a relaxed load otherwise), and a thread entering its first
   /// scope or leaving its last takes one to list itself; a launch inside a scope and a nested scope
   /// cost what they did. A thread already in scopes when the attribution is made counts from its
   /// next first scope (as scopes entered before an attribution are not in its paths).

@@ -143,7 +143,8 @@ void deliver_unread(const reported_launch& reported, std::string_view kernel,
 struct measurement_plan {
   bool measure = false;
   launch_path::read_when when = launch_path::read_when::later;
-  /// Why a measurement that would be taken is refused (static storage); empty otherwise.
+  /// Why a measurement that would be taken is refused (static storage: only collective_refusal so
+  /// far); empty otherwise.
   std::string_view refusal;
 };
 
@@ -159,14 +160,17 @@ measurement_plan plan_measurement(const launch_info& info, timing_request reques
   return {true, read_now ? launch_path::read_when::at_once : launch_path::read_when::later, {}};
 }
 
-/// Says why a refused measurement is missing; the logger still lists the launch, as untimed (the
+/// Says why the source refused a measurement; the logger still lists the launch, as untimed (the
 /// log lists every launch, and a zero would lie).
 void refused(const launch_info& info, std::string_view refusal, profiling_logger* reading_logger) {
-  if (refusal == collective_refusal) {
-    warn_collective_refused(info.kernel);
-  } else {
-    launch_path::warn_profile_refused(info.kernel, refusal);
-  }
+  launch_path::warn_profile_refused(info.kernel, refusal);
+  if (reading_logger != nullptr) reading_logger->record(info, no_measurement());
+}
+
+/// The same for a measurement the launch path refused itself (plan_measurement: a collective that
+/// would be read at once), said once per process.
+void refused_collective(const launch_info& info, profiling_logger* reading_logger) {
+  warn_collective_refused(info.kernel);
   if (reading_logger != nullptr) reading_logger->record(info, no_measurement());
 }
 
@@ -238,7 +242,7 @@ void issue_unlogged(const launch_info& info, launch_path::submitter& source) {
   const measurement_plan plan = plan_measurement(info, reported.request, false);
   if (!plan.measure) {
     source.submit();
-    if (!plan.refusal.empty()) refused(info, plan.refusal, nullptr);
+    if (!plan.refusal.empty()) refused_collective(info, nullptr);
     return;
   }
   route_unlogged(info, reported, source.submit_profiled(plan.when));
@@ -253,7 +257,7 @@ void issue_logged(const launch_info& info, launch_path::submitter& source,
   const measurement_plan plan = plan_measurement(info, reported.request, true);
   if (!plan.measure) {
     source.submit();
-    refused(info, plan.refusal, &logger);
+    refused_collective(info, &logger);
     return;
   }
   route_logged(info, reported, source.submit_profiled(plan.when), logger);
@@ -327,7 +331,7 @@ void finish_issue(const launch_info& info, const issue_decision& decision) {
   // The log lists every launch, whatever the observer asked for.
   if (decision.logger_lists_) logger.record_execution(info);
   if (decision.refusal_.empty()) return;
-  detail::refused(info, decision.refusal_, decision.logger_reads_ ? &logger : nullptr);
+  detail::refused_collective(info, decision.logger_reads_ ? &logger : nullptr);
 }
 
 void finish_issue(const launch_info& info, const issue_decision& decision,

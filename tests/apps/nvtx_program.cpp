@@ -9,6 +9,7 @@
 //                                waits for it, then exit status N
 //   nvtx_program fork N          the ranges, then forks a child that opens ranges too and calls
 //                                exit(0) (so atexit handlers run in it), waits for it, exit status N
+//   nvtx_program ranks N         like spawn, with two children given RANK=10 and RANK=2 in turn
 //   nvtx_program forkterm N      the ranges, then forks a child that sends itself SIGTERM; exit
 //                                status N once the child was ended by it (93 if it was not)
 
@@ -18,6 +19,7 @@
 #include <cstdlib>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include <spawn.h>
 #include <sys/wait.h>
@@ -40,7 +42,7 @@ void ranges() {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: nvtx_program exit N | signal N | wait READY_FILE | spawn N | fork N | forkterm N\n");
+    std::fprintf(stderr, "usage: nvtx_program exit N | signal N | wait READY_FILE | spawn N | ranks N | fork N | forkterm N\n");
     return 2;
   }
   const std::string_view mode{argv[1]};
@@ -49,15 +51,20 @@ int main(int argc, char** argv) {
     std::thread{ranges}.join();
     return std::atoi(argv[2]);
   }
-  if (mode == "spawn") {
+  if (mode == "spawn" || mode == "ranks") {
     ranges();
-    char exit_word[] = "exit";
-    char zero[] = "0";
-    char* child_argv[] = {argv[0], exit_word, zero, nullptr};
-    pid_t child = 0;
-    if (posix_spawn(&child, "/proc/self/exe", nullptr, nullptr, child_argv, environ) != 0) return 90;
-    int status = 0;
-    if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return 91;
+    const std::vector<const char*> ranks =
+        mode == "ranks" ? std::vector<const char*>{"10", "2"} : std::vector<const char*>{nullptr};
+    for (const char* rank : ranks) {
+      if (rank != nullptr) setenv("RANK", rank, 1);
+      char exit_word[] = "exit";
+      char zero[] = "0";
+      char* child_argv[] = {argv[0], exit_word, zero, nullptr};
+      pid_t child = 0;
+      if (posix_spawn(&child, "/proc/self/exe", nullptr, nullptr, child_argv, environ) != 0) return 90;
+      int status = 0;
+      if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return 91;
+    }
     return std::atoi(argv[2]);
   }
   if (mode == "fork") {

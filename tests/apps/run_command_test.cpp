@@ -207,4 +207,14 @@ TEST_F(RunCommand, ASignalToAChildForkedWithoutExecEndsTheChildNotTheProgram) {
   EXPECT_EQ(launchwatch::load_summary(report() / "summary.json").host_threads, 1u);
 }
 
+TEST_F(RunCommand, RanksReportsArePrintedInTheirNumbersOrderEachUnderItsRank) {
+  ASSERT_EQ(run({"run", "--out", report(), "--", NVTX_PROGRAM, "ranks", "0"}), 0) << err_;
+  const auto rank_2 = out_.find("rank 2, pid ");
+  const auto rank_10 = out_.find("rank 10, pid ");
+  ASSERT_NE(rank_2, std::string::npos) << out_;
+  ASSERT_NE(rank_10, std::string::npos) << out_;
+  EXPECT_LT(rank_2, rank_10) << "rank 10 ran first, but 2 comes before 10\n" << out_;
+  EXPECT_THAT(out_, HasSubstr("2 process(es) it started left reports of their own"));
+}
+
 }  // namespace

@@ -508,6 +508,22 @@ bool cuda_bridge_engine::capturing(void* stream) noexcept {
   return status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
+void cuda_bridge_engine::describe(launch_info& info, const char* symbol, void* context,
+                                  std::array<std::uint32_t, 3> grid,
+                                  std::array<std::uint32_t, 3> block, thread_state& t) {
+  const kernel_symbol named =
+      t.symbols.find(symbol != nullptr ? symbol : "(unnamed CUDA kernel)", symbol_table::process());
+  info = launch_info{};
+  info.kernel = named.name;
+  info.backend = "cuda";
+  info.device = device_of(context, t);
+  info.cube_count = grid;
+  info.cube_dim = block;
+  // A foreign launch cannot be skipped: under a dry run it runs, and says so by dry_run false.
+  info.dry_run = false;
+  info.collective = named.collective;
+}
+
 void cuda_bridge_engine::enter_launch(CUpti_CallbackId id, const CUpti_CallbackData& call,
                                       thread_state& t) {
   if (cuda::submitting_own_launch) {
@@ -535,21 +551,10 @@ void cuda_bridge_engine::enter_launch(CUpti_CallbackId id, const CUpti_CallbackD
   }
   const cupti::launch_params params = cupti::params_of(id, call.functionParams);
   const CUstream stream = cupti::effective_stream(id, params.stream);
-  const kernel_symbol symbol = t.symbols.find(
-      call.symbolName != nullptr ? call.symbolName : "(unnamed CUDA kernel)",
-      symbol_table::process());
   launch_info& info = t.info;
-  info = launch_info{};
-  info.kernel = symbol.name;
-  info.backend = "cuda";
-  info.device = device_of(call.context, t);
+  describe(info, call.symbolName, call.context, params.grid, params.block, t);
   info.stream = cupti::stream_number(stream, call.context);
-  info.cube_count = params.grid;
-  info.cube_dim = params.block;
-  // A foreign launch cannot be skipped: under a dry run it runs, and says so by dry_run false.
-  info.dry_run = false;
   info.capturing = capturing(stream);
-  info.collective = symbol.collective;
   info.launch_id = (generation_ << 32) | call.correlationId;
 
   t.generation = generation_;
@@ -692,19 +697,13 @@ void cuda_bridge_engine::report_kernel_node(const CUpti_GraphData& graph) {
     (void)kernel_name_(&name, params.kern);
   }
   thread_state& t = cupti::this_thread;
-  const kernel_symbol symbol =
-      t.symbols.find(name != nullptr ? name : "(unnamed CUDA kernel)", symbol_table::process());
   CUcontext context = params.ctx;
   if (context == nullptr && current_context_ != nullptr) (void)current_context_(&context);
   launch_info info;
-  info.kernel = symbol.name;
-  info.backend = "cuda";
-  info.device = device_of(context, t);
+  describe(info, name, context, {params.gridDimX, params.gridDimY, params.gridDimZ},
+           {params.blockDimX, params.blockDimY, params.blockDimZ}, t);
   info.stream = 0;  // a node has no stream until a replay gives it one
-  info.cube_count = {params.gridDimX, params.gridDimY, params.gridDimZ};
-  info.cube_dim = {params.blockDimX, params.blockDimY, params.blockDimZ};
   info.capturing = true;
-  info.collective = symbol.collective;
   // Apart from the launches' ids (generation << 32 | CUPTI's 32-bit correlation id): the top bit.
   info.launch_id = (std::uint64_t{1} << 63) | (generation_ << 32) |
                    explicit_nodes_.fetch_add(1, std::memory_order_relaxed);

@@ -5,6 +5,7 @@
 
 #include <cupti.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -41,6 +42,10 @@ class cuda_bridge_engine {
   /// launch_watch_writer's listener: launch callbacks on while something watches, off otherwise.
   static void on_watch_change() noexcept;
 
+  /// Sets what every foreign launch says of itself (kernel name, backend, device, grid, block,
+  /// collective) and resets the rest; the caller adds stream, capturing and launch_id.
+  void describe(launch_info& info, const char* symbol, void* context, std::array<std::uint32_t, 3> grid,
+                std::array<std::uint32_t, 3> block, cupti::thread_state& t);
   void enter_launch(CUpti_CallbackId id, const CUpti_CallbackData& call, cupti::thread_state& t);
   void exit_launch(const CUpti_CallbackData& call, cupti::thread_state& t);
   void enter_graph_launch(CUpti_CallbackId id, const CUpti_CallbackData& call);

@@ -10,11 +10,6 @@
 namespace launchwatch::detail::cupti {
 namespace {
 
-instant at(std::uint64_t nanoseconds) {
-  return instant{std::chrono::duration_cast<instant::duration>(
-      std::chrono::nanoseconds{static_cast<std::int64_t>(nanoseconds)})};
-}
-
 /// Tells the observation `observation` about `node`, if it is still the installed one and its
 /// observer asked for replays (derives from graph_replay_observer): behaviour 6's rule for a
 /// measurement that arrives after the fact.
@@ -81,7 +76,7 @@ void graph_replays::on_record(const kernel_record& record) {
                            r->second.number,
                            r->second.device,
                            r->second.stream,
-                           profile_ticks::from_start_end(at(record.start), at(record.end))};
+                           steady_window(record.start, record.end)};
     }
     if (r->second.remaining != 0 && --r->second.remaining == 0) {
       replays_.erase(r);

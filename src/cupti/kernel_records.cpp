@@ -46,12 +46,15 @@ uint64_t CUPTIAPI steady_nanoseconds() {
                                    .count());
 }
 
-instant at(std::uint64_t nanoseconds) {
-  return instant{std::chrono::duration_cast<instant::duration>(
-      std::chrono::nanoseconds{static_cast<std::int64_t>(nanoseconds)})};
-}
-
 }  // namespace
+
+profile_ticks steady_window(std::uint64_t start, std::uint64_t end) noexcept {
+  const auto at = [](std::uint64_t nanoseconds) {
+    return instant{std::chrono::duration_cast<instant::duration>(
+        std::chrono::nanoseconds{static_cast<std::int64_t>(nanoseconds)})};
+  };
+  return profile_ticks::from_start_end(at(start), at(end));
+}
 
 kernel_records::kernel_records(std::chrono::milliseconds flush_period,
                                std::chrono::milliseconds timeout,
@@ -152,7 +155,7 @@ std::optional<profile_ticks> kernel_records::take(std::uint32_t correlation) {
     return std::nullopt;
   }
   ++counts_.delivered;
-  return profile_ticks::from_start_end(at(got.start), at(got.end));
+  return steady_window(got.start, got.end);
 }
 
 void kernel_records::warn_missing(std::uint32_t correlation, const char* why) {

@@ -35,6 +35,10 @@ struct kernel_record {
   std::uint64_t end = 0;
 };
 
+/// A record's window as ticks: its timestamps are steady-clock nanoseconds (the clock CUPTI is told
+/// to stamp with), so they become `instant`s unmapped.
+profile_ticks steady_window(std::uint64_t start, std::uint64_t end) noexcept;
+
 /// Counts of what happened to awaited records.
 struct record_counts {
   std::uint64_t delivered = 0;

@@ -301,18 +301,11 @@ class trace_builder {
   void add_launch(std::size_t index) {
     const auto& launch = pass_.launches[index];
     const auto i = static_cast<std::uint32_t>(index);
-    if (launch.replayed) {
-      // Nothing was issued for a replayed node: only its kernel, on its stream's track.
-      if (kernel_track_[index] == no_track) return;
-      const auto start = since_origin(launch.timing->ticks->start());
-      const auto length = std::max<std::int64_t>(0, since_origin(launch.timing->ticks->end()) - start);
-      tracks_[kernel_track_[index]].events.push_back(event{start, 0, length, event_kind::kernel, i, 0});
-      return;
-    }
-    auto& host = tracks_[host_tracks_.at(launch.thread)];
+    // Nothing was issued for a replayed graph node: no host slice, only its kernel.
+    track* host = launch.replayed ? nullptr : &tracks_[host_tracks_.at(launch.thread)];
     const auto ts = since_origin(launch.issued);
     const auto dur = std::max<std::int64_t>(0, since_origin(launch.returned) - ts);
-    host.events.push_back(event{ts, 0, dur, event_kind::launch, i, 0});
+    if (host != nullptr) host->events.push_back(event{ts, 0, dur, event_kind::launch, i, 0});
 
     if (kernel_track_[index] == no_track) return;
     auto& device = tracks_[kernel_track_[index]];
@@ -324,11 +317,11 @@ class trace_builder {
     // Each end of the arrow sits inside its slice (halfway), not on an edge, so it binds to that
     // slice and not to one that ends or begins at the same instant. A slice of zero length has no
     // inside: readers would bind the arrow to whatever encloses it, so it gets none.
-    if (dur == 0 || length == 0) return;
+    if (host == nullptr || dur == 0 || length == 0) return;
     const auto from = ts + dur / 2;
     const auto to = start + length / 2;
     flow_ends_[index] = {from, to};
-    host.events.push_back(event{from, 1, 0, event_kind::flow_start, i, 0});
+    host->events.push_back(event{from, 1, 0, event_kind::flow_start, i, 0});
     device.events.push_back(event{to, 1, 0, event_kind::flow_finish, i, 0});
   }
 

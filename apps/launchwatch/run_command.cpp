@@ -174,26 +174,10 @@ std::vector<process_summary> descendants_reports(const fs::path& out) {
     const auto summary = entry.path() / "summary.json";
     if (fs::exists(summary, error) && fs::file_size(summary, error) > 0) files.push_back(summary);
   }
-  const auto key = [](const fs::path& file) {
-    // "rank-10-pid-5" -> ("rank-", 10, "-pid-", 5, ...): text and numbers in turn.
-    std::vector<std::pair<std::string, long>> parts;
-    const auto name = file.parent_path().filename().string();
-    std::size_t at = 0;
-    while (at < name.size()) {
-      const auto digits = name.find_first_of("0123456789", at);
-      const auto text = name.substr(at, digits == std::string::npos ? std::string::npos : digits - at);
-      long number = -1;
-      at = digits == std::string::npos ? name.size() : name.find_first_not_of("0123456789", digits);
-      if (digits != std::string::npos) {
-        number = std::strtol(name.substr(digits, at == std::string::npos ? std::string::npos : at - digits).c_str(),
-                             nullptr, 10);
-      }
-      if (at == std::string::npos) at = name.size();
-      parts.emplace_back(text, number);
-    }
-    return parts;
-  };
-  std::sort(files.begin(), files.end(), [&](const fs::path& a, const fs::path& b) { return key(a) < key(b); });
+  // glibc's natural order: "rank-2-pid-9" before "rank-10-pid-3".
+  std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
+    return ::strverscmp(a.parent_path().filename().c_str(), b.parent_path().filename().c_str()) < 0;
+  });
   std::vector<process_summary> reports;
   for (const auto& file : files) {
     try {

@@ -224,8 +224,8 @@ void watch_cuda_in_run_session() noexcept {
   }
   // The report must be written before the CUDA runtime's exit handlers tear the devices down, so
   // its handler is registered after theirs (exit runs them in reverse). finish_run_session works
-  // once, however often it is registered.
-  // (When no thread starts, the handler registered at start still writes the report, only later.)
+  // once, however often it is registered. (When no context is ever created, the handler
+  // registered at start still writes the report.)
   (void)cupti::after_cuda_runtime_initialised([] { std::atexit(&finish_at_exit); });
 }
 

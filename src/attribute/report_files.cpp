@@ -3,10 +3,16 @@
 #include <launchwatch/attribute/report_files.hpp>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <system_error>
+
+#include <ext/stdio_filebuf.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -15,16 +21,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::ofstream open_output(const fs::path& path) {
-  std::ofstream file{path, std::ios::out | std::ios::trunc};
-  if (!file) {
-    throw std::runtime_error{fmt::format("cannot write {}: {}. Choose another folder with --out.",
-                                         path.string(), std::strerror(errno))};
-  }
-  return file;
-}
+constexpr std::string_view partial_suffix = ".launchwatch-partial";
 
 fs::path created(fs::path folder) {
+  if (folder.empty()) {
+    throw std::runtime_error{"the output folder is an empty path. Name one with --out."};
+  }
   std::error_code error;
   fs::create_directories(folder, error);
   if (error) {
@@ -34,35 +36,93 @@ fs::path created(fs::path folder) {
   return folder;
 }
 
+/// `.NAME.PID.launchwatch-partial` beside `path`: hidden, and unique to this process.
+fs::path partial_name(const fs::path& path) {
+  return path.parent_path() /
+         fmt::format(".{}.{}{}", path.filename().string(), static_cast<long>(::getpid()), partial_suffix);
+}
+
+std::string reason(int error_number) {
+  return error_number != 0 ? std::strerror(error_number) : "a write failed: is the disk full?";
+}
+
+/// Creates, writes, flushes and removes a probe file in `folder`: what writing the report needs.
+void check_writable(const fs::path& folder) {
+  const auto probe = partial_name(folder / "write-probe");
+  const auto failed = write_file_replacing(probe, [](std::ostream& out) { out << "launchwatch\n"; });
+  std::error_code ignored;
+  fs::remove(probe, ignored);
+  if (!failed.empty()) {
+    throw std::runtime_error{fmt::format("cannot write into {}: {}. Choose another folder with --out.",
+                                         folder.string(), failed)};
+  }
+}
+
 }  // namespace
 
-report_files::report_files(fs::path folder)
-    : folder_{created(std::move(folder))},
-      trace_{open_output(folder_ / "trace.json")},
-      folded_{open_output(folder_ / "flame.folded")},
-      summary_{open_output(folder_ / "summary.json")} {}
+std::string write_file_replacing(const fs::path& path, const std::function<void(std::ostream&)>& fill) {
+  const auto partial = partial_name(path);
+  ::unlink(partial.c_str());  // left by a killed process whose pid this one now has
+  const int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+  if (fd < 0) return reason(errno);
+  int failure = 0;
+  {
+    // Owns `fd` from here and closes it when it goes (after the explicit close below, a no-op).
+    __gnu_cxx::stdio_filebuf<char> buffer{fd, std::ios::out, 1 << 16};
+    std::ostream out{&buffer};
+    errno = 0;
+    try {
+      fill(out);
+      out.flush();
+    } catch (const std::exception&) {
+      out.setstate(std::ios::badbit);
+    }
+    if (!out) failure = errno != 0 ? errno : EIO;
+    // A network or full file system may report the failure only here.
+    if (failure == 0 && ::fsync(fd) != 0 && errno != EINVAL) failure = errno;
+    if (buffer.close() == nullptr && failure == 0) failure = errno != 0 ? errno : EIO;
+  }
+  if (failure == 0 && ::rename(partial.c_str(), path.c_str()) != 0) failure = errno;
+  if (failure != 0) {
+    ::unlink(partial.c_str());
+    return reason(failure);
+  }
+  return {};
+}
+
+bool is_partial_report_file(std::string_view name) noexcept {
+  return name.size() > partial_suffix.size() + 1 && name.front() == '.' && name.ends_with(partial_suffix);
+}
+
+report_files::report_files(fs::path folder) : folder_{created(std::move(folder))} { check_writable(folder_); }
 
 trace_stats report_files::write(const pass_record& pass, const pass_summary& summary, const trace_options& trace) {
-  // Each file is checked right after it is written, while errno still says why it failed, and a
-  // failure stops none of the others.
+  // Each file is checked as it is written, and a failure stops none of the others.
   std::string failed;
-  const auto finish = [&](std::ofstream& file, const char* name) {
-    file.flush();
-    if (file) return;
-    failed += fmt::format("{}{} ({})", failed.empty() ? "" : ", ", (folder_ / name).string(),
-                          errno != 0 ? std::strerror(errno) : "a write failed: is the disk full?");
+  const auto write_one = [&](std::string_view name, const std::function<void(std::ostream&)>& fill) {
+    const auto path = folder_ / name;
+    if (const auto why = write_file_replacing(path, fill); !why.empty()) {
+      failed += fmt::format("{}{} ({})", failed.empty() ? "" : ", ", path.string(), why);
+    }
   };
-  errno = 0;
-  const auto written = write_chrome_trace(trace_, pass, trace);
-  finish(trace_, "trace.json");
-  errno = 0;
-  write_folded(folded_, summary);
-  finish(folded_, "flame.folded");
-  errno = 0;
-  write_summary_json(summary_, summary);
-  finish(summary_, "summary.json");
-  if (!failed.empty()) throw std::runtime_error{fmt::format("could not finish writing {}", failed)};
+  trace_stats written;
+  write_one(names[0], [&](std::ostream& out) { write_summary_json(out, summary); });
+  write_one(names[1], [&](std::ostream& out) { write_folded(out, summary); });
+  write_one(names[2], [&](std::ostream& out) { written = write_chrome_trace(out, pass, trace); });
+  if (!failed.empty()) {
+    throw std::runtime_error{fmt::format(
+        "could not finish writing {}; a file not written keeps its previous version, if it had one", failed)};
+  }
   return written;
+}
+
+void report_files::write_summary(const pass_summary& summary) {
+  const auto path = folder_ / names[0];
+  const auto why = write_file_replacing(path, [&](std::ostream& out) { write_summary_json(out, summary); });
+  if (!why.empty()) {
+    throw std::runtime_error{
+        fmt::format("could not finish writing {} ({}); its previous version is kept", path.string(), why)};
+  }
 }
 
 }  // namespace launchwatch

@@ -27,9 +27,11 @@
 #include <launchwatch/attribute/render.hpp>
 #include <launchwatch/attribute/report_files.hpp>
 #include <launchwatch/attribute/summary.hpp>
+#include <launchwatch/config.hpp>
 #include <launchwatch/runtime/client.hpp>
 
 #include "forward.hpp"
+#include "output_folder.hpp"
 #include "report_paths.hpp"
 #include "run_command.hpp"
 #include "transformer.hpp"
@@ -46,8 +48,9 @@ struct demo_options {
   int passes = 3;
   std::string timing = "deferred";
   fs::path out = "launchwatch-demo";
+  bool force = false;
   bool progress = true;
-  std::size_t trace_events = 0;
+  long long trace_events = 0;
 };
 
 timing_request parse_timing(const std::string& timing) {
@@ -76,12 +79,13 @@ class progress_line {
 
 int run_demo(const demo_options& options) {
   options.model.validate();
-  // Before the output files are opened (which empties them): a run that cannot start leaves an
-  // earlier run's files as they were.
   auto device = options.backend == "cuda"     ? client::cuda(options.device)
                 : options.backend == "vulkan" ? client::vulkan(options.device)
                                               : client::cpu(options.device);
-  report_files files{options.out};
+  // Before the work: a folder that cannot take the report, or holds files launchwatch did not
+  // write, is refused now. The earlier run's files there stay as they are until the new ones are
+  // whole (report_files), so a run cut short (Ctrl-C, a numerics mismatch) loses none of them.
+  report_files files{cli::claim_output_folder(options.out, options.force).path};
 
   const auto& model = options.model;
   std::cout << fmt::format(
@@ -128,7 +132,7 @@ int run_demo(const demo_options& options) {
   std::cout << fmt::format("\n{} passes, {} launches:\n\n", options.passes, pass.launches.size());
   write_tree(std::cout, summary);
   trace_options trace;
-  trace.max_events = options.trace_events;
+  trace.max_events = static_cast<std::size_t>(options.trace_events);
   trace_stats written;
   try {
     written = files.write(pass, summary, trace);
@@ -207,6 +211,10 @@ int run_report(const report_options& options) {
 int main(int argc, char** argv) {
   CLI::App app{"launchwatch: watch a program's kernel launches and see where device time went"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", fmt::format("launchwatch {}.{}.{} (CUDA {}, Vulkan {})", LAUNCHWATCH_VERSION_MAJOR,
+                                                LAUNCHWATCH_VERSION_MINOR, LAUNCHWATCH_VERSION_PATCH,
+                                                LAUNCHWATCH_HAS_CUDA ? "built" : "not built",
+                                                LAUNCHWATCH_HAS_VULKAN ? "built" : "not built"));
 
   demo_options options;
   auto* demo_command = app.add_subcommand(
@@ -240,12 +248,19 @@ int main(int argc, char** argv) {
                            "kernel read as it ends), or none (counts only)")
       ->check(CLI::IsMember({"deferred", "resolved", "none"}))
       ->capture_default_str();
-  demo_command->add_option("--out", options.out, "Folder for trace.json, flame.folded and summary.json")
+  demo_command
+      ->add_option("-o,--out", options.out,
+                   "Folder for trace.json, flame.folded and summary.json (a new or empty folder, or one "
+                   "launchwatch wrote: it carries a .launchwatch-run stamp)")
       ->capture_default_str();
+  demo_command->add_flag("--force", options.force,
+                         "Write into --out even when it holds files launchwatch did not write (only its "
+                         "three report files are replaced)");
   demo_command->add_flag("!--no-progress", options.progress, "Don't show progress on a terminal");
   demo_command->add_option("--trace-events", options.trace_events,
                            "Write at most this many events to trace.json (0: no limit); the "
                            "report says what was dropped")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
 
   report_options report;

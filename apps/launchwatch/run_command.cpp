@@ -3,19 +3,25 @@
 #include "run_command.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <fstream>
 #include <iostream>
+#include <map>
+#include <sstream>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
 #include <system_error>
 #include <vector>
 
+#include <fcntl.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +32,7 @@
 #include <launchwatch/attribute/summary.hpp>
 #include <launchwatch/cuda_bridge.hpp>
 
+#include "output_folder.hpp"
 #include "report_paths.hpp"
 
 extern char** environ;
@@ -37,6 +44,9 @@ namespace fs = std::filesystem;
 
 constexpr std::string_view library_name = "liblaunchwatch_inject.so";
 constexpr int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+/// How long, after passing on a stop signal, launchwatch waits for the processes the program
+/// started to end once the program has (each writes its report on the way).
+constexpr std::chrono::seconds descendants_grace{10};
 
 /// liblaunchwatch_inject.so: LAUNCHWATCH_INJECTION_LIBRARY, else beside this program (the build
 /// tree), else in the installed library folder beside its bin folder.
@@ -46,6 +56,14 @@ std::optional<fs::path> find_injection_library() {
       throw std::runtime_error{fmt::format(
           "LAUNCHWATCH_INJECTION_LIBRARY names {}, which does not exist; unset it to use the one "
           "installed with launchwatch",
+          named)};
+    }
+    std::ifstream file{named, std::ios::binary};
+    char magic[4] = {};
+    if (!file.read(magic, sizeof magic) || std::string_view{magic, sizeof magic} != "\x7f" "ELF") {
+      throw std::runtime_error{fmt::format(
+          "LAUNCHWATCH_INJECTION_LIBRARY names {}, which is not a shared library; name launchwatch's "
+          "liblaunchwatch_inject.so, or unset it to use the one installed with launchwatch",
           named)};
     }
     return fs::absolute(named);
@@ -103,14 +121,38 @@ std::string how_it_ended(int status) {
   return fmt::format("exited with status {}", WEXITSTATUS(status));
 }
 
-/// Starts the program and waits for it, passing on the stop signals another process sends
-/// launchwatch; returns its wait status, or -1 when it could not be started.
+/// The terminal launchwatch runs in the foreground of, if any: the program is given its place there
+/// (its own process group made the terminal's foreground), as a shell does for a job, so Ctrl-C,
+/// Ctrl-\ and Ctrl-Z reach the program and every process it started. -1 when there is none.
+int foreground_terminal() {
+  for (const int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) {
+    if (::isatty(fd) != 0 && ::tcgetpgrp(fd) == ::getpgrp()) return fd;
+  }
+  return -1;
+}
+
+/// Makes `group` the foreground process group of `terminal` (no-op without one). SIGTTOU, which a
+/// background group asking this is sent, is blocked by the caller.
+void give_terminal(int terminal, pid_t group) {
+  if (terminal >= 0) (void)::tcsetpgrp(terminal, group);
+}
+
+/// Starts the program in a process group of its own and waits for it, passing on the stop signals
+/// launchwatch is sent; returns its wait status, or -1 when it could not be started (`failure` says
+/// why: errno of the start).
+///
+/// Its own group, so a stop signal reaches every process the program started (`run -- sh -c
+/// 'python3 train.py'` leaves no orphan, as Nsight Systems' --kill signals the group) and none of
+/// launchwatch's own neighbours (`launchwatch run ... | tee log`). SIGINT, SIGTERM and SIGHUP sent to
+/// launchwatch go to the whole group; a second one ends the group at once (SIGKILL), for a program
+/// stuck in a kernel or in its report. On a terminal the group is made the foreground one, so the
+/// terminal's own signals reach it directly; when the program is stopped (Ctrl-Z) launchwatch
+/// stops too, giving the shell its terminal back, and resumes it on `fg` or `bg`.
 ///
 /// Signals are taken synchronously (blocked, then sigwaitinfo), not by a handler, so the wait for
-/// the program and the passing on cannot miss each other. One the terminal sent (Ctrl-C: si_code
-/// SI_KERNEL) went to the whole foreground process group, the program included, so it is not sent
-/// twice; one sent by a process (kill, a CI runner's timeout: si_code <= 0) is.
-int run_and_wait(const std::vector<std::string>& command, const std::vector<std::string>& environment) {
+/// the program and the passing on cannot miss each other.
+int run_and_wait(const std::vector<std::string>& command, const std::vector<std::string>& environment,
+                 int& failure) {
   std::vector<char*> argv;
   for (const auto& word : command) argv.push_back(const_cast<char*>(word.c_str()));
   argv.push_back(nullptr);
@@ -119,6 +161,7 @@ int run_and_wait(const std::vector<std::string>& command, const std::vector<std:
   envp.push_back(nullptr);
 
   sigset_t waited;
+  sigset_t blocked;
   sigset_t original;
   sigemptyset(&waited);
   sigaddset(&waited, SIGCHLD);
@@ -128,111 +171,257 @@ int run_and_wait(const std::vector<std::string>& command, const std::vector<std:
     // Ignored here (nohup): the program inherits that, and launchwatch keeps ignoring it.
     if (current.sa_handler != SIG_IGN) sigaddset(&waited, signal_number);
   }
+  blocked = waited;
+  sigaddset(&blocked, SIGTTOU);  // taking the terminal back from the program's group
   ::signal(SIGCHLD, SIG_DFL);  // an inherited SIG_IGN would reap the program before we see it end
-  ::sigprocmask(SIG_BLOCK, &waited, &original);
+  ::sigprocmask(SIG_BLOCK, &blocked, &original);
+  const int terminal = foreground_terminal();
   posix_spawnattr_t attributes;
   posix_spawnattr_init(&attributes);
   posix_spawnattr_setsigmask(&attributes, &original);  // the program starts with the mask we had
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
+  posix_spawnattr_setpgroup(&attributes, 0);            // a group of its own, numbered by its pid
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  // In the program, before it runs: a program that reads the terminal at once must not find itself
+  // in the background.
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 35)
+  if (terminal >= 0) posix_spawn_file_actions_addtcsetpgrp_np(&actions, terminal);
+#endif
   pid_t pid = 0;
-  const int failed = ::posix_spawnp(&pid, argv[0], nullptr, &attributes, argv.data(), envp.data());
+  const int failed = ::posix_spawnp(&pid, argv[0], &actions, &attributes, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
   if (failed != 0) {
     ::sigprocmask(SIG_SETMASK, &original, nullptr);
-    std::cerr << fmt::format("launchwatch run: cannot run {}: {}\n", command[0], std::strerror(failed));
+    failure = failed;
     return -1;
   }
+  give_terminal(terminal, pid);  // the program did it too; whichever comes first
   int status = 0;
-  for (;;) {
+  int stops_passed_on = 0;
+  const auto pass_on = [&](int signal_number) {
+    if (++stops_passed_on == 1) {
+      // The program may have left its group (setsid): then it alone is signalled.
+      if (::kill(-pid, signal_number) != 0) ::kill(pid, signal_number);
+      return;
+    }
+    std::cerr << fmt::format(
+        "launchwatch run: a second stop signal ({}): ending {} and every process of its group now "
+        "(SIGKILL); a report not written yet is lost, one already written is kept\n",
+        ::strsignal(signal_number), command[0]);
+    if (::kill(-pid, SIGKILL) != 0) ::kill(pid, SIGKILL);
+  };
+  // Reaps what ended: the program, and (launchwatch being their subreaper) processes it started
+  // whose parent is gone. True once the program has ended, its status in `status`.
+  const auto reap = [&] {
+    bool program_ended = false;
+    for (;;) {
+      int reaped = 0;
+      const pid_t ended = ::waitpid(-1, &reaped, WNOHANG | WUNTRACED);
+      if (ended < 0 && errno == EINTR) continue;
+      if (ended <= 0) return program_ended;
+      if (ended != pid) continue;
+      if (!WIFSTOPPED(reaped)) {
+        status = reaped;
+        program_ended = true;
+        continue;
+      }
+      // Stopped (Ctrl-Z): stop too, so the shell that started launchwatch gets its terminal back;
+      // when continued, continue the program, in the foreground again if launchwatch is.
+      give_terminal(terminal, ::getpgrp());
+      ::kill(::getpid(), SIGSTOP);
+      if (terminal >= 0 && ::tcgetpgrp(terminal) == ::getpgrp()) give_terminal(terminal, pid);
+      ::kill(-pid, SIGCONT);
+    }
+  };
+  for (bool ended = false; !ended;) {
     siginfo_t info{};
     const int signal_number = ::sigwaitinfo(&waited, &info);
     if (signal_number < 0) {
       if (errno == EINTR) continue;
       throw std::system_error{errno, std::generic_category(), "waiting for the program"};
     }
-    if (signal_number != SIGCHLD) {
-      if (info.si_code <= 0) ::kill(pid, signal_number);
-      continue;
+    if (signal_number == SIGCHLD) {
+      ended = reap();
+    } else {
+      pass_on(signal_number);
     }
-    const pid_t ended = ::waitpid(pid, &status, WNOHANG);
-    if (ended == pid) break;
-    if (ended < 0 && errno != EINTR) {
-      throw std::system_error{errno, std::generic_category(), "waiting for the program"};
+  }
+  give_terminal(terminal, ::getpgrp());
+  // Stopped by a signal, the program's own processes may outlive it by the time their reports
+  // take (a shell dies at once, the python3 it ran writes first): wait for them, a while.
+  if (stops_passed_on > 0) {
+    const auto deadline = std::chrono::steady_clock::now() + descendants_grace;
+    while (std::chrono::steady_clock::now() < deadline) {
+      reap();
+      if (::waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD) break;
+      const timespec tick{0, 10'000'000};
+      siginfo_t info{};
+      const int signal_number = ::sigtimedwait(&waited, &info, &tick);
+      if (signal_number > 0 && signal_number != SIGCHLD) pass_on(signal_number);
     }
   }
   ::sigprocmask(SIG_SETMASK, &original, nullptr);
   return status;
 }
 
-/// The reports left by processes the program started (OUT/processes/*/summary.json), ordered by
-/// their folder names with numbers compared as numbers (rank-2 before rank-10). One that cannot be
-/// read (its process was killed while writing it) is said and left out, not fatal to the others.
-std::vector<process_summary> descendants_reports(const fs::path& out) {
-  std::vector<fs::path> files;
-  std::error_code error;
-  for (const auto& entry : fs::directory_iterator{out / "processes", error}) {
-    const auto summary = entry.path() / "summary.json";
-    if (fs::exists(summary, error) && fs::file_size(summary, error) > 0) files.push_back(summary);
-  }
-  // glibc's natural order: "rank-2-pid-9" before "rank-10-pid-3".
-  std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
-    return ::strverscmp(a.parent_path().filename().c_str(), b.parent_path().filename().c_str()) < 0;
-  });
-  std::vector<process_summary> reports;
-  for (const auto& file : files) {
-    try {
-      auto summary = load_summary(file);
-      auto label = summary.process.empty() ? file.parent_path().filename().string() : summary.process;
-      reports.push_back(process_summary{std::move(label), std::move(summary)});
-    } catch (const std::exception& failure) {
-      std::cerr << fmt::format("launchwatch run: left out a process's report: {}\n", failure.what());
+/// What the injection in the program said about its report, through the status pipe
+/// (LAUNCHWATCH_RUN_STATUS_FD): one line at its start (`watching`), one at its end (`written`, or
+/// `failed WHY`).
+struct injection_status {
+  bool watching = false;
+  bool written = false;
+  std::string failed;
+};
+
+injection_status read_injection_status(int fd) {
+  injection_status said;
+  if (fd < 0) return said;
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);  // a process the program left running may hold it open
+  std::string text;
+  char buffer[4096];
+  for (;;) {
+    const auto got = ::read(fd, buffer, sizeof buffer);
+    if (got > 0) {
+      text.append(buffer, static_cast<std::size_t>(got));
+    } else if (got < 0 && errno == EINTR) {
+      continue;
+    } else {
+      break;
     }
   }
-  return reports;
+  std::istringstream lines{text};
+  for (std::string line; std::getline(lines, line);) {
+    if (line == "watching") said.watching = true;
+    if (line == "written") said.written = true;
+    if (line.starts_with("failed ")) said.failed = line.substr(7);
+  }
+  return said;
+}
+
+/// The report folders processes the program started left this run (OUT/processes/<label>/),
+/// ordered by their folder names with numbers compared as numbers (rank-2 before rank-10), and
+/// those that left none (a process killed before it wrote its report). One that cannot be read is
+/// said and counted as left none, not fatal to the others.
+struct descendants {
+  std::vector<process_summary> reports;
+  std::vector<std::string> without_report;
+};
+
+descendants descendants_reports(const output_folder& out) {
+  std::vector<fs::path> folders;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator{out.path / "processes", error}) {
+    if (entry.is_directory(error) && written_since_claimed(out, entry.path())) folders.push_back(entry.path());
+  }
+  // glibc's natural order: "rank-2-pid-9" before "rank-10-pid-3".
+  std::sort(folders.begin(), folders.end(), [](const fs::path& a, const fs::path& b) {
+    return ::strverscmp(a.filename().c_str(), b.filename().c_str()) < 0;
+  });
+  descendants found;
+  for (const auto& folder : folders) {
+    const auto summary = folder / "summary.json";
+    if (!fs::exists(summary, error) || !written_since_claimed(out, summary)) {
+      found.without_report.push_back(folder.filename().string());
+      continue;
+    }
+    try {
+      auto loaded = load_summary(summary);
+      auto label = loaded.process.empty() ? folder.filename().string() : loaded.process;
+      found.reports.push_back(process_summary{std::move(label), std::move(loaded)});
+    } catch (const std::exception& failure) {
+      std::cerr << fmt::format("launchwatch run: left out a process's report: {}\n", failure.what());
+      found.without_report.push_back(folder.filename().string());
+    }
+  }
+  return found;
 }
 
 /// Prints the report the injection left, or says why there is none: the program's own, and when
-/// processes it started left reports too, one merged report of them all (a row per process).
-void print_report(const run_options& options, int status) {
-  const auto summary = options.out / "summary.json";
+/// processes it started left reports too, one merged report of them all (a row per process); the
+/// last line names every process that started watching and left no report. Returns whether any
+/// report of this run exists (then an earlier run's leftovers may go).
+bool print_report(const run_options& options, const output_folder& out, const injection_status& said, int status) {
+  const auto summary = out.path / "summary.json";
   const auto& program = options.command[0];
   std::error_code error;
-  const bool own = fs::exists(summary, error);
-  auto others = descendants_reports(options.out);
-  if (!own && others.empty()) {
+  const bool own = fs::exists(summary, error) && written_since_claimed(out, summary);
+  auto others = descendants_reports(out);
+  const auto lost_processes = [&] {
+    if (others.without_report.empty()) return;
+    std::string names;
+    for (const auto& name : others.without_report) names += (names.empty() ? "" : ", ") + name;
     std::cerr << fmt::format(
-        "launchwatch run: nothing was watched: {} initialised neither CUDA nor NVTX (no GPU or CUDA "
-        "driver here?), so launchwatch's injection never loaded and left no report\n",
-        program);
-    return;
+        "launchwatch run: {} process(es) the program started were watched but left no report (killed, "
+        "or their report could not be written): {} (in {})\n",
+        others.without_report.size(), names, (out.path / "processes").string());
+  };
+  if (!own && !said.failed.empty()) {
+    std::cerr << fmt::format("launchwatch run: {} {}, but its report could not be written: {}\n", program,
+                             how_it_ended(status), said.failed);
+  } else if (!own && said.watching) {
+    std::cerr << fmt::format("launchwatch run: {} {} before its report was written; nothing of it was saved\n",
+                             program, how_it_ended(status));
   }
-  if (own && fs::file_size(summary, error) == 0) {
-    std::cerr << fmt::format("launchwatch run: {} {} before its report was written; nothing was saved\n", program,
-                             how_it_ended(status));
-    if (others.empty()) return;
+  if (!own && others.reports.empty()) {
+    if (!said.watching && others.without_report.empty()) {
+      std::cerr << fmt::format(
+          "launchwatch run: nothing was watched: {} initialised neither CUDA nor NVTX (no GPU or CUDA "
+          "driver here?), so launchwatch's injection never loaded and left no report{}\n",
+          program,
+          fs::exists(summary, error) ? fmt::format("; {} still holds an earlier run's report", out.path.string())
+                                     : std::string{});
+    }
+    lost_processes();
+    return false;
   }
   std::cout << fmt::format("\nlaunchwatch run: {} {}\n\n", program, how_it_ended(status));
-  if (others.empty()) {
+  if (others.reports.empty()) {
     write_tree(std::cout, load_summary(summary));
-    std::cout << '\n' << wrote_report_files(options.out) << '\n';
-    return;
+    std::cout << '\n' << wrote_report_files(out.path) << '\n';
+    lost_processes();
+    return true;
   }
   std::vector<process_summary> all;
-  const bool own_written = own && fs::file_size(summary, error) > 0;
-  if (own_written) {
-    all.push_back(process_summary{fs::path{program}.filename().string(), load_summary(summary)});
-  }
+  if (own) all.push_back(process_summary{fs::path{program}.filename().string(), load_summary(summary)});
   std::cout << fmt::format("{} process(es) it started left reports of their own (in {}): one report of {}, a row "
                            "per process\n\n",
-                           others.size(), (options.out / "processes").string(),
+                           others.reports.size(), (out.path / "processes").string(),
                            all.empty() ? "them" : "it and them");
-  for (auto& other : others) all.push_back(std::move(other));
+  for (auto& other : others.reports) all.push_back(std::move(other));
   write_tree(std::cout, all.size() == 1 ? all.front().summary : merge_summaries(all));
   std::cout << '\n'
-            << (own_written ? wrote_report_files(options.out) + "\n" : std::string{})
+            << (own ? wrote_report_files(out.path) + "\n" : std::string{})
             << fmt::format("each process's files are in {}/<process>/ (launchwatch report --merge them)\n",
-                           (options.out / "processes").string());
+                           (out.path / "processes").string());
+  lost_processes();
+  return true;
 }
+
+/// A pipe whose writing end the program inherits as LAUNCHWATCH_RUN_STATUS_FD (a descriptor of its
+/// own, without close-on-exec, which the injection closes on exec once it has it).
+struct status_pipe {
+  int read_end = -1;
+  int inherited = -1;
+  status_pipe() {
+    int ends[2];
+    if (::pipe2(ends, O_CLOEXEC) != 0) return;
+    read_end = ends[0];
+    inherited = ::fcntl(ends[1], F_DUPFD, 3);  // no close-on-exec
+    ::close(ends[1]);
+  }
+  ~status_pipe() {
+    if (read_end >= 0) ::close(read_end);
+    close_inherited();
+  }
+  void close_inherited() {
+    if (inherited >= 0) ::close(inherited);
+    inherited = -1;
+  }
+  status_pipe(const status_pipe&) = delete;
+  status_pipe& operator=(const status_pipe&) = delete;
+};
 
 }  // namespace
 
@@ -240,16 +429,22 @@ CLI::App* add_run_command(CLI::App& app, run_options& options) {
   auto* run = app.add_subcommand(
       "run", "Run a program with every CUDA kernel it launches watched, its NVTX ranges as scopes; print "
              "the report and write trace files");
-  run->add_option("--out", options.out, "Folder for trace.json, flame.folded and summary.json")
+  run->add_option("-o,--out", options.out,
+                  "Folder for trace.json, flame.folded and summary.json (a new or empty folder, or one an "
+                  "earlier run wrote: it carries a .launchwatch-run stamp)")
       ->capture_default_str();
+  run->add_flag("--force", options.force,
+                "Write into --out even when it holds files launchwatch did not write (only its three "
+                "report files are replaced)");
   run->add_option("--timing", options.timing,
                   "deferred (kernels back to back, read at exit), resolved (each kernel read as it "
                   "ends), or none (counts only)")
       ->check(CLI::IsMember({"deferred", "resolved", "none"}))
       ->capture_default_str();
   run->add_option("--capture-range", options.capture_range,
-                  "none (every launch) or cuda-profiler-api (only launches between cudaProfilerStart "
-                  "and cudaProfilerStop)")
+                  "none (every launch) or cuda-profiler-api (also spelt cudaProfilerApi, as in Nsight "
+                  "Systems: only launches between cudaProfilerStart and cudaProfilerStop)")
+      ->transform(CLI::Transformer(std::map<std::string, std::string>{{"cudaProfilerApi", "cuda-profiler-api"}}))
       ->check(CLI::IsMember({"none", "cuda-profiler-api"}))
       ->capture_default_str();
   run->add_option("--unscoped", options.unscoped,
@@ -269,29 +464,39 @@ CLI::App* add_run_command(CLI::App& app, run_options& options) {
 }
 
 int run_program(const run_options& options) {
-  // The previous run's report goes first, so a program that never loads the injection is not
-  // shown an old report as its own.
-  std::error_code error;
-  fs::create_directories(options.out, error);
-  if (error) {
-    throw std::runtime_error{fmt::format("cannot create the output folder {}: {}. Choose another with --out.",
-                                         options.out.string(), error.message())};
-  }
-  for (const char* name : {"trace.json", "flame.folded", "summary.json"}) fs::remove(options.out / name, error);
-  fs::remove_all(options.out / "processes", error);
-
+  // Before the program starts: a folder that cannot take the report, or holds files launchwatch
+  // did not write, is refused now, not found out when the program ends. An earlier run's report
+  // stays until this run's exists.
   const auto library = find_injection_library();
+  const auto out = claim_output_folder(options.out, options.force);
+
   if (!library) {
     std::cerr << fmt::format(
         "launchwatch run: {} not found beside this program or in its installed library folder (set "
         "LAUNCHWATCH_INJECTION_LIBRARY to it); {} runs unwatched\n",
         library_name, options.command[0]);
   }
-  const int status = run_and_wait(options.command, program_environment(options, library));
-  if (status < 0) return 127;
+  status_pipe status_pipe;
+  auto environment = program_environment(options, library);
+  if (status_pipe.inherited >= 0) {
+    environment.push_back(fmt::format("LAUNCHWATCH_RUN_STATUS_FD={}", status_pipe.inherited));
+  }
+  // Processes the program starts and leaves behind are reparented to launchwatch, so it can wait
+  // for their reports when a stop signal ends the program first.
+  (void)::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  int failure = 0;
+  const int status = run_and_wait(options.command, environment, failure);
+  status_pipe.close_inherited();
+  if (status < 0) {
+    std::cerr << fmt::format("launchwatch run: cannot run {}: {}\n", options.command[0], std::strerror(failure));
+    // As shells say it: 127 for a program that is not there, 126 for one that cannot be run.
+    return failure == ENOENT ? 127 : 126;
+  }
   if (library) {
     try {
-      print_report(options, status);
+      if (print_report(options, out, read_injection_status(status_pipe.read_end), status)) {
+        remove_earlier_reports(out);
+      }
     } catch (const std::exception& failure) {
       std::cerr << "launchwatch run: " << failure.what() << '\n';
     }

@@ -1,4 +1,4 @@
-// `launchwatch run [--out DIR] [--timing ...] [--capture-range ...] [--unscoped ...] -- PROGRAM [ARGS...]`: runs an
+// `launchwatch run [--out DIR] [--force] [--timing ...] [--capture-range ...] [--unscoped ...] -- PROGRAM [ARGS...]`: runs an
 // unmodified program with launchwatch's injection library loaded into it (CUDA_INJECTION64_PATH,
 // NVTX_INJECTION64_PATH), then prints the report the injection left in DIR.
 #pragma once
@@ -13,6 +13,7 @@ namespace launchwatch::cli {
 
 struct run_options {
   std::filesystem::path out = "launchwatch-run";
+  bool force = false;  // write into an unstamped, non-empty --out
   std::string timing = "deferred";
   std::string capture_range = "none";
   std::string unscoped = "sole-scoped-thread";
@@ -23,9 +24,11 @@ struct run_options {
 CLI::App* add_run_command(CLI::App& app, run_options& options);
 
 /// Runs the program and prints its report; returns the program's exit status (128 + n when signal
-/// n ended it; 127 when it could not be started). SIGINT, SIGTERM and SIGHUP sent to launchwatch
-/// by another process are passed on to the program (one from the terminal reaches it directly).
-/// Throws std::runtime_error for an output folder it cannot prepare.
+/// n ended it; 127 when it was not found, 126 when it could not be run). The program runs in a
+/// process group of its own (the terminal's foreground one, when launchwatch has the terminal):
+/// SIGINT, SIGTERM and SIGHUP sent to launchwatch go to that whole group, and a second one ends the
+/// group at once. Throws std::runtime_error, before the program starts, for an output folder it
+/// cannot write or must not write into (output_folder.hpp).
 int run_program(const run_options& options);
 
 }  // namespace launchwatch::cli

@@ -2,7 +2,10 @@
 
 #include "run_session.hpp"
 
+#include <atomic>
+#include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +20,8 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <semaphore.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -60,43 +65,79 @@ void say(std::string_view message) { std::fprintf(stderr, "launchwatch: %.*s\n",
 
 void finish_at_exit() { finish_run_session(); }
 
-// Signals: the handler only writes the signal's number to a pipe; a thread waiting on it writes the
-// report (which takes locks and allocates, so cannot run in a handler), then ends the process by
-// the same signal with its default action, as the program would have ended.
-int signal_pipe[2] = {-1, -1};
+/// The pipe `launchwatch run` reads what became of the program's report from
+/// (LAUNCHWATCH_RUN_STATUS_FD; -1 when there is none, or this process is not the program): one line
+/// when watching starts, one when the report was written or could not be.
+int status_fd = -1;
 
-extern "C" void on_stop_signal(int signal_number) {
-  const int saved = errno;
-  const auto byte = static_cast<unsigned char>(signal_number);
-  [[maybe_unused]] const auto written = ::write(signal_pipe[1], &byte, 1);
-  errno = saved;
+void tell_launchwatch(std::string_view line) {
+  if (status_fd < 0) return;
+  std::string text{line};
+  text += '\n';
+  [[maybe_unused]] const auto written = ::write(status_fd, text.data(), text.size());
 }
 
-/// In a child forked without exec: the pipe's reader thread is the parent's, so a signal the child
-/// caught would end the parent. The child gets the default actions back and no pipe.
-extern "C" void forget_stop_signals_in_child() {
-  for (const int signal_number : {SIGINT, SIGTERM}) {
+/// Takes the status pipe the program inherited, if this is the program and it still has it (a
+/// program may close descriptors it did not open): close-on-exec from now on, so the processes it
+/// runs do not hold it.
+void take_status_pipe(const session& s) {
+  const auto named = environment("LAUNCHWATCH_RUN_STATUS_FD");
+  if (named.empty() || !s.place.label.empty()) return;
+  int fd = -1;
+  const auto [end, error] = std::from_chars(named.data(), named.data() + named.size(), fd);
+  struct stat about {};
+  if (error != std::errc{} || end != named.data() + named.size() || fd < 0 || ::fstat(fd, &about) != 0 ||
+      !S_ISFIFO(about.st_mode)) {
+    return;
+  }
+  ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  status_fd = fd;
+}
+
+// Stop signals (SIGINT, SIGTERM, SIGHUP): the handler only notes the signal and posts a semaphore;
+// a thread waiting on it writes the report (which takes locks and allocates, so cannot run in a
+// handler), then ends the process by the same signal with its default action, as the program would
+// have ended. A semaphore rather than a pipe: it is memory, which the program cannot close or reuse
+// as it can a descriptor it did not open.
+constexpr int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+sem_t stop_requested;
+std::atomic<int> stop_signal{0};
+
+extern "C" void on_stop_signal(int signal_number);
+
+/// Puts back the default action of every stop signal this library handles.
+void default_stop_actions() noexcept {
+  for (const int signal_number : stop_signals) {
     struct sigaction current {};
     if (::sigaction(signal_number, nullptr, &current) == 0 && current.sa_handler == &on_stop_signal) {
       std::signal(signal_number, SIG_DFL);
     }
   }
-  for (int& end : signal_pipe) {
-    if (end >= 0) ::close(end);
-    end = -1;
-  }
 }
+
+extern "C" void on_stop_signal(int signal_number) {
+  const int saved = errno;
+  // A second stop signal ends the process at once (the report of the first may take a while: the
+  // device is waited for), as a user pressing Ctrl-C twice means.
+  default_stop_actions();
+  int none = 0;
+  if (stop_signal.compare_exchange_strong(none, signal_number)) ::sem_post(&stop_requested);
+  errno = saved;
+}
+
+/// In a child forked without exec: the semaphore's waiting thread is the parent's, so a signal the
+/// child caught would never end it. The child gets the default actions back.
+extern "C" void forget_stop_signals_in_child() { default_stop_actions(); }
 
 void catch_stop_signals() {
   bool any = false;
-  for (const int signal_number : {SIGINT, SIGTERM}) {
+  for (const int signal_number : stop_signals) {
     struct sigaction current {};
     // A program that handles the signal itself (Python's KeyboardInterrupt) exits through its own
-    // path, and the report is written at exit: leave its handler alone.
+    // path, and the report is written at exit: leave its handler alone. One that ignores it keeps
+    // ignoring it.
     if (::sigaction(signal_number, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) continue;
-    // Close-on-exec: a program the program runs gets neither the pipe nor (exec resets them) the
-    // handler; a child forked without exec loses both (forget_stop_signals_in_child).
-    if (!any && (::pipe2(signal_pipe, O_CLOEXEC) != 0 ||
+    if (!any && (::sem_init(&stop_requested, 0, 0) != 0 ||
                  ::pthread_atfork(nullptr, nullptr, &forget_stop_signals_in_child) != 0)) {
       return;
     }
@@ -109,12 +150,12 @@ void catch_stop_signals() {
   }
   if (!any) return;
   std::thread{[] {
-    unsigned char byte = 0;
-    while (::read(signal_pipe[0], &byte, 1) < 0 && errno == EINTR) {
+    while (::sem_wait(&stop_requested) != 0 && errno == EINTR) {
     }
+    const int signal_number = stop_signal.load();
     finish_run_session();
-    std::signal(byte, SIG_DFL);
-    ::kill(::getpid(), byte);
+    std::signal(signal_number, SIG_DFL);
+    ::kill(::getpid(), signal_number);
   }}.detach();
 }
 
@@ -124,9 +165,12 @@ void start() {
     s.settings = read_run_settings();
     s.pid = ::getpid();
     s.place = report_place_for(s.settings, s.pid, ::getppid(), process_label_from_environment());
+    take_status_pipe(s);
+    // Its folder made now: one left without a report names a process that was watched and killed.
     s.files.emplace(s.place.folder);
   } catch (const std::exception& error) {
     say(fmt::format("not watching this program: {}", error.what()));
+    tell_launchwatch(fmt::format("failed {}", error.what()));
     return;
   }
   attribution_options options;
@@ -135,6 +179,7 @@ void start() {
   s.observer = std::make_shared<attribution>(options);
   s.watching.emplace(s.observer);
   running = true;
+  tell_launchwatch("watching");
   std::atexit(&finish_at_exit);
   // Python ends an uncaught KeyboardInterrupt by finalising, then raising SIGINT again with its
   // default action, which skips C's atexit: inside Python, have it call us when it finalises too.
@@ -164,7 +209,11 @@ run_settings read_run_settings() {
         fmt::format("LAUNCHWATCH_RUN_CAPTURE_RANGE is '{}'; use none or cuda-profiler-api", range)};
   }
   if (const auto parent = environment("LAUNCHWATCH_RUN_PARENT"); !parent.empty()) {
-    settings.parent = std::strtol(std::string{parent}.c_str(), nullptr, 10);
+    const auto [end, error] = std::from_chars(parent.data(), parent.data() + parent.size(), settings.parent);
+    if (error != std::errc{} || end != parent.data() + parent.size() || settings.parent <= 0) {
+      throw configuration_error{
+          fmt::format("LAUNCHWATCH_RUN_PARENT is '{}'; it must be the pid of `launchwatch run`", parent)};
+    }
   }
   const auto unscoped = environment("LAUNCHWATCH_RUN_UNSCOPED");
   if (unscoped == "outside") {
@@ -182,11 +231,15 @@ report_place report_place_for(const run_settings& settings, long pid, long paren
   // With the pid always: a rank's own subprocesses inherit its RANK.
   const std::string label =
       job_label.empty() ? fmt::format("pid {}", pid) : fmt::format("{}, pid {}", job_label, pid);
+  // Only letters, digits, `.`, `_` and `-` in the folder's name: a rank of `0/1` must not make a
+  // folder two deep, which the merge would not find.
   std::string folder;
   for (const char c : label) {
     if (c == ',') continue;
-    folder += c == ' ' ? '-' : c;
+    const bool kept = std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' || c == '-';
+    folder += kept ? c : '-';
   }
+  if (folder.front() == '.') folder.front() = '-';
   return {settings.out / "processes" / folder, label};
 }
 
@@ -257,11 +310,14 @@ void finish_run_session() noexcept {
       auto summary = summarize(pass);
       summary.process = s.place.label;
       s.files->write(pass, summary);
+      tell_launchwatch("written");
     });
   } catch (const std::exception& error) {
     say(fmt::format("the report could not be written: {}", error.what()));
+    tell_launchwatch(fmt::format("failed {}", error.what()));
   } catch (...) {
     say("the report could not be written");
+    tell_launchwatch("failed (an unknown error)");
   }
 }
 

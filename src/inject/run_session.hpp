@@ -22,6 +22,7 @@ struct run_settings {
   /// LAUNCHWATCH_RUN_UNSCOPED: sole-scoped-thread (default) or outside.
   unscoped_launches unscoped = unscoped_launches::sole_scoped_thread;
   /// LAUNCHWATCH_RUN_PARENT: the pid of the `launchwatch run` that started the program; 0 when unset.
+  /// Anything but a positive number is a configuration_error.
   long parent = 0;
 };
 
@@ -32,7 +33,8 @@ run_settings read_run_settings();
 /// Where a process writes its report: `settings.out` for the program `launchwatch run` started (its
 /// parent is `settings.parent`, or no parent is known); for any other process that inherited the
 /// injection (a program the program ran: torchrun's ranks, a subprocess using CUDA)
-/// `settings.out/processes/<label>` ("rank-0-pid-1234", "pid-1234"), so it never overwrites another's,
+/// `settings.out/processes/<folder>` ("rank-0-pid-1234", "pid-1234": the label with every character
+/// but letters, digits, `.`, `_` and `-` made a `-`), so it never overwrites another's,
 /// with `label` its label in a merged report ("rank 0, pid 1234": the job's label from
 /// process_label_from_environment, if any, and always the pid, since a rank's own subprocesses
 /// inherit its RANK).
@@ -44,9 +46,12 @@ report_place report_place_for(const run_settings& settings, long pid, long paren
 
 /// Starts the session once per process: an attribution installed as the process's observer until
 /// exit (a child forked from it without exec writes nothing: its copy of the session's locks may be
-/// held by threads it does not have), signal handlers for SIGINT and SIGTERM where the program kept the default (so a program
-/// stopped by one still leaves its report; the signal then ends it as it would have), and the
-/// report written at exit. A bad setting is said once on stderr and nothing is watched.
+/// held by threads it does not have), signal handlers for SIGINT, SIGTERM and SIGHUP where the
+/// program kept the default (so a program stopped by one still leaves its report; the signal then
+/// ends it as it would have, and a second one ends it at once), and the report written at exit. In
+/// the program `launchwatch run` started, what became of the report is also told to it through the
+/// pipe LAUNCHWATCH_RUN_STATUS_FD names (`watching`, then `written` or `failed WHY`). A bad setting
+/// is said once on stderr and nothing is watched.
 /// Thread safety: any thread, any number of times. Never throws.
 void start_run_session() noexcept;
 

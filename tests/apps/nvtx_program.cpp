@@ -3,8 +3,9 @@
 //
 //   nvtx_program exit N          ranges "outer/inner" on two threads, then exit status N
 //   nvtx_program signal N        the same ranges, then raises signal N
-//   nvtx_program wait READY      a closed range "collected", an open range "waiting", writes the
-//                                file READY and sleeps until a signal ends it
+//   nvtx_program wait READY      a closed range "collected", an open range "waiting", writes its
+//                                pid into the file READY and sleeps until a signal ends it
+//   nvtx_program kill N          the ranges, then ends itself with SIGKILL (before any report)
 //   nvtx_program spawn N         the ranges, then runs `nvtx_program exit 0` as a child process and
 //                                waits for it, then exit status N
 //   nvtx_program fork N          the ranges, then forks a child that opens ranges too and calls
@@ -17,6 +18,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -42,7 +44,7 @@ void ranges() {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: nvtx_program exit N | signal N | wait READY_FILE | spawn N | ranks N | fork N | forkterm N\n");
+    std::fprintf(stderr, "usage: nvtx_program exit N | signal N | kill N | wait READY_FILE | spawn N | ranks N | fork N | forkterm N\n");
     return 2;
   }
   const std::string_view mode{argv[1]};
@@ -94,6 +96,10 @@ int main(int argc, char** argv) {
     if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGTERM) return 93;
     return std::atoi(argv[2]);
   }
+  if (mode == "kill") {
+    ranges();
+    return std::raise(SIGKILL);
+  }
   if (mode == "signal") {
     ranges();
     std::signal(std::atoi(argv[2]), SIG_DFL);
@@ -102,6 +108,12 @@ int main(int argc, char** argv) {
   nvtxRangePushA("collected");
   nvtxRangePop();
   nvtxRangePushA("waiting");
-  if (std::FILE* ready = std::fopen(argv[2], "w")) std::fclose(ready);
+  // Written whole, then renamed: a test polling for the file never reads it half written.
+  const std::string partial = std::string{argv[2]} + ".partial";
+  if (std::FILE* ready = std::fopen(partial.c_str(), "w")) {
+    std::fprintf(ready, "%ld\n", static_cast<long>(getpid()));
+    std::fclose(ready);
+    std::rename(partial.c_str(), argv[2]);
+  }
   for (;;) std::this_thread::sleep_for(std::chrono::seconds{1});
 }

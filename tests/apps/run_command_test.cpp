@@ -88,6 +88,31 @@ class RunCommand : public ::testing::Test {
 
   int run(const std::vector<std::string>& arguments) { return wait(start(arguments)); }
 
+  /// Writes `text` into `path`, making its folder.
+  static void write_file(const fs::path& path, const std::string& text) {
+    fs::create_directories(path.parent_path());
+    std::ofstream{path} << text;
+  }
+
+  /// Waits (up to 30 s) for the READY file of nvtx_program's `wait` mode; returns the pid in it.
+  pid_t wait_until_ready(const fs::path& ready) {
+    for (int i = 0; i < 3000 && !fs::exists(ready); ++i) std::this_thread::sleep_for(10ms);
+    EXPECT_TRUE(fs::exists(ready)) << "the program never got going";
+    return static_cast<pid_t>(std::atol(read_file(ready).c_str()));
+  }
+
+  /// Whether `pid` has ended (gone, or a zombie no one reaped yet), waiting up to 5 s for it.
+  static bool ended(pid_t pid) {
+    for (int i = 0; i < 500; ++i) {
+      if (kill(pid, 0) != 0) return true;
+      const auto stat = read_file(fs::path{"/proc"} / std::to_string(pid) / "stat");
+      const auto state = stat.find(") ");
+      if (state != std::string::npos && stat[state + 2] == 'Z') return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
+
   fs::path report() const { return folder_ / "report"; }
 
   /// Runs a program that waits for a signal, sends `signal_number` to launchwatch once the program
@@ -95,8 +120,7 @@ class RunCommand : public ::testing::Test {
   int stop_while_running(int signal_number) {
     const auto ready = folder_ / "ready";
     const pid_t launchwatch = start({"run", "--out", report(), "--", NVTX_PROGRAM, "wait", ready.string()});
-    for (int i = 0; i < 3000 && !fs::exists(ready); ++i) std::this_thread::sleep_for(10ms);
-    EXPECT_TRUE(fs::exists(ready)) << "the program never got going";
+    wait_until_ready(ready);
     EXPECT_EQ(kill(launchwatch, signal_number), 0);
     return wait(launchwatch);
   }
@@ -195,11 +219,130 @@ TEST_F(RunCommand, AChildForkedWithoutExecWritesNothingAndLeavesTheProgramsRepor
   EXPECT_THAT(out_, Not(HasSubstr("left reports of their own")));
 }
 
-TEST_F(RunCommand, APreviousRunsProcessReportsAreRemovedFirst) {
+TEST_F(RunCommand, AnEarlierRunsProcessReportsAreRemovedOnceTheNewReportIsWritten) {
   ASSERT_EQ(run({"run", "--out", report(), "--", NVTX_PROGRAM, "spawn", "0"}), 0) << err_;
   ASSERT_TRUE(fs::exists(report() / "processes"));
   ASSERT_EQ(run({"run", "--out", report(), "--", NVTX_PROGRAM, "exit", "0"}), 0) << err_;
   EXPECT_FALSE(fs::exists(report() / "processes"));
+  EXPECT_EQ(launchwatch::load_summary(report() / "summary.json").host_threads, 2u);
+}
+
+TEST_F(RunCommand, TheUsersOwnFilesInAStampedFolderSurviveTheNextRun) {
+  ASSERT_EQ(run({"run", "--out", report(), "--", NVTX_PROGRAM, "spawn", "0"}), 0) << err_;
+  ASSERT_TRUE(fs::exists(report() / ".launchwatch-run"));
+  write_file(report() / "notes.txt", "mine\n");
+  write_file(report() / "processes" / "etl.py", "print('mine')\n");
+  write_file(report() / "processes" / "keep" / "notes.txt", "mine too\n");
+  ASSERT_EQ(run({"run", "--out", report(), "--", NVTX_PROGRAM, "exit", "0"}), 0) << err_;
+  EXPECT_EQ(read_file(report() / "notes.txt"), "mine\n");
+  EXPECT_EQ(read_file(report() / "processes" / "etl.py"), "print('mine')\n");
+  EXPECT_EQ(read_file(report() / "processes" / "keep" / "notes.txt"), "mine too\n");
+  std::size_t report_folders = 0;
+  for (const auto& entry : fs::directory_iterator{report() / "processes"}) {
+    report_folders += entry.path().filename().string().starts_with("pid-") ? 1 : 0;
+  }
+  EXPECT_EQ(report_folders, 0u) << "the earlier run's report folder is still there";
+}
+
+TEST_F(RunCommand, AFolderHoldingFilesLaunchwatchDidNotWriteIsRefusedAndTheProgramDoesNotStart) {
+  write_file(report() / "summary.json", "{\"mine\": true}\n");
+  write_file(report() / "processes" / "etl.py", "print('mine')\n");
+  const auto started = folder_ / "started";
+  EXPECT_NE(run({"run", "--out", report(), "--", "/bin/sh", "-c", "echo > " + started.string()}), 0);
+  EXPECT_FALSE(fs::exists(started)) << "the program ran";
+  EXPECT_THAT(err_, HasSubstr("holds files that launchwatch did not write"));
+  EXPECT_THAT(err_, HasSubstr("--force"));
+  EXPECT_EQ(read_file(report() / "summary.json"), "{\"mine\": true}\n");
+  EXPECT_EQ(read_file(report() / "processes" / "etl.py"), "print('mine')\n");
+  EXPECT_FALSE(fs::exists(report() / ".launchwatch-run"));
+}
+
+TEST_F(RunCommand, ForceWritesTheReportIntoAFolderOfTheUsersAndRemovesNothingElse) {
+  write_file(report() / "notes.txt", "mine\n");
+  write_file(report() / "processes" / "etl.py", "print('mine')\n");
+  ASSERT_EQ(run({"run", "--force", "-o", report(), "--", NVTX_PROGRAM, "exit", "0"}), 0) << err_;
+  EXPECT_EQ(launchwatch::load_summary(report() / "summary.json").host_threads, 2u);
+  EXPECT_EQ(read_file(report() / "notes.txt"), "mine\n");
+  EXPECT_EQ(read_file(report() / "processes" / "etl.py"), "print('mine')\n");
+}
+
+TEST_F(RunCommand, AFolderThatCannotBeWrittenIsRefusedBeforeTheProgramStarts) {
+  const auto started = folder_ / "started";
+  // /proc takes no new file, not even from root.
+  EXPECT_NE(run({"run", "--out", "/proc", "--", "/bin/sh", "-c", "echo > " + started.string()}), 0);
+  EXPECT_FALSE(fs::exists(started)) << "the program ran";
+  EXPECT_THAT(err_, HasSubstr("cannot write into /proc: "));
+}
+
+TEST_F(RunCommand, AnEarlierReportIsKeptWhenTheNewRunLeavesNone) {
+  ASSERT_EQ(run({"run", "--out", report(), "--", NVTX_PROGRAM, "exit", "0"}), 0) << err_;
+  const auto earlier = read_file(report() / "summary.json");
+  EXPECT_EQ(run({"run", "--out", report(), "--", "/bin/sh", "-c", "exit 0"}), 0);
+  EXPECT_THAT(err_, HasSubstr("still holds an earlier run's report"));
+  EXPECT_EQ(read_file(report() / "summary.json"), earlier);
+  EXPECT_TRUE(fs::exists(report() / "trace.json"));
+}
+
+TEST_F(RunCommand, SighupWritesTheReportAndEndsEveryProcessOfTheProgramsGroup) {
+  const auto ready = folder_ / "ready";
+  const pid_t launchwatch = start({"run", "--out", report(), "--", "/bin/sh", "-c",
+                                   std::string{NVTX_PROGRAM} + " wait " + ready.string() + "; exit 0"});
+  const pid_t program = wait_until_ready(ready);
+  EXPECT_EQ(kill(launchwatch, SIGHUP), 0);
+  EXPECT_EQ(wait(launchwatch), 128 + SIGHUP) << out_ << err_;
+  EXPECT_TRUE(ended(program)) << "the shell's child was left running";
+  EXPECT_THAT(out_, HasSubstr("1 process(es) it started left reports of their own")) << err_;
+  std::string traces;
+  for (const auto& entry : fs::directory_iterator{report() / "processes"}) traces += read_file(entry.path() / "trace.json");
+  EXPECT_THAT(traces, HasSubstr(R"("name":"collected")"));
+}
+
+TEST_F(RunCommand, ASecondSigintEndsEveryProcessOfTheProgramsGroupAtOnce) {
+  const auto ready = folder_ / "ready";
+  // The shell and its child ignore SIGINT, so only the second one, made a SIGKILL, ends them.
+  const pid_t launchwatch = start({"run", "--out", report(), "--", "/bin/sh", "-c",
+                                   "trap '' INT; " + std::string{NVTX_PROGRAM} + " wait " + ready.string()});
+  const pid_t program = wait_until_ready(ready);
+  EXPECT_EQ(kill(launchwatch, SIGINT), 0);
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(kill(program, 0), 0) << "the first SIGINT should have been ignored";
+  const auto second = std::chrono::steady_clock::now();
+  EXPECT_EQ(kill(launchwatch, SIGINT), 0);
+  EXPECT_EQ(wait(launchwatch), 128 + SIGKILL) << out_ << err_;
+  EXPECT_LT(std::chrono::steady_clock::now() - second, 5s);
+  EXPECT_TRUE(ended(program));
+  EXPECT_THAT(err_, HasSubstr("a second stop signal"));
+}
+
+TEST_F(RunCommand, AProcessKilledBeforeItsReportIsNamedAndTheOthersAreMerged) {
+  const std::string program{NVTX_PROGRAM};
+  EXPECT_EQ(run({"run", "--out", report(), "--", "/bin/sh", "-c", program + " exit 0; " + program + " kill 0"}),
+            128 + SIGKILL);
+  EXPECT_THAT(out_, HasSubstr("1 process(es) it started left reports of their own")) << err_;
+  EXPECT_THAT(err_, HasSubstr("1 process(es) the program started were watched but left no report"));
+  EXPECT_THAT(err_, ::testing::MatchesRegex("(.|\n)*left no report[^\n]*: pid-[0-9]+ (.|\n)*"));
+}
+
+TEST_F(RunCommand, ARankWithASlashInItsLabelIsMergedNotDropped) {
+  const std::string program{NVTX_PROGRAM};
+  ASSERT_EQ(run({"run", "--out", report(), "--", "/bin/sh", "-c",
+                 "RANK=0/1 " + program + " exit 0; RANK=1 " + program + " exit 0"}),
+            0)
+      << err_;
+  EXPECT_THAT(out_, HasSubstr("2 process(es) it started left reports of their own"));
+  EXPECT_THAT(out_, HasSubstr("rank 0/1, pid "));
+}
+
+TEST_F(RunCommand, AProgramThatIsNotExecutableGivesStatus126) {
+  write_file(folder_ / "not-executable.sh", "#!/bin/sh\nexit 0\n");
+  fs::permissions(folder_ / "not-executable.sh", fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(run({"run", "--out", report(), "--", (folder_ / "not-executable.sh").string()}), 126);
+  EXPECT_THAT(err_, HasSubstr("Permission denied"));
+}
+
+TEST_F(RunCommand, TheNsightSpellingOfTheProfilerApiCaptureRangeIsAccepted) {
+  EXPECT_EQ(run({"run", "--capture-range", "cudaProfilerApi", "--out", report(), "--", NVTX_PROGRAM, "exit", "0"}), 0)
+      << err_;
 }
 
 TEST_F(RunCommand, ASignalToAChildForkedWithoutExecEndsTheChildNotTheProgram) {
@@ -215,6 +358,130 @@ TEST_F(RunCommand, RanksReportsArePrintedInTheirNumbersOrderEachUnderItsRank) {
   ASSERT_NE(rank_10, std::string::npos) << out_;
   EXPECT_LT(rank_2, rank_10) << "rank 10 ran first, but 2 comes before 10\n" << out_;
   EXPECT_THAT(out_, HasSubstr("2 process(es) it started left reports of their own"));
+}
+
+}  // namespace
+
+namespace {
+
+/// `launchwatch demo` and `launchwatch run` on a small file system of their own (a tmpfs mounted in
+/// a mount namespace of the test's, so nothing outside sees it): what a full disk does to a report.
+class FullDisk : public RunCommand {
+ protected:
+  /// Runs `script` in /bin/sh with $DIR a tmpfs of `kilobytes` and $RESULT a folder outside it that
+  /// the script copies what it wants checked into; $LW is launchwatch, $P nvtx_program. Returns the
+  /// script's exit status; skips the test where no tmpfs can be mounted (not root, no namespaces).
+  int on_a_small_disk(int kilobytes, const std::string& script) {
+    const auto disk = folder_ / "disk";
+    fs::create_directories(disk);
+    fs::create_directories(result());
+    const std::string whole = "mount -t tmpfs -o size=" + std::to_string(kilobytes) +
+                              "k launchwatch-test \"$DIR\" || exit 99\n" + script;
+    setenv("DIR", disk.c_str(), 1);
+    setenv("RESULT", result().c_str(), 1);
+    setenv("LW", LAUNCHWATCH_PROGRAM, 1);
+    setenv("P", NVTX_PROGRAM, 1);
+    const int status = wait(spawn({"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", whole}));
+    if (status == 99 || status == 1 && err_.find("unshare") != std::string::npos) {
+      skipped_ = true;
+    }
+    return status;
+  }
+
+  fs::path result() const { return folder_ / "result"; }
+
+  /// Names in `folder` that are temporary files of a write cut short.
+  static std::vector<std::string> partial_files(const fs::path& folder) {
+    std::vector<std::string> found;
+    for (const auto& entry : fs::directory_iterator{folder}) {
+      if (entry.path().filename().string().ends_with(".launchwatch-partial")) found.push_back(entry.path().filename());
+    }
+    return found;
+  }
+
+  bool skipped_ = false;
+};
+
+const std::string small_demo = "--layers 2 --tokens 16 --width 32 --heads 4 --hidden 64 --passes 2 --no-progress";
+
+TEST_F(FullDisk, ADemoThatFindsTheDiskFullKeepsTheEarlierReportWholeAndNamesTheFile) {
+  const int status = on_a_small_disk(512, "$LW demo " + small_demo + " --out \"$DIR/out\" >/dev/null || exit 98\n"
+                                          "cp -a \"$DIR/out\" \"$RESULT/before\"\n"
+                                          // One page left: the folder's checks pass, the files do not fit.
+                                          "free=$(df -k --output=avail \"$DIR\" | tail -n 1)\n"
+                                          "dd if=/dev/zero of=\"$DIR/filler\" bs=4k count=$(( free / 4 - 1 )) 2>/dev/null\n"
+                                          "$LW demo " + small_demo + " --out \"$DIR/out\"; echo \"demo $?\"\n"
+                                          "cp -a \"$DIR/out\" \"$RESULT/after\"\n");
+  if (skipped_) GTEST_SKIP() << "no tmpfs could be mounted here: " << err_;
+  ASSERT_EQ(status, 0) << out_ << err_;
+  EXPECT_THAT(out_, HasSubstr("demo 1"));
+  EXPECT_THAT(err_, HasSubstr("could not finish writing "));
+  EXPECT_THAT(err_, HasSubstr("summary.json (No space left on device)"));
+  EXPECT_THAT(err_, HasSubstr("trace.json (No space left on device)"));
+  // flame.folded fits in the page left, so it may be the new one; the others are the earlier ones.
+  for (const auto* name : {"summary.json", "trace.json"}) {
+    EXPECT_EQ(read_file(result() / "after" / name), read_file(result() / "before" / name)) << name;
+  }
+  EXPECT_THAT(partial_files(result() / "after"), ::testing::IsEmpty());
+}
+
+TEST_F(FullDisk, SummaryJsonIsWrittenFirstSoItIsWholeWhenTheTraceDoesNotFit) {
+  // Room for the stamp, summary.json and flame.folded (6 pages of 4 KB for the small demo), not
+  // for the trace (9 more).
+  const int status = on_a_small_disk(32, "$LW demo " + small_demo + " --out \"$DIR/out\"; echo \"demo $?\"\n"
+                                         "cp -a \"$DIR/out\" \"$RESULT/after\"\n");
+  if (skipped_) GTEST_SKIP() << "no tmpfs could be mounted here: " << err_;
+  ASSERT_EQ(status, 0) << out_ << err_;
+  EXPECT_THAT(out_, HasSubstr("demo 1"));
+  EXPECT_THAT(err_, HasSubstr("trace.json (No space left on device)"));
+  EXPECT_THAT(err_, Not(HasSubstr("summary.json (")));
+  const auto summary = launchwatch::load_summary(result() / "after" / "summary.json");
+  EXPECT_THAT(out_, HasSubstr(std::to_string(summary.launches) + " launches:"));
+  EXPECT_FALSE(fs::exists(result() / "after" / "trace.json"));
+  EXPECT_THAT(partial_files(result() / "after"), ::testing::IsEmpty());
+}
+
+TEST_F(FullDisk, ARunWhoseReportDoesNotFitSaysSoInItsLastLine) {
+  // The disk fills while the program runs; then it is stopped, and its report cannot be written.
+  const int status = on_a_small_disk(256, "$LW run --out \"$DIR/out\" -- $P wait \"$RESULT/ready\" & lw=$!\n"
+                                          "while [ ! -e \"$RESULT/ready\" ]; do sleep 0.05; done\n"
+                                          "dd if=/dev/zero of=\"$DIR/filler\" bs=4k 2>/dev/null\n"
+                                          "kill -TERM $lw; wait $lw; echo \"run $?\"\n"
+                                          "cp -a \"$DIR/out\" \"$RESULT/after\"\n");
+  if (skipped_) GTEST_SKIP() << "no tmpfs could be mounted here: " << err_;
+  ASSERT_EQ(status, 0) << out_ << err_;
+  EXPECT_THAT(out_, HasSubstr("run 143"));
+  EXPECT_THAT(err_, HasSubstr("was ended by signal 15 (Terminated), but its report could not be written: could not "
+                              "finish writing"));
+  EXPECT_THAT(err_, Not(HasSubstr("nothing was watched")));
+  EXPECT_FALSE(fs::exists(result() / "after" / "summary.json"));
+  EXPECT_THAT(partial_files(result() / "after"), ::testing::IsEmpty());
+}
+
+TEST_F(RunCommand, ADemoInterruptedByCtrlCLeavesTheEarlierRunsFilesAsTheyWere) {
+  const auto out = folder_ / "demo";
+  std::vector<std::string> demo{"demo", "--layers", "2", "--tokens", "16", "--width", "32", "--heads", "4",
+                                "--hidden", "64", "--no-progress", "--out", out.string()};
+  auto first = demo;
+  first.insert(first.end(), {"--passes", "2"});
+  ASSERT_EQ(run(first), 0) << err_;
+  std::vector<std::string> before;
+  for (const auto* name : {"summary.json", "flame.folded", "trace.json"}) before.push_back(read_file(out / name));
+  auto longer = demo;
+  longer.insert(longer.end(), {"--passes", "100000"});
+  const pid_t pid = start(longer);
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_EQ(kill(pid, SIGINT), 0);
+  EXPECT_EQ(wait(pid), -1) << "the demo was not ended by SIGINT: " << out_ << err_;
+  std::size_t i = 0;
+  for (const auto* name : {"summary.json", "flame.folded", "trace.json"}) {
+    EXPECT_EQ(read_file(out / name), before[i++]) << name;
+  }
+}
+
+TEST_F(RunCommand, VersionSaysWhichLaunchwatchThisIs) {
+  EXPECT_EQ(run({"--version"}), 0);
+  EXPECT_THAT(out_, ::testing::MatchesRegex("launchwatch [0-9]+\\.[0-9]+\\.[0-9]+ \\(CUDA [a-z ]+, Vulkan [a-z ]+\\)\n"));
 }
 
 }  // namespace

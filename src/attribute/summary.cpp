@@ -36,6 +36,13 @@ void add_counts(summary_node& to, const launch_group& from) {
   to.methods |= from.methods;
 }
 
+/// Widens `min` and `max` to take in `low` to `high` (either end none: nothing to take in).
+void widen(std::optional<nanoseconds>& min, std::optional<nanoseconds>& max,
+           std::optional<nanoseconds> low, std::optional<nanoseconds> high) {
+  if (low && (!min || *low < *min)) min = low;
+  if (high && (!max || *high > *max)) max = high;
+}
+
 void add_kinds(measurement_kinds& to, const measurement_kinds& from) {
   to.device_stamped += from.device_stamped;
   to.device_lengths += from.device_lengths;
@@ -54,6 +61,7 @@ void launch_group::add(const launch_record& launch) {
   ++timed_launches;
   const auto length = time_of(launch);
   time += length;
+  widen(min_time, max_time, length, length);
   const bool device = launch.timing->method == timing_method::device;
   (device ? methods.device : methods.system) = true;
   if (launch.timing->ticks) {
@@ -73,6 +81,7 @@ void launch_group::merge(const launch_group& other) {
   captured_launches += other.captured_launches;
   time += other.time;
   unplaced += other.unplaced;
+  widen(min_time, max_time, other.min_time, other.max_time);
   methods |= other.methods;
   add_kinds(measurements, other.measurements);
 }
@@ -208,6 +217,9 @@ void summary_builder::add(const launch_group& group) {
     found = kernels.emplace(group.kernel, std::move(fresh)).first;
   }
   add_to(found->second, group, true);
+  // Only kernel rows keep a shortest and a longest launch: one kernel's launches compare, a
+  // scope's mix kernels. An aggregate-only attribution adds one group per thread for a row.
+  widen(found->second.node.min_time, found->second.node.max_time, group.min_time, group.max_time);
   if (group.scope) {
     add_to(scopes_[*group.scope].self, group, true);
   } else {

@@ -38,6 +38,9 @@ struct launch_group {
   /// The timed launches' time, and the part of it known only by length.
   std::chrono::nanoseconds time{0};
   std::chrono::nanoseconds unplaced{0};
+  /// The shortest and the longest of the timed launches' times; none while no launch is timed.
+  std::optional<std::chrono::nanoseconds> min_time;
+  std::optional<std::chrono::nanoseconds> max_time;
   timing_methods methods;
   measurement_kinds measurements;
 

@@ -52,6 +52,8 @@ ordered_json node_json(const summary_node& node) {
   j["dry_run_launches"] = node.dry_run_launches;
   j["self_ns"] = node.self.count();
   j["total_ns"] = node.total.count();
+  if (node.min_time) j["min_ns"] = node.min_time->count();
+  if (node.max_time) j["max_ns"] = node.max_time->count();
   j["methods"] = methods_json(node.methods);
   if (node.kind == summary_node::node_kind::scope) {
     auto children = ordered_json::array();
@@ -288,6 +290,8 @@ class summary_reader {
     node.dry_run_launches = count(value, where, "dry_run_launches");
     node.self = duration(value, where, "self_ns");
     node.total = duration(value, where, "total_ns");
+    if (value.contains("min_ns")) node.min_time = duration(value, where, "min_ns");
+    if (value.contains("max_ns")) node.max_time = duration(value, where, "max_ns");
     node.methods = methods(value, where, "methods");
     if (node.kind == summary_node::node_kind::scope) {
       const auto& children = array(value, where, "children");

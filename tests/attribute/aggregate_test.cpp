@@ -11,6 +11,8 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -79,6 +81,57 @@ TEST(AggregateOnly, GivesTheSameSummaryAsTheFullRecord) {
   EXPECT_EQ(got.out_of_order_kernels, 0u);
   EXPECT_EQ(got, expected);
   EXPECT_EQ(render_tree(got), render_tree(expected));
+}
+
+/// Every kernel row under `nodes`, wherever it is.
+void kernel_rows(const std::vector<summary_node>& nodes, std::vector<const summary_node*>& found) {
+  for (const auto& node : nodes) {
+    if (node.kind == summary_node::node_kind::kernel) found.push_back(&node);
+    kernel_rows(node.children, found);
+  }
+}
+
+TEST(AggregateOnly, KeepsEachKernelsShortestAndLongestLaunchAcrossFolds) {
+  // run() times each launch 200 + 10 * (i % 5) ns: every row meets all five lengths.
+  const auto aggregate = make(true);
+  run(aggregate, 3 * 4096 + 123);
+  const auto summary = aggregate->collect_summary();
+  std::vector<const summary_node*> rows;
+  kernel_rows(summary.scopes, rows);
+  ASSERT_FALSE(rows.empty());
+  for (const auto* row : rows) {
+    EXPECT_EQ(row->min_time, 200ns) << row->name;
+    EXPECT_EQ(row->max_time, 240ns) << row->name;
+  }
+}
+
+TEST(AggregateOnly, TakesTheShortestAndLongestLaunchOverEveryThread) {
+  // One kernel in one scope from two threads: a group each, joined in one row.
+  const auto aggregate = make(true);
+  launch_observation watching{aggregate};
+  auto launch_for = [](std::chrono::nanoseconds at, std::chrono::nanoseconds length) {
+    scope s{"s"};
+    launch_info info;
+    info.kernel = "k";
+    info.backend = "cpu";
+    info.stream = 1;
+    fake_clock::set(at);
+    launch_path::notify_launch(info);
+    launch_path::notify_profiled(info.kernel, profile_duration{[=]() -> std::optional<profile_ticks> {
+                                   return profile_ticks::from_start_end(fake_clock::at(at),
+                                                                        fake_clock::at(at + length));
+                                 },
+                                 timing_method::device});
+  };
+  std::thread{[&] { launch_for(0ns, 100ns); }}.join();
+  std::thread{[&] { launch_for(1000ns, 300ns); }}.join();
+  const auto summary = aggregate->collect_summary();
+  ASSERT_EQ(summary.scopes.size(), 1u);
+  ASSERT_EQ(summary.scopes[0].children.size(), 1u);
+  const auto& k = summary.scopes[0].children[0];
+  EXPECT_EQ(k.launches, 2u);
+  EXPECT_EQ(k.min_time, 100ns);
+  EXPECT_EQ(k.max_time, 300ns);
 }
 
 TEST(AggregateOnly, StartsTheNextPassAfterEachCollect) {

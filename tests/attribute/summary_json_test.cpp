@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -20,6 +21,7 @@
 namespace launchwatch {
 namespace {
 
+using namespace std::chrono_literals;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
@@ -125,6 +127,39 @@ TEST(SummaryJson, WritesTheFieldsItsDocumentationNames) {
   EXPECT_THAT(measurements,
               ::testing::UnorderedElementsAre("device_stamped", "device_lengths", "system_stamped",
                                               "system_lengths"));
+}
+
+TEST(SummaryJson, WritesTheShortestAndLongestLaunchOfATimedKernelRow) {
+  testing::pass_builder b;
+  const auto t = b.thread("t");
+  const auto s = b.stream(1);
+  b.kernel({t, "k", {"a"}, s, 0us, 0us}, 0us, 10us);
+  b.kernel({t, "k", {"a"}, s, 1us, 1us}, 10us, 40us);
+  const auto root = nlohmann::json::parse(to_json(summarize(b.pass())));
+  const auto& kernel = root["scopes"][0]["children"][0];
+  EXPECT_EQ(kernel["min_ns"], 10'000);
+  EXPECT_EQ(kernel["max_ns"], 30'000);
+  EXPECT_FALSE(root["scopes"][0].contains("min_ns"));  // a scope mixes kernels: no min or max
+}
+
+TEST(SummaryJson, ReadsASummaryWrittenBeforeMinAndMaxWithoutThem) {
+  auto root = nlohmann::json::parse(to_json(summarize(testing::sample_pass())));
+  // Every row of an older summary.json: the same fields, no min_ns or max_ns.
+  const std::function<void(nlohmann::json&)> strip = [&](nlohmann::json& row) {
+    row.erase("min_ns");
+    row.erase("max_ns");
+    if (row.contains("children")) {
+      for (auto& child : row["children"]) strip(child);
+    }
+  };
+  for (auto& scope : root["scopes"]) strip(scope);
+  strip(root["outside_scopes"]);
+  const auto summary = from_json(root.dump());
+  const auto& loader_fill = summary.scopes.at(0).children.at(0);
+  EXPECT_EQ(loader_fill.kind, summary_node::node_kind::kernel);
+  EXPECT_EQ(loader_fill.total, 50us);
+  EXPECT_EQ(loader_fill.min_time, std::nullopt);
+  EXPECT_EQ(loader_fill.max_time, std::nullopt);
 }
 
 TEST(SummaryJson, RefusesTextThatIsNotJson) {

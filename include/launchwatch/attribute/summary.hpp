@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -85,6 +86,11 @@ struct summary_node {
   std::chrono::nanoseconds self{0};
   /// Time of everything under this node.
   std::chrono::nanoseconds total{0};
+  /// For a kernel row, its shortest and its longest timed launch (`total` over `timed_launches` is
+  /// the average). None for a scope row, for a kernel none of whose launches has a time, and for a
+  /// row read from a summary written before they were recorded.
+  std::optional<std::chrono::nanoseconds> min_time;
+  std::optional<std::chrono::nanoseconds> max_time;
   /// How the time under this node was measured.
   timing_methods methods;
   /// Child scopes and kernels, in the order the pass first issued a launch under each: the order
@@ -277,7 +283,8 @@ inline constexpr std::size_t summary_max_json_depth = 2 * summary_max_scope_dept
 /// `device_overlap_ns`; `devices`; `out_of_order_kernels`; `process`, and a stream's and a
 /// device's `process`, only when not empty (older readers ignore them). A row (a summary_node) has `kind` ("scope"/"kernel"),
 /// `name`, `launches`, `timed_launches`, `dry_run_launches`, `self_ns`, `total_ns`, `methods`, and
-/// for a scope `children`. A stream has `backend`, `device` and `stream` (its stream_info, flat),
+/// for a scope `children`; a kernel row with a timed launch also has `min_ns` and `max_ns` (its
+/// min_time and max_time; optional, so a summary written before them still reads, without them). A stream has `backend`, `device` and `stream` (its stream_info, flat),
 /// `launches`, `timed_launches`, `window_ns`, `kernel_ns` (its `kernel_time`), `idle_ns`,
 /// `overlap_ns`, `unplaced_ns`. A device has `backend`, `device`, `streams`, `launches`,
 /// `timed_launches`, `window_ns`, `kernel_ns`, `idle_ns`, `overlap_ns`, `unplaced_ns`. Kernel names

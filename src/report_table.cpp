@@ -1,9 +1,10 @@
-// The shared table rules: units, rounding, largest-remainder shares, column layout.
+// The shared table rules: times in three significant figures, rounding, largest-remainder shares, column layout.
 
 #include "report_table.hpp"
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -13,12 +14,6 @@ namespace {
 
 // GCC and Clang both have it; -Wpedantic wants it marked as an extension.
 __extension__ typedef __int128 wide;
-
-/// `n / d` rounded to nearest, half away from zero. Precondition: d > 0.
-std::int64_t round_div(std::int64_t n, std::int64_t d) {
-  const wide q = (static_cast<wide>(n < 0 ? -static_cast<wide>(n) : n) + d / 2) / d;
-  return static_cast<std::int64_t>(n < 0 ? -q : q);
-}
 
 /// `n / d` rounded down, and what is left (0 <= r < d). Precondition: d > 0.
 std::pair<wide, wide> floor_div(wide n, wide d) {
@@ -31,26 +26,35 @@ std::pair<wide, wide> floor_div(wide n, wide d) {
   return {q, r};
 }
 
-/// `value` thousandths as `1.234`, `-0.004`.
-std::string thousandths_text(std::int64_t value) {
-  const bool negative = value < 0;
-  const auto magnitude = negative ? 0 - static_cast<std::uint64_t>(value) : static_cast<std::uint64_t>(value);
-  return fmt::format("{}{}.{:03}", negative ? "-" : "", magnitude / 1000, magnitude % 1000);
-}
-
 }  // namespace
 
-time_unit unit_for(std::chrono::nanoseconds whole) {
-  const auto ns = whole.count() < 0 ? -whole.count() : whole.count();
-  if (ns < 10'000) return {"ns", 1, 0};
-  if (ns < 10'000'000) return {"us", 1'000, 3};
-  if (ns < 100'000'000'000) return {"ms", 1'000'000, 3};
-  return {"s", 1'000'000'000, 3};
-}
-
-std::string format_time(std::chrono::nanoseconds time, const time_unit& unit) {
-  if (unit.decimals == 0) return fmt::format("{} {}", round_div(time.count(), unit.ns), unit.name);
-  return fmt::format("{} {}", thousandths_text(round_div(time.count(), unit.ns / 1000)), unit.name);
+std::string format_time(std::chrono::nanoseconds time) {
+  // The finest unit and number of decimals whose rounded value has at most three digits before
+  // the last unit (ns) or at most three digits in all: 1.23, 12.3, 123. Tried from the finest, so
+  // the first that fits shows three figures (a value that rounds up to 1000 moves on: 999.6 us is
+  // 1.00 ms).
+  struct format {
+    std::string_view unit;
+    std::int64_t scale;  // nanoseconds in one last digit
+    int decimals;
+  };
+  static constexpr format formats[] = {
+      {"ns", 1, 0},           {"us", 10, 2},          {"us", 100, 1},         {"us", 1'000, 0},
+      {"ms", 10'000, 2},      {"ms", 100'000, 1},     {"ms", 1'000'000, 0},   {"s", 10'000'000, 2},
+      {"s", 100'000'000, 1},  {"s", 1'000'000'000, 0},
+  };
+  const bool negative = time.count() < 0;
+  const auto magnitude = negative ? 0 - static_cast<std::uint64_t>(time.count()) : static_cast<std::uint64_t>(time.count());
+  for (const auto& f : formats) {
+    const auto scale = static_cast<std::uint64_t>(f.scale);
+    const auto digits = magnitude / scale + (magnitude % scale >= (scale + 1) / 2 ? std::uint64_t{1} : std::uint64_t{0});
+    if (digits >= 1000 && &f != &formats[std::size(formats) - 1]) continue;
+    const char* sign = negative && digits > 0 ? "-" : "";
+    if (f.decimals == 0) return fmt::format("{}{} {}", sign, digits, f.unit);
+    const auto divisor = f.decimals == 2 ? 100u : 10u;
+    return fmt::format("{}{}.{:0{}} {}", sign, digits / divisor, digits % divisor, f.decimals, f.unit);
+  }
+  return {};  // not reached: the last format takes any value
 }
 
 std::string format_share(std::int64_t tenths) {
@@ -80,6 +84,52 @@ std::vector<std::int64_t> apportion(const std::vector<std::int64_t>& parts, std:
     ++shares[remainders[k].second];
   }
   return shares;
+}
+
+std::string launches_cell(std::size_t launches, std::size_t timed_launches, std::size_t dry_run_launches,
+                          bool timed_table) {
+  std::string notes;
+  if (dry_run_launches > 0) notes = fmt::format("{} dry", dry_run_launches);
+  const auto accounted = timed_launches + dry_run_launches;
+  if (timed_table && launches > accounted) {
+    notes += fmt::format("{}{} untimed", notes.empty() ? "" : ", ", launches - accounted);
+  }
+  if (notes.empty()) return std::to_string(launches);
+  return fmt::format("{} ({})", launches, notes);
+}
+
+std::string csv_line(const std::vector<std::string>& fields) {
+  std::string line;
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    if (i > 0) line += ',';
+    const auto& field = fields[i];
+    if (field.find_first_of(",\"\r\n") == std::string::npos) {
+      line += field;
+      continue;
+    }
+    line += '"';
+    for (const char c : field) {
+      if (c == '"') line += '"';
+      line += c;
+    }
+    line += '"';
+  }
+  line += '\n';
+  return line;
+}
+
+std::string path_cell(const std::vector<std::string>& path) {
+  std::string text;
+  for (std::size_t i = 0; i < path.size(); ++i) {
+    if (i > 0) text += '/';
+    text += path[i];
+  }
+  return text;
+}
+
+std::string fraction_text(std::int64_t part, std::int64_t whole) {
+  if (whole <= 0) return {};
+  return fmt::format("{}", static_cast<double>(part) / static_cast<double>(whole));
 }
 
 std::vector<std::string> lay_out_table(const std::vector<std::vector<std::string>>& rows,

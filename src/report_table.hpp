@@ -1,10 +1,11 @@
 // The one table renderer behind every launchwatch table: the attribution tree and the profiling
 // logger's summary. Both tables show times and shares of a 100% row, so both follow one set of
-// rules, kept here: one time unit per table, integer rounding, shares that add up to their 100%
+// rules, kept here: times in three significant figures, integer rounding, shares that add up to their 100%
 // row exactly, the same column layout.
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -12,23 +13,14 @@
 
 namespace launchwatch::detail {
 
-/// The unit every time in one table is written in.
+/// `412 us`, `1.23 ms`, `12.3 s`, `850 ns`, `-4.00 us`: `time` in the unit that shows it with at
+/// least three significant figures (whole nanoseconds below 1 us; three figures from 1 us on; whole
+/// seconds from 1000 s on), rounded to the nearest last digit (half away from zero).
 ///
-/// One unit for the whole table, not one per cell, so decimal points line up and rows compare by
-/// eye. Chosen from the table's 100% so that it reads at least 10 of the unit: three decimals then
-/// resolve a ten-thousandth of the whole, or better.
-struct time_unit {
-  std::string_view name;  ///< "ns", "us", "ms" or "s"
-  std::int64_t ns = 1;    ///< nanoseconds in one unit
-  int decimals = 0;       ///< 0 for ns (whole nanoseconds), 3 otherwise
-};
-
-/// The unit for a table whose 100% row is `whole`. Cost: none worth stating.
-time_unit unit_for(std::chrono::nanoseconds whole);
-
-/// `1020.000 us`, `-4.000 us`, `850 ns`: `time` in `unit`, rounded to the nearest last digit (half
-/// away from zero). Integer arithmetic throughout, so a golden file reads the same on every machine.
-std::string format_time(std::chrono::nanoseconds time, const time_unit& unit);
+/// Each cell picks its own unit, so a table over a long window still shows its small rows (a
+/// 412 us row of a 100 s run is `412 us`, not `0.000 s`); right-aligned columns keep the units
+/// lined up. Integer arithmetic throughout, so a golden file reads the same on every machine.
+std::string format_time(std::chrono::nanoseconds time);
 
 /// A share is counted in tenths of a percent: `whole_share` is 100.0%.
 inline constexpr std::int64_t whole_share = 1000;
@@ -45,6 +37,23 @@ std::string format_share(std::int64_t tenths);
 /// Parts may be negative (a row subtracted, such as overlap). Precondition: the parts' sum is not
 /// negative; when it is zero every part gets 0. Exact for any int64 parts (128-bit intermediates).
 std::vector<std::int64_t> apportion(const std::vector<std::int64_t>& parts, std::int64_t units);
+
+/// A launches cell: `12`, `3 (1 dry)`, `5 (2 untimed)`, `3 (1 dry, 1 untimed)`. Dry runs are said
+/// wherever there are some (nothing ran, by design); launches without time for any other reason
+/// (captured, measurement lost) only in a table that shows times (`timed_table`).
+std::string launches_cell(std::size_t launches, std::size_t timed_launches, std::size_t dry_run_launches,
+                          bool timed_table);
+
+/// One CSV line (RFC 4180) of `fields`, ending in `\n`: a field holding a comma, a double quote, a
+/// carriage return or a line feed is put in double quotes, its double quotes doubled.
+std::string csv_line(const std::vector<std::string>& fields);
+
+/// A row's path for a CSV cell: its names joined with `/` (`model/layer 0/attention`).
+std::string path_cell(const std::vector<std::string>& path);
+
+/// `part` as a fraction of `whole` (`0.25`), written in the fewest digits that read back as the
+/// same double; empty when `whole` is not positive. The share cell of CSV output.
+std::string fraction_text(std::int64_t part, std::int64_t whole);
 
 /// How a column's cells are aligned.
 enum class column_align : bool { left, right };

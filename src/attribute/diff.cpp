@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "report_table.hpp"
 
@@ -58,8 +59,8 @@ std::string signed_count(long long change) {
   return change > 0 ? fmt::format("+{}", change) : std::to_string(change);
 }
 
-std::string signed_time(nanoseconds change, const detail::time_unit& unit) {
-  const auto text = detail::format_time(change, unit);
+std::string signed_time(nanoseconds change) {
+  const auto text = detail::format_time(change);
   return change.count() > 0 ? "+" + text : text;
 }
 
@@ -102,27 +103,113 @@ summary_diff diff_summaries(const pass_summary& base, const pass_summary& curren
   return diff;
 }
 
-bool grew_past(const diff_row& row, double percent) {
+bool grew_past(const diff_row& row, double percent, growth_gate gate) {
   if (!row.current) return false;
-  if (!row.base) return true;
+  if (!row.base) return gate != growth_gate::time || row.current->timed;
   auto past = [&](long double before, long double after) {
     return after - before > before * static_cast<long double>(percent) / 100;
   };
-  if (past(row.base->launches, row.current->launches)) return true;
-  return row.base->timed && row.current->timed &&
+  if (gate != growth_gate::time && past(row.base->launches, row.current->launches)) return true;
+  return gate != growth_gate::count && row.base->timed && row.current->timed &&
          past(row.base->time.count(), row.current->time.count());
 }
 
-void write_diff(std::ostream& out, const summary_diff& diff, const diff_options& options) {
-  nanoseconds largest{0};
-  bool timed = false;
-  for (const auto* side : {&diff.total.base, &diff.total.current}) {
-    if (*side && (*side)->timed) {
-      largest = std::max(largest, (*side)->time);
-      timed = true;
-    }
+bool any_grew_past(const summary_diff& diff, const diff_options& options) {
+  if (!options.fail_above) return false;
+  bool grew = grew_past(diff.total, *options.fail_above, options.fail_on);
+  for (const auto& row : diff.rows) grew = grew || grew_past(row, *options.fail_above, options.fail_on);
+  return grew;
+}
+
+namespace {
+
+/// Each row's path, from the rows' names and depths (a row follows the rows it sits under).
+std::vector<std::vector<std::string>> paths_of(const summary_diff& diff) {
+  std::vector<std::vector<std::string>> paths;
+  std::vector<std::string> path;
+  for (const auto& row : diff.rows) {
+    path.resize(std::min(path.size(), row.depth));
+    path.push_back(row.name);
+    paths.push_back(path);
   }
-  const auto unit = detail::unit_for(largest);
+  paths.push_back({diff.total.name});
+  return paths;
+}
+
+const char* kind_of(const diff_row& row, bool total) {
+  if (total) return "total";
+  return row.kind == summary_node::node_kind::kernel ? "kernel" : "scope";
+}
+
+void write_diff_csv(std::ostream& out, const summary_diff& diff, const diff_options& options) {
+  out << detail::csv_line({"path", "kind", "base_launches", "new_launches", "base_ns", "new_ns", "grew"});
+  const auto paths = paths_of(diff);
+  auto count = [](const std::optional<diff_side>& side) {
+    return side ? std::to_string(side->launches) : std::string{};
+  };
+  auto time = [](const std::optional<diff_side>& side) {
+    return side && side->timed ? std::to_string(side->time.count()) : std::string{};
+  };
+  for (std::size_t i = 0; i <= diff.rows.size(); ++i) {
+    const bool total = i == diff.rows.size();
+    const auto& row = total ? diff.total : diff.rows[i];
+    const char* grew = !options.fail_above                                       ? ""
+                       : grew_past(row, *options.fail_above, options.fail_on) ? "1"
+                                                                              : "0";
+    out << detail::csv_line({detail::path_cell(paths[i]), kind_of(row, total), count(row.base), count(row.current),
+                             time(row.base), time(row.current), grew});
+  }
+}
+
+void write_diff_json(std::ostream& out, const summary_diff& diff, const diff_options& options) {
+  using json = nlohmann::ordered_json;
+  const auto paths = paths_of(diff);
+  auto side_json = [](const std::optional<diff_side>& side) {
+    if (!side) return json(nullptr);
+    json j;
+    j["launches"] = side->launches;
+    j["total_ns"] = side->timed ? json(side->time.count()) : json(nullptr);
+    return j;
+  };
+  json j;
+  j["format"] = "launchwatch-diff";
+  if (options.fail_above) j["fail_above"] = *options.fail_above;
+  auto rows = json::array();
+  for (std::size_t i = 0; i <= diff.rows.size(); ++i) {
+    const bool total = i == diff.rows.size();
+    const auto& row = total ? diff.total : diff.rows[i];
+    json r;
+    r["path"] = paths[i];
+    r["kind"] = kind_of(row, total);
+    r["base"] = side_json(row.base);
+    r["new"] = side_json(row.current);
+    if (options.fail_above) r["grew"] = grew_past(row, *options.fail_above, options.fail_on);
+    rows.push_back(std::move(r));
+  }
+  j["rows"] = std::move(rows);
+  out << j.dump(2, ' ', false, json::error_handler_t::replace) << '\n';
+}
+
+/// What the gate looked at, for the last line.
+const char* gate_text(growth_gate gate) {
+  switch (gate) {
+    case growth_gate::count:
+      return "in launches; new rows always count";
+    case growth_gate::time:
+      return "in device time; new timed rows always count";
+    case growth_gate::any:
+      break;
+  }
+  return "in launches or device time; new rows always count";
+}
+
+}  // namespace
+
+void write_diff(std::ostream& out, const summary_diff& diff, const diff_options& options) {
+  if (options.format == report_format::csv) return write_diff_csv(out, diff, options);
+  if (options.format == report_format::json) return write_diff_json(out, diff, options);
+  bool timed = false;
+  for (const auto* side : {&diff.total.base, &diff.total.current}) timed = timed || (*side && (*side)->timed);
   std::vector<std::vector<std::string>> cells;
   cells.push_back({"scope / kernel", "base", "new", "+/-"});
   if (timed) cells[0].insert(cells[0].end(), {"base time", "new time", "+/- time"});
@@ -138,7 +225,7 @@ void write_diff(std::ostream& out, const summary_diff& diff, const diff_options&
       return side ? std::to_string(side->launches) : std::string{"-"};
     };
     auto time = [&](const std::optional<diff_side>& side) {
-      return side && side->timed ? detail::format_time(side->time, unit) : std::string{"-"};
+      return side && side->timed ? detail::format_time(side->time) : std::string{"-"};
     };
     const auto launches_change = static_cast<long long>(row.current ? row.current->launches : 0) -
                                  static_cast<long long>(row.base ? row.base->launches : 0);
@@ -149,11 +236,11 @@ void write_diff(std::ostream& out, const summary_diff& diff, const diff_options&
       const auto after = row.current && row.current->timed ? row.current->time : nanoseconds{0};
       const bool any_time = (row.base && row.base->timed) || (row.current && row.current->timed);
       r.insert(r.end(), {time(row.base), time(row.current),
-                         any_time ? signed_time(after - before, unit) : std::string{"-"}});
+                         any_time ? signed_time(after - before) : std::string{"-"}});
     }
     r.push_back(change_percent(row));
     if (options.fail_above) {
-      const bool past = grew_past(row, *options.fail_above);
+      const bool past = grew_past(row, *options.fail_above, options.fail_on);
       if (past) ++grown;
       r.emplace_back(past ? fmt::format("grew past {}%", *options.fail_above) : "");
     }
@@ -165,10 +252,10 @@ void write_diff(std::ostream& out, const summary_diff& diff, const diff_options&
   if (options.fail_above) align.back() = detail::column_align::left;
   for (const auto& line : detail::lay_out_table(cells, align)) out << line << '\n';
   if (options.fail_above) {
-    out << fmt::format("\n{} grew past {}% (in launches or device time; new rows always count)\n",
+    out << fmt::format("\n{} grew past {}% ({})\n",
                        grown == 0 ? std::string{"no row"}
                                   : fmt::format("{} {}", grown, grown == 1 ? "row" : "rows"),
-                       *options.fail_above);
+                       *options.fail_above, gate_text(options.fail_on));
   }
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "report_table.hpp"
 
@@ -20,7 +21,6 @@ namespace {
 using std::chrono::nanoseconds;
 using detail::format_share;
 using detail::format_time;
-using detail::time_unit;
 
 const char* methods_text(timing_methods methods) {
   if (methods.mixed()) return "mixed";
@@ -71,43 +71,68 @@ std::vector<std::int64_t> shares_of(const std::vector<summary_node>& rows, std::
   return detail::apportion(parts, units);
 }
 
-class table {
- public:
-  table(const pass_summary& summary, const tree_options& options, const accounting_view& view)
-      : options_{options},
-        view_{view},
-        unit_{detail::unit_for(view.window.count() > 0 ? view.window : summary.kernel_time)},
-        timed_{summary.timing != timing_request::none || summary.timed_launches > 0},
-        method_column_{summary.methods.mixed()} {}
-
-  /// `share`: the row's share in tenths of a percent, when the table has a window. Its children
-  /// share it out among themselves by largest remainder, so they add up to it as the top-level rows
-  /// add up to 100.0%.
-  void add_node(const summary_node& node, std::size_t depth, std::string label,
-                std::optional<std::int64_t> share) {
-    std::vector<std::string> r{std::string(2 * depth, ' ') + std::move(label), launches_text(node)};
-    if (node.timed_launches > 0) {
-      add_times(r, format_time(node.self, unit_), format_time(node.total, unit_),
-                share ? format_share(*share) : "-");
-    } else {
-      add_times(r, "-", "-", "-");
-    }
-    if (method_column_) r.emplace_back(methods_text(node.methods));
-    rows_.push_back(std::move(r));
+/// Appends `node`'s row and, down to tree_options::depth, its children's, under `path`.
+///
+/// `share`: the row's share in tenths of a percent, when the table has a window. Its children
+/// share it out among themselves by largest remainder, so they add up to it as the top-level rows
+/// add up to 100.0%.
+void add_rows(std::vector<tree_row>& rows, std::vector<std::string>& path, const summary_node& node,
+              std::string name, std::optional<std::int64_t> share, std::size_t depth) {
+  path.push_back(std::move(name));
+  tree_row row;
+  row.kind = node.kind == summary_node::node_kind::kernel ? tree_row::row_kind::kernel
+                                                          : tree_row::row_kind::scope;
+  row.path = path;
+  row.launches = node.launches;
+  row.timed_launches = node.timed_launches;
+  row.dry_run_launches = node.dry_run_launches;
+  row.self = node.self;
+  row.total = node.total;
+  row.timed = node.timed_launches > 0;
+  if (row.timed) row.share_tenths = share;
+  row.methods = node.methods;
+  row.folded = depth != 0 && path.size() >= depth && !node.children.empty();
+  rows.push_back(std::move(row));
+  if (!rows.back().folded) {
     std::vector<std::int64_t> child_shares;
     if (share) child_shares = shares_of(node.children, *share);
     for (std::size_t i = 0; i < node.children.size(); ++i) {
       const auto& child = node.children[i];
-      add_node(child, depth + 1, label_of(child),
-               share ? std::optional{child_shares[i]} : std::nullopt);
+      add_rows(rows, path, child, child.name, share ? std::optional{child_shares[i]} : std::nullopt,
+               depth);
     }
   }
+  path.pop_back();
+}
 
-  std::string label_of(const summary_node& node) const {
-    if (node.kind == summary_node::node_kind::kernel) {
-      return format_kernel_name(node.name, options_.kernel_names);
+bool timed_table(const pass_summary& summary) {
+  return summary.timing != timing_request::none || summary.timed_launches > 0;
+}
+
+class table {
+ public:
+  table(const pass_summary& summary, const tree_options& options)
+      : options_{options}, timed_{timed_table(summary)}, method_column_{summary.methods.mixed()} {}
+
+  void add_row(const tree_row& row) {
+    const auto depth = row.path.size() - 1;
+    std::vector<std::string> r{std::string(2 * depth, ' ') + label_of(row)};
+    if (row.kind == tree_row::row_kind::idle || row.kind == tree_row::row_kind::overlap) {
+      r.emplace_back("");
+      add_times(r, "", row.timed ? format_time(row.total) : "-",
+                row.share_tenths ? format_share(*row.share_tenths) : "-");
+      rows_.push_back(std::move(r));
+      return;
     }
-    return node.name.empty() ? "(unnamed scope)" : node.name;
+    r.push_back(detail::launches_cell(row.launches, row.timed_launches, row.dry_run_launches, timed_));
+    if (row.timed) {
+      add_times(r, format_time(row.self), format_time(row.total),
+                row.share_tenths ? format_share(*row.share_tenths) : "-");
+    } else {
+      add_times(r, "-", "-", "-");
+    }
+    if (method_column_) r.emplace_back(methods_text(row.methods));
+    rows_.push_back(std::move(r));
   }
 
   void add_plain(std::string label, std::string launches, std::string total, std::string share) {
@@ -115,6 +140,8 @@ class table {
     add_times(r, "", std::move(total), std::move(share));
     rows_.push_back(std::move(r));
   }
+
+  bool timed() const { return timed_; }
 
   void write(std::ostream& out) const {
     std::vector<std::vector<std::string>> cells{{"scope / kernel", "launches"}};
@@ -131,9 +158,14 @@ class table {
     for (const auto& line : detail::lay_out_table(cells, align)) out << line << '\n';
   }
 
-  const time_unit& unit() const { return unit_; }
-
  private:
+  std::string label_of(const tree_row& row) const {
+    const auto& name = row.path.back();
+    if (row.kind == tree_row::row_kind::kernel) return format_kernel_name(name, options_.kernel_names);
+    if (row.kind == tree_row::row_kind::scope && name.empty()) return "(unnamed scope)";
+    return name;
+  }
+
   void add_times(std::vector<std::string>& r, std::string self, std::string total,
                  std::string share) const {
     if (!timed_) return;
@@ -142,22 +174,7 @@ class table {
     r.push_back(std::move(share));
   }
 
-  std::string launches_text(const summary_node& node) const {
-    // Dry runs are said wherever there are some: nothing ran, by design. Launches without time for
-    // any other reason (captured, measurement lost) only in a pass that times launches.
-    std::string notes;
-    if (node.dry_run_launches > 0) notes = fmt::format("{} dry", node.dry_run_launches);
-    const auto accounted = node.timed_launches + node.dry_run_launches;
-    if (timed_ && node.launches > accounted) {
-      notes += fmt::format("{}{} untimed", notes.empty() ? "" : ", ", node.launches - accounted);
-    }
-    if (notes.empty()) return std::to_string(node.launches);
-    return fmt::format("{} ({})", node.launches, notes);
-  }
-
   const tree_options& options_;
-  accounting_view view_;
-  time_unit unit_;
   bool timed_;
   bool method_column_;
   std::vector<std::vector<std::string>> rows_;
@@ -234,8 +251,7 @@ std::string timing_line(const pass_summary& s) {
       system_note);
 }
 
-void write_header(std::ostream& out, const pass_summary& s, const accounting_view& view,
-                  const time_unit& unit) {
+void write_header(std::ostream& out, const pass_summary& s, const accounting_view& view) {
   std::string first = fmt::format("launchwatch: {} from {} on {}", plural(s.launches, "launch", "launches"),
                                   plural(s.host_threads, "host thread", "host threads"),
                                   plural(s.streams.size(), "stream", "streams"));
@@ -249,6 +265,14 @@ void write_header(std::ostream& out, const pass_summary& s, const accounting_vie
   out << first << '\n';
 
   out << timing_line(s) << '\n';
+  const auto untimed = s.launches - std::min(s.launches, s.timed_launches + s.dry_run_launches);
+  if (s.timed_launches > 0 && untimed > 0) {
+    // A merged job of timed and untimed processes, launches captured into graphs, measurements
+    // lost: the timing line above is not true of these.
+    out << fmt::format("untimed: {} of {} have no time; the times below are of the other {}\n",
+                       untimed, plural(s.launches, "launch", "launches"),
+                       s.launches - untimed);
+  }
 
   if (view.window.count() > 0) {
     // What "first start to last end" is taken over, and summed over.
@@ -262,12 +286,12 @@ void write_header(std::ostream& out, const pass_summary& s, const accounting_vie
     const auto lengths = m.device_lengths + m.system_lengths;
     if (lengths == 0) {
       out << fmt::format("100% = {}: first kernel start to last kernel end {}\n",
-                         format_time(view.window, unit), where);
+                         format_time(view.window), where);
     } else if (stamped == 0) {
       out << fmt::format(
           "100% = {}: the lengths of {}, summed over {}; they have no place on a timeline, so "
           "idle time around them is unknown\n",
-          format_time(view.window, unit), plural(lengths, "kernel", "kernels"),
+          format_time(view.window), plural(lengths, "kernel", "kernels"),
           view.per_device ? plural(s.devices.size(), "device", "devices")
                           : plural(s.streams.size(), "stream", "streams"));
     } else {
@@ -275,8 +299,8 @@ void write_header(std::ostream& out, const pass_summary& s, const accounting_vie
       out << fmt::format(
           "100% = {}: {} from first kernel start to last kernel end {}, and {} of kernels known "
           "only by length (idle time around them is unknown)\n",
-          format_time(view.window, unit), format_time(view.window - s.unplaced, unit), where,
-          format_time(s.unplaced, unit));
+          format_time(view.window), format_time(view.window - s.unplaced), where,
+          format_time(s.unplaced));
     }
   }
 
@@ -297,31 +321,31 @@ void write_header(std::ostream& out, const pass_summary& s, const accounting_vie
 
 /// The devices and their streams side by side: each device's window with its streams united, and
 /// each stream's own.
-void write_devices(std::ostream& out, const pass_summary& s, const time_unit& unit) {
+void write_devices(std::ostream& out, const pass_summary& s) {
   std::vector<std::vector<std::string>> cells{
       {"device / stream", "launches", "window", "kernels", "idle", "overlap"}};
   auto idle_text = [&](nanoseconds window, nanoseconds unplaced, nanoseconds idle) {
     // Nothing placed on the timeline: its idle time is unknown, not zero.
-    return window == unplaced ? std::string{"-"} : format_time(idle, unit);
+    return window == unplaced ? std::string{"-"} : format_time(idle);
   };
   for (const auto& device : s.devices) {
     const std::string named =
         device.backend.empty() ? fmt::format("unknown backend, device {}", device.device)
                                : fmt::format("{} device {}", device.backend, device.device);
     cells.push_back({device.process.empty() ? named : fmt::format("{}: {}", device.process, named),
-                     std::to_string(device.launches), format_time(device.window, unit),
-                     format_time(device.kernel_time, unit),
+                     std::to_string(device.launches), format_time(device.window),
+                     format_time(device.kernel_time),
                      idle_text(device.window, device.unplaced, device.idle),
-                     format_time(device.overlap, unit)});
+                     format_time(device.overlap)});
     for (const auto& stream : s.streams) {
       if (stream.process != device.process || stream.stream.backend != device.backend ||
           stream.stream.device != device.device) {
         continue;
       }
       cells.push_back({fmt::format("  stream {}", stream.stream.stream), std::to_string(stream.launches),
-                       format_time(stream.window, unit), format_time(stream.kernel_time, unit),
+                       format_time(stream.window), format_time(stream.kernel_time),
                        idle_text(stream.window, stream.unplaced, stream.idle),
-                       format_time(stream.overlap, unit)});
+                       format_time(stream.overlap)});
     }
   }
   for (const auto& line : detail::lay_out_table(cells)) out << line << '\n';
@@ -329,9 +353,8 @@ void write_devices(std::ostream& out, const pass_summary& s, const time_unit& un
 
 }  // namespace
 
-void write_tree(std::ostream& out, const pass_summary& summary, const tree_options& options) {
+std::vector<tree_row> build_tree_rows(const pass_summary& summary, const tree_options& options) {
   const auto view = view_of(summary, options.accounting);
-  table t{summary, options, view};
   auto scopes = summary.scopes;
   auto outside = summary.outside;
   if (options.order == tree_order::time) {
@@ -357,31 +380,115 @@ void write_tree(std::ostream& out, const pass_summary& summary, const tree_optio
     return shares[at];
   };
 
-  for (const auto& scope : scopes) t.add_node(scope, 0, t.label_of(scope), share());
-  if (summary.outside.launches > 0) t.add_node(outside, 0, "[outside any scope]", share());
+  std::vector<tree_row> rows;
+  std::vector<std::string> path;
+  for (const auto& scope : scopes) add_rows(rows, path, scope, scope.name, share(), options.depth);
+  if (summary.outside.launches > 0) {
+    add_rows(rows, path, outside, "[outside any scope]", share(), options.depth);
+  }
   if (shared) {
-    if (!idle_known) {
-      t.add_plain(view.idle_unknown_label, "", "-", "-");
-    } else {
-      const auto idle_share = share();
-      t.add_plain(view.idle_label, "", format_time(view.idle, t.unit()), format_share(*idle_share));
+    tree_row idle;
+    idle.kind = tree_row::row_kind::idle;
+    idle.timed = idle_known;
+    idle.path = {idle_known ? view.idle_label : view.idle_unknown_label};
+    if (idle_known) {
+      idle.total = view.idle;
+      idle.self = view.idle;
+      idle.share_tenths = share();
     }
+    rows.push_back(std::move(idle));
   }
   if (view.overlap.count() > 0) {
-    const auto overlap_share = share();
-    t.add_plain("[overlap, counted twice above]", "", format_time(-view.overlap, t.unit()),
-                overlap_share ? format_share(*overlap_share) : "-");
+    tree_row overlap;
+    overlap.kind = tree_row::row_kind::overlap;
+    overlap.timed = true;
+    overlap.path = {"[overlap, counted twice above]"};
+    overlap.total = -view.overlap;
+    overlap.self = -view.overlap;
+    overlap.share_tenths = share();
+    rows.push_back(std::move(overlap));
   }
-  t.add_plain("total", std::to_string(summary.launches),
-              shared ? format_time(view.window, t.unit()) : "-",
-              shared ? format_share(detail::whole_share) : "-");
+  return rows;
+}
 
-  write_header(out, summary, view, t.unit());
+namespace {
+
+const char* kind_name(tree_row::row_kind kind) {
+  switch (kind) {
+    case tree_row::row_kind::kernel:
+      return "kernel";
+    case tree_row::row_kind::idle:
+      return "idle";
+    case tree_row::row_kind::overlap:
+      return "overlap";
+    case tree_row::row_kind::scope:
+      break;
+  }
+  return "scope";
+}
+
+void write_tree_csv(std::ostream& out, const std::vector<tree_row>& rows, nanoseconds window) {
+  out << detail::csv_line({"path", "kind", "launches", "self_ns", "total_ns", "share"});
+  for (const auto& row : rows) {
+    const bool counted = row.kind == tree_row::row_kind::scope || row.kind == tree_row::row_kind::kernel;
+    out << detail::csv_line(
+        {detail::path_cell(row.path), kind_name(row.kind), counted ? std::to_string(row.launches) : "",
+         row.timed ? std::to_string(row.self.count()) : "", row.timed ? std::to_string(row.total.count()) : "",
+         row.timed ? detail::fraction_text(row.total.count(), window.count()) : ""});
+  }
+}
+
+void write_tree_json(std::ostream& out, const pass_summary& summary, const tree_options& options,
+                     const std::vector<tree_row>& rows, nanoseconds window) {
+  using json = nlohmann::ordered_json;
+  json j;
+  j["format"] = "launchwatch-tree";
+  j["accounting"] = options.accounting == idle_accounting::stream ? "stream" : "device";
+  j["window_ns"] = window.count();
+  j["launches"] = summary.launches;
+  j["timed_launches"] = summary.timed_launches;
+  auto list = json::array();
+  for (const auto& row : rows) {
+    json r;
+    r["path"] = row.path;
+    r["kind"] = kind_name(row.kind);
+    r["launches"] = row.launches;
+    r["timed_launches"] = row.timed_launches;
+    r["dry_run_launches"] = row.dry_run_launches;
+    r["self_ns"] = row.timed ? json(row.self.count()) : json(nullptr);
+    r["total_ns"] = row.timed ? json(row.total.count()) : json(nullptr);
+    r["share"] = row.timed && window.count() > 0
+                     ? json(static_cast<double>(row.total.count()) / static_cast<double>(window.count()))
+                     : json(nullptr);
+    if (row.folded) r["folded"] = true;
+    list.push_back(std::move(r));
+  }
+  j["rows"] = std::move(list);
+  out << j.dump(2, ' ', false, json::error_handler_t::replace) << '\n';
+}
+
+}  // namespace
+
+void write_tree(std::ostream& out, const pass_summary& summary, const tree_options& options) {
+  const auto view = view_of(summary, options.accounting);
+  const auto rows = build_tree_rows(summary, options);
+  if (options.format == report_format::csv) return write_tree_csv(out, rows, view.window);
+  if (options.format == report_format::json) return write_tree_json(out, summary, options, rows, view.window);
+
+  table t{summary, options};
+  for (const auto& row : rows) t.add_row(row);
+  const bool shared = view.window.count() > 0;
+  t.add_plain("total",
+              detail::launches_cell(summary.launches, summary.timed_launches, summary.dry_run_launches,
+                                    t.timed()),
+              shared ? format_time(view.window) : "-", shared ? format_share(detail::whole_share) : "-");
+
+  write_header(out, summary, view);
   out << '\n';
   t.write(out);
   if (shared) {
     out << '\n';
-    write_devices(out, summary, t.unit());
+    write_devices(out, summary);
   }
 }
 

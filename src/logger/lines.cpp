@@ -122,20 +122,19 @@ std::vector<std::string> render_timed_table(timing_method method, std::vector<su
     all.count += row.sum.count;
     parts.push_back(row.sum.time.count());
   }
-  const auto unit = unit_for(all.time);
   const auto shares = apportion(parts, whole_share);
   const bool shareable = all.time.count() > 0;
   std::vector<std::vector<std::string>> cells{{"kernel", "launches", "total", "share"}};
   for (std::size_t i = 0; i < rows.size(); ++i) {
     cells.push_back({rows[i].name, std::to_string(rows[i].sum.count),
-                     format_time(rows[i].sum.time, unit),
+                     format_time(rows[i].sum.time),
                      shareable ? format_share(shares[i]) : std::string{"-"}});
   }
-  cells.push_back({"total", std::to_string(all.count), format_time(all.time, unit),
+  cells.push_back({"total", std::to_string(all.count), format_time(all.time),
                    shareable ? format_share(whole_share) : std::string{"-"}});
   std::vector<std::string> lines{fmt::format("profile summary ({} timing): {} launch{}, {}",
                                              to_string(method), all.count,
-                                             all.count == 1 ? "" : "es", format_time(all.time, unit))};
+                                             all.count == 1 ? "" : "es", format_time(all.time))};
   for (auto& line : lay_out_table(cells)) lines.push_back(std::move(line));
   return lines;
 }

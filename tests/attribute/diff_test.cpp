@@ -10,7 +10,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "sample_passes.hpp"
+#include "support/csv_reader.hpp"
 #include "support/golden.hpp"
 
 namespace launchwatch {
@@ -66,12 +69,12 @@ TEST(SummaryDiff, GivesEachRowItsBaseAndNewLaunchesAndTime) {
 
 TEST(SummaryDiff, ShowsGrowthAsAPositiveChange) {
   EXPECT_THAT(table(diff_summaries(model(2, 10us), model(3, 12us))),
-              ContainsRegex("\n  a +2 +3 +\\+1 +20\\.000 us +36\\.000 us +\\+16\\.000 us +\\+80\\.0%\n"));
+              ContainsRegex("\n  a +2 +3 +\\+1 +20\\.0 us +36\\.0 us +\\+16\\.0 us +\\+80\\.0%\n"));
 }
 
 TEST(SummaryDiff, ShowsShrinkageAsANegativeChange) {
   EXPECT_THAT(table(diff_summaries(model(4, 10us), model(2, 10us))),
-              ContainsRegex("\n  a +4 +2 +-2 +40\\.000 us +20\\.000 us +-20\\.000 us +-50\\.0%\n"));
+              ContainsRegex("\n  a +4 +2 +-2 +40\\.0 us +20\\.0 us +-20\\.0 us +-50\\.0%\n"));
 }
 
 TEST(SummaryDiff, MarksARowOnlyInTheNewSummaryAsNew) {
@@ -79,7 +82,7 @@ TEST(SummaryDiff, MarksARowOnlyInTheNewSummaryAsNew) {
   const auto& b = row_named(diff, "b");
   EXPECT_FALSE(b.base);
   EXPECT_EQ(b.current, (diff_side{1, 5us, true}));
-  EXPECT_THAT(table(diff), ContainsRegex("\n  b +- +1 +\\+1 +- +5\\.000 us +\\+5\\.000 us +new\n"));
+  EXPECT_THAT(table(diff), ContainsRegex("\n  b +- +1 +\\+1 +- +5\\.00 us +\\+5\\.00 us +new\n"));
 }
 
 TEST(SummaryDiff, MarksARowOnlyInTheBaseAsGone) {
@@ -87,7 +90,7 @@ TEST(SummaryDiff, MarksARowOnlyInTheBaseAsGone) {
   const auto& b = row_named(diff, "b");
   EXPECT_EQ(b.base, (diff_side{1, 5us, true}));
   EXPECT_FALSE(b.current);
-  EXPECT_THAT(table(diff), ContainsRegex("\n  b +1 +- +-1 +5\\.000 us +- +-5\\.000 us +gone\n"));
+  EXPECT_THAT(table(diff), ContainsRegex("\n  b +1 +- +-1 +5\\.00 us +- +-5\\.00 us +gone\n"));
 }
 
 TEST(SummaryDiff, MatchesRowsByTheirPathNotTheirPosition) {
@@ -139,6 +142,57 @@ TEST(SummaryDiff, SaysHowManyRowsGrewPastTheThreshold) {
   const auto text = table(diff_summaries(model(2, 10us), model(2, 10us, true)), options);
   EXPECT_THAT(text, ContainsRegex("\n  b [^\n]*new  grew past 5%\n"));
   EXPECT_THAT(text, HasSubstr("\n3 rows grew past 5% (in launches or device time; new rows always count)\n"));
+}
+
+TEST(SummaryDiff, AGateOnCountsIgnoresTimeThatGrew) {
+  const auto diff = diff_summaries(model(10, 10us), model(10, 20us));  // +100% time, same launches
+  EXPECT_FALSE(grew_past(row_named(diff, "a"), 0, growth_gate::count));
+  EXPECT_TRUE(grew_past(row_named(diff, "a"), 0, growth_gate::any));
+}
+
+TEST(SummaryDiff, AGateOnCountsFailsWhenLaunchesGrew) {
+  const auto diff = diff_summaries(model(10, 10us), model(11, 10us));
+  EXPECT_TRUE(grew_past(row_named(diff, "a"), 5, growth_gate::count));
+}
+
+TEST(SummaryDiff, AGateOnTimeIgnoresLaunchesThatGrew) {
+  const auto diff = diff_summaries(model(10, 10us, false, timing_request::none),
+                                   model(12, 10us, false, timing_request::none));
+  EXPECT_FALSE(grew_past(row_named(diff, "a"), 0, growth_gate::time));
+}
+
+TEST(SummaryDiff, SaysWhatTheGateLookedAt) {
+  diff_options options;
+  options.fail_above = 0;
+  options.fail_on = growth_gate::count;
+  EXPECT_THAT(table(diff_summaries(model(2, 10us), model(2, 20us)), options),
+              HasSubstr("\nno row grew past 0% (in launches; new rows always count)\n"));
+  EXPECT_FALSE(any_grew_past(diff_summaries(model(2, 10us), model(2, 20us)), options));
+}
+
+TEST(SummaryDiffCsv, GivesBothSidesOfEachRowAndTheTotalLast) {
+  diff_options options;
+  options.format = report_format::csv;
+  options.fail_above = 10;
+  const auto records = testing::read_csv(table(diff_summaries(model(2, 10us), model(2, 10us, true)), options));
+  ASSERT_EQ(records.size(), 5u);  // header, model, a, b, total
+  EXPECT_THAT(records[0], ::testing::ElementsAre("path", "kind", "base_launches", "new_launches", "base_ns",
+                                                 "new_ns", "grew"));
+  EXPECT_THAT(records[2], ::testing::ElementsAre("model/a", "kernel", "2", "2", "20000", "20000", "0"));
+  EXPECT_THAT(records[3], ::testing::ElementsAre("model/b", "kernel", "", "1", "", "5000", "1"));
+  EXPECT_THAT(records[4], ::testing::ElementsAre("total", "total", "2", "3", "20000", "25000", "1"));
+}
+
+TEST(SummaryDiffJson, GivesBothSidesOfEachRow) {
+  diff_options options;
+  options.format = report_format::json;
+  const auto j = nlohmann::json::parse(table(diff_summaries(model(2, 10us), model(2, 10us, true)), options));
+  EXPECT_EQ(j["format"], "launchwatch-diff");
+  const auto& b = j["rows"][2];
+  EXPECT_EQ(b["path"], nlohmann::json::array({"model", "b"}));
+  EXPECT_TRUE(b["base"].is_null());
+  EXPECT_EQ(b["new"]["launches"], 1);
+  EXPECT_EQ(b["new"]["total_ns"], 5000);
 }
 
 TEST(SummaryDiff, MatchesTheGoldenFile) {

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "support/csv_reader.hpp"
 #include "support/golden.hpp"
 #include "sample_passes.hpp"
 #include "trace_rules.hpp"
@@ -81,9 +82,9 @@ TEST(TreeReport, SubtractsOverlapInARowOfItsOwn) {
   b.kernel({t, "b", {"s"}, s1}, 6us, 12us);
   const auto table = render_tree(summarize(b.pass()));
   // 16us of kernels in a 12us window: the overlap row takes the 4us counted twice back out.
-  EXPECT_THAT(table, ContainsRegex("\n\\[overlap, counted twice above\\] +-4\\.000 us +-33\\.3%\n"));
-  EXPECT_THAT(table, ContainsRegex("\ns +2 +16\\.000 us +16\\.000 us +133\\.3%\n"));
-  EXPECT_THAT(table, ContainsRegex("\ntotal +2 +12\\.000 us +100\\.0%\n"));
+  EXPECT_THAT(table, ContainsRegex("\n\\[overlap, counted twice above\\] +-4\\.00 us +-33\\.3%\n"));
+  EXPECT_THAT(table, ContainsRegex("\ns +2 +16\\.0 us +16\\.0 us +133\\.3%\n"));
+  EXPECT_THAT(table, ContainsRegex("\ntotal +2 +12\\.0 us +100\\.0%\n"));
 }
 
 TEST(TreeReport, SaysWhatMeasurementsWereLost) {
@@ -102,8 +103,8 @@ TEST(TreeReport, CountsDryRunsAsDryRunsNotAsUntimed) {
   b.kernel({t, "k", {"s"}, s1}, 20us, 45us);
   b.launch({t, "k", {"s"}, s1});  // measured by nothing
   const auto table = render_tree(summarize(b.pass()));
-  EXPECT_THAT(table, ContainsRegex("\ns +3 \\(1 dry, 1 untimed\\) +25\\.000 us"));
-  EXPECT_THAT(table, ContainsRegex("\n  k +3 \\(1 dry, 1 untimed\\) +25\\.000 us"));
+  EXPECT_THAT(table, ContainsRegex("\ns +3 \\(1 dry, 1 untimed\\) +25\\.0 us"));
+  EXPECT_THAT(table, ContainsRegex("\n  k +3 \\(1 dry, 1 untimed\\) +25\\.0 us"));
 }
 
 TEST(TreeReport, CountsDryRunsInAPassThatIsNotTimed) {
@@ -117,9 +118,9 @@ TEST(TreeReport, CountsDryRunsInAPassThatIsNotTimed) {
 TEST(TreeReport, SaysTheWindowIsTheTimelinePlusTheKernelsKnownOnlyByLength) {
   // The mixed pass: 43us from first start to last end, and 8us known only by length.
   EXPECT_THAT(render_tree(summarize(testing::mixed_pass())),
-              HasSubstr("\n100% = 51.000 us: 43.000 us from first kernel start to last kernel end "
+              HasSubstr("\n100% = 51.0 us: 43.0 us from first kernel start to last kernel end "
                         "on each device, its streams' kernels united, summed over 1 device, and "
-                        "8.000 us of kernels known only by length (idle time around them is "
+                        "8.00 us of kernels known only by length (idle time around them is "
                         "unknown)\n"));
 }
 
@@ -127,10 +128,10 @@ TEST(TreeReport, SaysTheHundredPercentIsPerStreamWhenAskedForThatView) {
   tree_options options;
   options.accounting = idle_accounting::stream;
   const auto table = render_tree(summarize(testing::sample_pass()), options);
-  EXPECT_THAT(table, HasSubstr("\n100% = 1020.000 us: first kernel start to last kernel end on "
+  EXPECT_THAT(table, HasSubstr("\n100% = 1.02 ms: first kernel start to last kernel end on "
                                "each stream, summed over 2 streams\n"));
-  EXPECT_THAT(table, ContainsRegex("\n\\[stream idle\\] +560\\.000 us +54\\.9%\n"));
-  EXPECT_THAT(table, ContainsRegex("\ntotal +13 +1020\\.000 us +100\\.0%\n"));
+  EXPECT_THAT(table, ContainsRegex("\n\\[stream idle\\] +560 us +54\\.9%\n"));
+  EXPECT_THAT(table, ContainsRegex("\ntotal +13 \\(1 dry\\) +1\\.02 ms +100\\.0%\n"));
   EXPECT_THAT(table, Not(HasSubstr("[device idle]")));
 }
 
@@ -140,17 +141,17 @@ TEST(TreeReport, CountsKernelsRunningAtOnceOnTwoStreamsAsOverlapNotIdle) {
   b.kernel({t, "a", {"s"}, b.stream(1)}, 0us, 10us);
   b.kernel({t, "b", {"s"}, b.stream(2)}, 0us, 10us);
   const auto table = render_tree(summarize(b.pass()));
-  EXPECT_THAT(table, ContainsRegex("\n\\[device idle\\] +0\\.000 us +0\\.0%\n"));
-  EXPECT_THAT(table, ContainsRegex("\n\\[overlap, counted twice above\\] +-10\\.000 us +-100\\.0%\n"));
-  EXPECT_THAT(table, ContainsRegex("\ntotal +2 +10\\.000 us +100\\.0%\n"));
+  EXPECT_THAT(table, ContainsRegex("\n\\[device idle\\] +0 ns +0\\.0%\n"));
+  EXPECT_THAT(table, ContainsRegex("\n\\[overlap, counted twice above\\] +-10\\.0 us +-100\\.0%\n"));
+  EXPECT_THAT(table, ContainsRegex("\ntotal +2 +10\\.0 us +100\\.0%\n"));
 }
 
 TEST(TreeReport, ShowsEachDeviceBesideItsStreams) {
   EXPECT_THAT(render_tree(summarize(testing::sample_pass())),
-              HasSubstr("device / stream  launches      window     kernels        idle    overlap\n"
-                        "cpu device 0           13  990.000 us  460.000 us  560.000 us  30.000 us\n"
-                        "  stream 1             10  900.000 us  410.000 us  490.000 us   0.000 us\n"
-                        "  stream 2              3  120.000 us   50.000 us   70.000 us   0.000 us\n"));
+              HasSubstr("device / stream  launches  window  kernels     idle  overlap\n"
+                        "cpu device 0           13  990 us   460 us   560 us  30.0 us\n"
+                        "  stream 1             10  900 us   410 us   490 us     0 ns\n"
+                        "  stream 2              3  120 us  50.0 us  70.0 us     0 ns\n"));
 }
 
 TEST(TreeReport, ScopesPrintInTheOrderTheyWereFirstIssued) {
@@ -181,7 +182,7 @@ TEST(TreeReport, SaysTheWindowIsTheLengthsWhenNoKernelHasAPlaceOnTheTimeline) {
   b.timed({t, "a", {"s"}, b.stream(1)}, 30us, timing_method::device);
   b.timed({t, "b", {"s"}, b.stream(1)}, 50us, timing_method::device);
   EXPECT_THAT(render_tree(summarize(b.pass())),
-              HasSubstr("\n100% = 80.000 us: the lengths of 2 kernels, summed over 1 device; they "
+              HasSubstr("\n100% = 80.0 us: the lengths of 2 kernels, summed over 1 device; they "
                         "have no place on a timeline, so idle time around them is unknown\n"));
 }
 
@@ -230,8 +231,8 @@ TEST(TreeReport, SaysHowManyKernelsWereStampedAndHowManyKnownOnlyByLength) {
 }
 
 // Reads the table back: the top-level rows' totals (scopes, outside, idle, overlap) must add up to
-// the total row. The sample's times are whole microseconds printed to three decimals, so the printed
-// numbers are exact and the sum can be compared exactly.
+// the total row. The sample's times are whole microseconds, printed in microseconds with three
+// significant figures, so the printed numbers are exact and the sum can be compared exactly.
 TEST(TreeReport, TopLevelRowsAddUpToTheTotalRow) {
   const auto table = render_tree(summarize(testing::sample_pass()));
   const auto lines = lines_of(table);
@@ -328,6 +329,120 @@ TEST(TreeReport, ChildrenSharesAddUpToTheirParentsShare) {
       if (any) ASSERT_EQ(children, *cells[i].tenths) << "seed " << seed << " row " << i;
     }
   }
+}
+
+TEST(TreeReport, WritesASmallRowOfALongWindowInItsOwnUnit) {
+  // A 100 s window with a 412 us row: one unit per table would have printed it as 0.000 s.
+  testing::pass_builder b;
+  const auto t = b.thread("t");
+  const auto s1 = b.stream(1);
+  b.kernel({t, "short", {"a"}, s1}, 0us, 412us);
+  b.kernel({t, "long", {"b"}, s1, 1s, 1s}, 1s, 100s);
+  const auto table = render_tree(summarize(b.pass()));
+  EXPECT_THAT(table, ContainsRegex("\n  short +1 +412 us +412 us +0\\.0%\n"));
+  EXPECT_THAT(table, ContainsRegex("\n  long +1 +99\\.0 s +99\\.0 s +99\\.0%\n"));
+  EXPECT_THAT(table, ContainsRegex("\ntotal +2 +100 s +100\\.0%\n"));
+}
+
+TEST(TreeReport, FoldsRowsDeeperThanTheDepthIntoTheirAncestor) {
+  tree_options options;
+  options.depth = 2;
+  const auto table = render_tree(summarize(testing::sample_pass()), options);
+  // layer 0 keeps its whole total; its attention, mlp and kernels are not shown.
+  EXPECT_THAT(table, ContainsRegex("\n  layer 0 +7 +10\\.0 us +290 us +29\\.3%\n  layer 1 "));
+  EXPECT_THAT(table, Not(HasSubstr("attention")));
+  EXPECT_THAT(table, ContainsRegex("\ntotal +13 \\(1 dry\\) +990 us +100\\.0%\n"));
+}
+
+TEST(TreeReport, ShowsOnlyTheTopLevelRowsAtDepthOne) {
+  tree_options options;
+  options.depth = 1;
+  const auto rows = build_tree_rows(summarize(testing::sample_pass()), options);
+  std::vector<std::string> shown;
+  for (const auto& row : rows) shown.push_back(row.path.back());
+  EXPECT_THAT(shown, ::testing::ElementsAre("loader", "model", "[outside any scope]", "[device idle]",
+                                            "[overlap, counted twice above]"));
+  EXPECT_TRUE(rows[1].folded);
+  EXPECT_EQ(rows[1].total, 370us);
+}
+
+TEST(TreeReport, SortedByTimeSortsEveryLevel) {
+  tree_options options;
+  options.order = tree_order::time;
+  for (std::uint32_t seed = 1; seed <= 100; ++seed) {
+    const auto rows = build_tree_rows(summarize(testing::random_pass(seed)), options);
+    // Among the rows under one parent (the same path but for the last name), totals never grow.
+    // The top level's scopes are sorted among themselves; `[outside any scope]`, idle and overlap
+    // follow them in their fixed places.
+    auto sorted_among_siblings = [](const tree_row& row) {
+      return row.path.size() > 1 ||
+             (row.kind == tree_row::row_kind::scope && row.path.front() != "[outside any scope]");
+    };
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (!sorted_among_siblings(rows[i])) continue;
+      for (std::size_t j = i + 1; j < rows.size() && rows[j].path.size() >= rows[i].path.size(); ++j) {
+        if (rows[j].path.size() != rows[i].path.size() || !sorted_among_siblings(rows[j])) continue;
+        ASSERT_GE(rows[i].total, rows[j].total) << "seed " << seed << ": " << rows[i].path.back()
+                                                << " before " << rows[j].path.back();
+      }
+    }
+  }
+}
+
+std::string tree_as(const pass_summary& summary, report_format format) {
+  tree_options options;
+  options.format = format;
+  return render_tree(summary, options);
+}
+
+TEST(TreeCsv, GivesARowPerNodeWithItsPathKindAndTimes) {
+  const auto records = testing::read_csv(tree_as(summarize(testing::sample_pass()), report_format::csv));
+  ASSERT_FALSE(records.empty());
+  EXPECT_THAT(records[0], ::testing::ElementsAre("path", "kind", "launches", "self_ns", "total_ns", "share"));
+  const auto matmul = std::string{"model/layer 0/attention/"} + std::string{testing::matmul};
+  const auto found = std::find_if(records.begin(), records.end(),
+                                  [&](const std::vector<std::string>& r) { return r[0] == matmul; });
+  ASSERT_NE(found, records.end());
+  EXPECT_THAT(*found, ::testing::ElementsAre(matmul, "kernel", "2", "120000", "120000",
+                                             fmt::format("{}", 120.0 / 990.0)));
+  // Every row of build_tree_rows, after the header.
+  EXPECT_EQ(records.size(), build_tree_rows(summarize(testing::sample_pass())).size() + 1);
+}
+
+TEST(TreeCsv, TopLevelRowsAddUpToTheWindow) {
+  const auto records = testing::read_csv(tree_as(summarize(testing::sample_pass()), report_format::csv));
+  std::int64_t sum = 0;
+  for (std::size_t i = 1; i < records.size(); ++i) {
+    if (records[i][0].find('/') == std::string::npos) sum += std::stoll(records[i][4]);
+  }
+  EXPECT_EQ(sum, 990'000);
+}
+
+TEST(TreeJson, HoldsTheSameRowsWithPathsAsLists) {
+  const auto j = nlohmann::json::parse(tree_as(summarize(testing::sample_pass()), report_format::json));
+  EXPECT_EQ(j["format"], "launchwatch-tree");
+  EXPECT_EQ(j["window_ns"], 990'000);
+  const auto& rows = j["rows"];
+  ASSERT_EQ(rows.size(), build_tree_rows(summarize(testing::sample_pass())).size());
+  EXPECT_EQ(rows[0]["path"], nlohmann::json::array({"loader"}));
+  EXPECT_EQ(rows[0]["total_ns"], 50'000);
+  EXPECT_DOUBLE_EQ(rows[0]["share"].get<double>(), 50.0 / 990.0);
+  // The dry-run matmul outside any scope has no time.
+  const auto dry = std::find_if(rows.begin(), rows.end(), [](const nlohmann::json& r) {
+    return r["path"] == nlohmann::json::array({"[outside any scope]", std::string{testing::matmul}});
+  });
+  ASSERT_NE(dry, rows.end());
+  EXPECT_TRUE((*dry)["total_ns"].is_null());
+  EXPECT_EQ((*dry)["dry_run_launches"], 1);
+}
+
+TEST(TreeReport, SaysHowManyLaunchesHaveNoTimeWhenSomeAreTimed) {
+  testing::pass_builder b;
+  const auto t = b.thread("t");
+  b.kernel({t, "k", {"s"}, b.stream(1)}, 0us, 10us);
+  b.launch({t, "k", {"s"}, b.stream(1)});  // measured by nothing
+  EXPECT_THAT(render_tree(summarize(b.pass())),
+              HasSubstr("\nuntimed: 1 of 2 launches have no time; the times below are of the other 1\n"));
 }
 
 // --- folded stacks ---

@@ -364,7 +364,7 @@ TEST_F(ProfilingLogger, BasicWritesOnlyTheSummary) {
   logger().record(launch("k"), lasting(1us));
   EXPECT_EQ(written(), "") << "no line per launch at basic";
   logger().write_summary();
-  EXPECT_THAT(written(), AllOf(HasSubstr("profile summary (device timing): 1 launch, 1000 ns"),
+  EXPECT_THAT(written(), AllOf(HasSubstr("profile summary (device timing): 1 launch, 1.00 us"),
                                Not(HasSubstr("launch k"))));
 }
 
@@ -449,17 +449,17 @@ TEST_F(ProfilingLogger, TheSummaryIsSortedByTimeWithSharesSummingToAHundredPerce
   logger().record(launch("gelu"), lasting(500us));
   logger().write_summary();
   EXPECT_EQ(written(),
-            "profile summary (device timing): 5 launches, 5000.000 us\n"
-            "kernel               launches        total   share\n"
-            "matmul | float | 16         2  3000.000 us   60.0%\n"
-            "softmax                     1  1000.000 us   20.0%\n"
-            "gelu                        1   500.000 us   10.0%\n"
-            "layer_norm                  1   500.000 us   10.0%\n"
-            "total                       5  5000.000 us  100.0%\n");
+            "profile summary (device timing): 5 launches, 5.00 ms\n"
+            "kernel               launches    total   share\n"
+            "matmul | float | 16         2  3.00 ms   60.0%\n"
+            "softmax                     1  1.00 ms   20.0%\n"
+            "gelu                        1   500 us   10.0%\n"
+            "layer_norm                  1   500 us   10.0%\n"
+            "total                       5  5.00 ms  100.0%\n");
 }
 
 // Both tables of a summary and its untimed launches, drawn by the rules the attribution tree
-// follows (tests/attribute/golden/tree.txt): one unit per table, shares adding up to 100.0%.
+// follows (tests/attribute/golden/tree.txt): three significant figures, shares adding up to 100.0%.
 TEST_F(ProfilingLogger, TheSummaryMatchesTheGoldenFile) {
   logger().set_level(profile_level::basic);
   logger().start();
@@ -483,10 +483,10 @@ TEST_F(ProfilingLogger, SharesAreRoundedSoTheRowsAddUpToExactlyTheTotal) {
   for (const auto* kernel : {"a", "b", "c"}) logger().record(launch(kernel), lasting(1us));
   logger().write_summary();
   // 33.3% three times would be 99.9%: the largest remainder (the first, on a tie) takes the tenth.
-  EXPECT_THAT(written(), AllOf(HasSubstr("\na              1  1000 ns   33.4%\n"),
-                               HasSubstr("\nb              1  1000 ns   33.3%\n"),
-                               HasSubstr("\nc              1  1000 ns   33.3%\n"),
-                               HasSubstr("\ntotal          3  3000 ns  100.0%\n")));
+  EXPECT_THAT(written(), AllOf(HasSubstr("\na              1  1.00 us   33.4%\n"),
+                               HasSubstr("\nb              1  1.00 us   33.3%\n"),
+                               HasSubstr("\nc              1  1.00 us   33.3%\n"),
+                               HasSubstr("\ntotal          3  3.00 us  100.0%\n")));
 }
 
 TEST_F(ProfilingLogger, DeviceAndSystemTimesAreSummarisedApartNeverInOneTotal) {
@@ -496,14 +496,14 @@ TEST_F(ProfilingLogger, DeviceAndSystemTimesAreSummarisedApartNeverInOneTotal) {
   logger().record(launch("k"), lasting(5us, timing_method::system));
   logger().write_summary();
   EXPECT_EQ(written(),
-            "profile summary (device timing): 1 launch, 3000 ns\n"
+            "profile summary (device timing): 1 launch, 3.00 us\n"
             "kernel  launches    total   share\n"
-            "k              1  3000 ns  100.0%\n"
-            "total          1  3000 ns  100.0%\n"
-            "profile summary (system timing): 1 launch, 5000 ns\n"
+            "k              1  3.00 us  100.0%\n"
+            "total          1  3.00 us  100.0%\n"
+            "profile summary (system timing): 1 launch, 5.00 us\n"
             "kernel  launches    total   share\n"
-            "k              1  5000 ns  100.0%\n"
-            "total          1  5000 ns  100.0%\n");
+            "k              1  5.00 us  100.0%\n"
+            "total          1  5.00 us  100.0%\n");
 }
 
 TEST_F(ProfilingLogger, TheFullSummaryNamesKernelsInFull) {
@@ -513,7 +513,7 @@ TEST_F(ProfilingLogger, TheFullSummaryNamesKernelsInFull) {
   const auto before = written();
   logger().write_summary();
   EXPECT_THAT(written().substr(before.size()),
-              HasSubstr("\ndemo::ops::matmul<float, 16>         1  1000 ns  100.0%\n"));
+              HasSubstr("\ndemo::ops::matmul<float, 16>         1  1.00 us  100.0%\n"));
 }
 
 TEST_F(ProfilingLogger, ASummaryCoversOnlyTheLaunchesSinceThePreviousOne) {
@@ -526,7 +526,7 @@ TEST_F(ProfilingLogger, ASummaryCoversOnlyTheLaunchesSinceThePreviousOne) {
   logger().write_summary();
   const auto second = written().substr(first.size());
   EXPECT_THAT(second, AllOf(HasSubstr("second"), Not(HasSubstr("first")),
-                            HasSubstr("1 launch, 2000 ns")));
+                            HasSubstr("1 launch, 2.00 us")));
 }
 
 TEST_F(ProfilingLogger, ASummaryWithNoLaunchesSinceThePreviousOneWritesNothing) {
@@ -579,7 +579,7 @@ TEST_F(ProfilingLogger, WriteSummaryWaitsForTheRecordsQueuedBeforeIt) {
     kernels_done.count_down();
   }};
   logger().write_summary();
-  EXPECT_THAT(out_.str(), HasSubstr("3 launches, 3000 ns"))
+  EXPECT_THAT(out_.str(), HasSubstr("3 launches, 3.00 us"))
       << "the summary was written before the launches queued ahead of it";
 }
 
@@ -644,7 +644,7 @@ TEST_F(ProfilingLoggerAtExit, WritesWhatWasQueuedAndALastSummaryWithoutHanging) 
       },
       ::testing::ExitedWithCode(0),
       "launch late took 2.000 us \\(device\\)\n"
-      "profile summary \\(device timing\\): 1 launch, 2000 ns");
+      "profile summary \\(device timing\\): 1 launch, 2.00 us");
 }
 
 TEST_F(ProfilingLoggerAtExit, GivesUpOnAMeasurementThatNeverArrivesAndSaysSo) {

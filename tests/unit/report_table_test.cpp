@@ -53,21 +53,37 @@ TEST(ReportTable, ApportionIsExactForTheLargestTimes) {
   EXPECT_THAT(apportion({huge, huge}, whole_share), ElementsAre(500, 500));
 }
 
-TEST(ReportTable, PicksOneUnitThatKeepsTheWholeAtTenOrMore) {
-  EXPECT_EQ(unit_for(9'999ns).name, "ns");
-  EXPECT_EQ(unit_for(10us).name, "us");
-  EXPECT_EQ(unit_for(9'999'999ns).name, "us");
-  EXPECT_EQ(unit_for(10ms).name, "ms");
-  EXPECT_EQ(unit_for(100s).name, "s");
+TEST(ReportTable, WritesEachTimeInTheUnitThatShowsThreeSignificantFigures) {
+  EXPECT_EQ(format_time(850ns), "850 ns");
+  EXPECT_EQ(format_time(1'234ns), "1.23 us");
+  EXPECT_EQ(format_time(12'345ns), "12.3 us");
+  EXPECT_EQ(format_time(412us), "412 us");
+  EXPECT_EQ(format_time(1'234'567ns), "1.23 ms");
+  EXPECT_EQ(format_time(12'300ms), "12.3 s");
+  EXPECT_EQ(format_time(0ns), "0 ns");
+}
+
+TEST(ReportTable, KeepsASmallTimeReadableWhateverTheWindow) {
+  // The row of a 100 s window that one unit per table once printed as `0.000 s`.
+  EXPECT_EQ(format_time(412us), "412 us");
+  EXPECT_EQ(format_time(100s), "100 s");
 }
 
 TEST(ReportTable, RoundsTimesToTheNearestLastDigitHalfAwayFromZero) {
-  const auto ms = unit_for(10ms);
-  EXPECT_EQ(format_time(1'234'500ns, ms), "1.235 ms");
-  EXPECT_EQ(format_time(1'234'499ns, ms), "1.234 ms");
-  EXPECT_EQ(format_time(-1'234'500ns, ms), "-1.235 ms");
-  EXPECT_EQ(format_time(250ns, unit_for(1ms)), "0.250 us");
-  EXPECT_EQ(format_time(850ns, unit_for(1us)), "850 ns");
+  EXPECT_EQ(format_time(1'235ns), "1.24 us");
+  EXPECT_EQ(format_time(1'234ns), "1.23 us");
+  EXPECT_EQ(format_time(-1'235ns), "-1.24 us");
+  EXPECT_EQ(format_time(-30us), "-30.0 us");
+}
+
+TEST(ReportTable, MovesToTheNextUnitWhenRoundingReachesAThousand) {
+  EXPECT_EQ(format_time(999'600ns), "1.00 ms");
+  EXPECT_EQ(format_time(9'995ns), "10.0 us");
+  EXPECT_EQ(format_time(999'999'999ns), "1.00 s");
+}
+
+TEST(ReportTable, WritesWholeSecondsPastAThousandSeconds) {
+  EXPECT_EQ(format_time(12'345s), "12345 s");
 }
 
 TEST(ReportTable, WritesSharesWithOneDecimal) {

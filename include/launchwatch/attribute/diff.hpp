@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <launchwatch/attribute/render.hpp>
 #include <launchwatch/attribute/summary.hpp>
 #include <launchwatch/kernel_name.hpp>
 
@@ -58,23 +59,51 @@ struct summary_diff {
 /// Compares `base` (the reference, a saved baseline) with `current`. Thread safety: a pure function.
 summary_diff diff_summaries(const pass_summary& base, const pass_summary& current);
 
-/// Whether `row` grew by more than `percent` percent of its base value, in launches or in device
-/// time (time only when both sides were timed). A new row grew past any threshold (from nothing);
-/// a vanished row never grew. Precondition: percent >= 0.
-bool grew_past(const diff_row& row, double percent);
+/// What a threshold on a comparison looks at (`launchwatch report --diff --fail-on`).
+enum class growth_gate {
+  /// Launches or device time, either (the default).
+  any,
+  /// Launch counts only: they are exact from run to run, so any threshold holds on a busy machine.
+  count,
+  /// Device time only (rows timed on both sides): it varies between runs, so leave room for noise.
+  time,
+};
+
+/// Whether `row` grew by more than `percent` percent of its base value in what `gate` looks at:
+/// launches, device time (only when both sides were timed), or either. A new row grew past any
+/// threshold (from nothing), except under growth_gate::time when it has no time; a vanished row
+/// never grew. Precondition: percent >= 0 and finite.
+bool grew_past(const diff_row& row, double percent, growth_gate gate = growth_gate::any);
 
 /// How a comparison is written.
 struct diff_options {
   /// How much of each kernel's name is shown.
   name_format kernel_names = name_format::balanced;
-  /// When set, rows that grew past this percentage are marked, and a last line counts them.
+  /// When set, rows that grew past this percentage (in what `fail_on` looks at) are marked, and a
+  /// last line counts them.
   std::optional<double> fail_above;
+  /// What `fail_above` looks at.
+  growth_gate fail_on = growth_gate::any;
+  /// A table for people, CSV or JSON.
+  report_format format = report_format::table;
 };
+
+/// Whether any row of `diff`, its total included, grew past `options.fail_above` (false when it
+/// is not set): what makes `launchwatch report --diff` exit 4.
+bool any_grew_past(const summary_diff& diff, const diff_options& options);
 
 /// Writes the comparison as a table: per row, launches in the base and the new summary and their
 /// change, device time likewise, and the time's change in percent (`new` and `gone` for rows in
-/// one summary only). Times in one unit, by the rules of the tree table. Thread safety: reads only
-/// its arguments.
+/// one summary only). Times by the rules of the tree table (each in the unit that shows three
+/// significant figures).
+///
+/// As CSV (`options.format`): the header `path,kind,base_launches,new_launches,base_ns,new_ns,grew`,
+/// then a line per row and the total (path `total`): the path's names joined with `/`, empty
+/// cells for a side the row is missing from or that has no time, `grew` `1` or `0` (empty without
+/// `fail_above`). As JSON: an object with `"format": "launchwatch-diff"` and `rows` (the total
+/// last), each with `path` (a list), `kind`, `base` and `new` (`null`, or `launches` and
+/// `total_ns`, `null` when untimed) and, with `fail_above`, `grew`. Thread safety: reads only its
+/// arguments.
 void write_diff(std::ostream& out, const summary_diff& diff, const diff_options& options = {});
 
 }  // namespace launchwatch

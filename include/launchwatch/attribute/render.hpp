@@ -5,8 +5,11 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <launchwatch/attribute/pass_record.hpp>
 #include <launchwatch/attribute/summary.hpp>
@@ -34,6 +37,18 @@ enum class idle_accounting {
   stream,
 };
 
+/// How a report is written: for people, or for a program to read.
+enum class report_format {
+  /// Aligned columns, times with their units (`412 us`), shares in percent.
+  table,
+  /// RFC 4180 CSV: a header line naming the columns, then a line per row; times as integer
+  /// nanoseconds, shares as fractions (0.25 for a quarter), an empty cell where the table shows
+  /// `-`; a field holding a comma, a quote or a line break is quoted, its quotes doubled.
+  csv,
+  /// One JSON object holding the same rows, with the same numbers as the CSV (`null` for `-`).
+  json,
+};
+
 /// How the tree table is drawn.
 struct tree_options {
   /// How much of each kernel's name is shown (`balanced` keeps template arguments apart).
@@ -42,7 +57,52 @@ struct tree_options {
   tree_order order = tree_order::issue;
   /// What 100% is: per device (the default) or per stream.
   idle_accounting accounting = idle_accounting::device;
+  /// How many levels of rows are shown, top-level rows being level 1; 0 shows them all. A row at
+  /// the last level shown keeps its whole total (its hidden rows are folded into it).
+  std::size_t depth = 0;
+  /// A table for people, CSV or JSON.
+  report_format format = report_format::table;
 };
+
+/// One row of the tree, as plain data: what write_tree writes, in every format.
+struct tree_row {
+  /// What a row stands for.
+  enum class row_kind {
+    scope,    ///< a scope, or `[outside any scope]` (the launches outside every scope)
+    kernel,   ///< a kernel within the scope above it
+    idle,     ///< the accounting's idle time (`[device idle]` or `[stream idle]`)
+    overlap,  ///< time kernels ran at once, counted twice above: a negative total
+  };
+  row_kind kind = row_kind::scope;
+  /// The names from the top-level row down to this one: scope names, then a kernel's full name.
+  /// `[outside any scope]`, `[device idle]` (`[device idle: unknown, lengths only]` when no kernel
+  /// has a place on the timeline), `[stream idle]` and `[overlap, counted twice above]` name the
+  /// rows that are not scopes.
+  std::vector<std::string> path;
+  /// Launches under the row, and of those the timed ones and the dry runs (as summary_node).
+  std::size_t launches = 0;
+  std::size_t timed_launches = 0;
+  std::size_t dry_run_launches = 0;
+  /// Time of kernels launched directly in the row's scope (a kernel's own time), and of everything
+  /// under it, hidden rows included.
+  std::chrono::nanoseconds self{0};
+  std::chrono::nanoseconds total{0};
+  /// Whether the row has a time: a timed launch under it, or, for idle, kernels on a timeline.
+  bool timed = false;
+  /// The row's share of the window in tenths of a percent, as the table shows it (by largest
+  /// remainder, adding up to its parent's); none when the window is empty or the row has no time.
+  std::optional<std::int64_t> share_tenths;
+  /// How the row's time was measured.
+  timing_methods methods;
+  /// Whether rows under it were left out (tree_options::depth).
+  bool folded = false;
+};
+
+/// The tree's rows in the order write_tree shows them (tree_options::order and ::depth; ::format
+/// and ::kernel_names play no part: paths hold full names): every scope and kernel row, the
+/// launches outside any scope, idle time and overlap, whose totals add up to the window of
+/// tree_options::accounting. The total row is not one of them. Thread safety: a pure function.
+std::vector<tree_row> build_tree_rows(const pass_summary& summary, const tree_options& options = {});
 
 /// Writes the tree table: one row per scope, with its kernels and child scopes indented under it
 /// (launches, with dry runs and launches without time counted apart; self time, total time, share
@@ -55,11 +115,19 @@ struct tree_options {
 /// second one gives each device's window, kernel time, idle time and overlap with its streams'
 /// under it, so the per-device and per-stream views stand side by side.
 ///
-/// Times use one unit for the whole table, chosen from the window's size, and shares add up: the
+/// Each time is written in the unit that shows it with three significant figures (`412 us`,
+/// `1.23 ms`: a small row of a long pass stays readable), and shares add up: the
 /// top-level rows' shares to the total's 100.0%, and each row's children's shares to its own (by
 /// largest remainder, so a nested share can differ from its exact value by up to a tenth of a
-/// percent per level). The profiling logger's summary follows the same rules. Thread safety: reads
-/// only its arguments.
+/// percent per level). The profiling logger's summary follows the same rules.
+///
+/// As CSV (`options.format`), the header line is `path,kind,launches,self_ns,total_ns,share`, then a
+/// line per build_tree_rows row: its path joined with `/`, its kind (`scope`, `kernel`, `idle`,
+/// `overlap`), and its share of the window as a fraction; as JSON, an object with `"format":
+/// "launchwatch-tree"`, the window (`window_ns`, `accounting`), `launches`, and `rows` each with
+/// `path` as a list of names, `kind`, `launches`, `timed_launches`, `dry_run_launches`, `self_ns`,
+/// `total_ns` and `share`. Neither has the header lines or the devices. Thread safety: reads only
+/// its arguments.
 void write_tree(std::ostream& out, const pass_summary& summary, const tree_options& options = {});
 
 /// The same table as a string.

@@ -3,6 +3,7 @@
 
 #include <launchwatch/attribute/attribution.hpp>
 #include <launchwatch/attribute/count.hpp>
+#include <launchwatch/attribute/kernel_table.hpp>
 #include <launchwatch/attribute/merge.hpp>
 #include <launchwatch/attribute/render.hpp>
 #include <launchwatch/attribute/report_files.hpp>

@@ -22,7 +22,6 @@
 #include <fmt/format.h>
 
 #include <launchwatch/attribute/attribution.hpp>
-#include <launchwatch/attribute/diff.hpp>
 #include <launchwatch/attribute/merge.hpp>
 #include <launchwatch/attribute/render.hpp>
 #include <launchwatch/attribute/report_files.hpp>
@@ -32,6 +31,7 @@
 
 #include "forward.hpp"
 #include "output_folder.hpp"
+#include "report_command.hpp"
 #include "report_paths.hpp"
 #include "run_command.hpp"
 #include "transformer.hpp"
@@ -152,60 +152,6 @@ int run_demo(const demo_options& options) {
   return 0;
 }
 
-struct report_options {
-  fs::path summary;
-  std::vector<fs::path> merge;
-  std::string sort = "issue";
-  std::string idle = "device";
-  std::vector<fs::path> diff;
-  std::optional<double> fail_above;
-};
-
-/// The exit status when a row grew past --fail-above: distinct from errors (1) and the demo's
-/// numerics mismatch (3), so a CI can tell a regression from a broken run.
-constexpr int grew_past_threshold = 4;
-
-int run_diff(const report_options& options) {
-  const auto base = load_summary(options.diff.at(0));
-  const auto current = load_summary(options.diff.at(1));
-  const auto diff = diff_summaries(base, current);
-  std::cout << fmt::format("launchwatch diff: {} (base) -> {} (new)\n\n", options.diff[0].string(),
-                           options.diff[1].string());
-  diff_options shown;
-  shown.fail_above = options.fail_above;
-  write_diff(std::cout, diff, shown);
-  if (!options.fail_above) return 0;
-  bool grew = grew_past(diff.total, *options.fail_above);
-  for (const auto& row : diff.rows) grew = grew || grew_past(row, *options.fail_above);
-  return grew ? grew_past_threshold : 0;
-}
-
-/// The summaries of several processes of one job, each labelled by the rank it recorded, else by
-/// its place on the command line.
-pass_summary merged_summary(const std::vector<fs::path>& files) {
-  std::vector<process_summary> processes;
-  for (std::size_t i = 0; i < files.size(); ++i) {
-    auto summary = load_summary(files[i]);
-    std::string label = summary.process.empty() ? fmt::format("rank {}", i) : summary.process;
-    processes.push_back({std::move(label), std::move(summary)});
-  }
-  return merge_summaries(processes);
-}
-
-int run_report(const report_options& options) {
-  if (!options.diff.empty()) return run_diff(options);
-  tree_options tree;
-  tree.order = options.sort == "time" ? tree_order::time : tree_order::issue;
-  tree.accounting = options.idle == "stream" ? idle_accounting::stream : idle_accounting::device;
-  if (!options.merge.empty()) {
-    std::cout << fmt::format("launchwatch: {} processes merged\n\n", options.merge.size());
-    write_tree(std::cout, merged_summary(options.merge), tree);
-    return 0;
-  }
-  write_tree(std::cout, load_summary(options.summary), tree);
-  return 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -263,48 +209,8 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
 
-  report_options report;
-  auto* report_command = app.add_subcommand("report", "Print the report of a saved summary.json");
-  auto* summary_option =
-      report_command->add_option("summary", report.summary, "A summary.json written by `launchwatch demo`")
-          ->check(CLI::ExistingFile);
-  auto* diff_option =
-      report_command
-          ->add_option("--diff", report.diff,
-                       "BASE.json NEW.json: print per scope and kernel the change in launches and "
-                       "device time from BASE to NEW")
-          ->expected(2)
-          ->check(CLI::ExistingFile)
-          ->excludes(summary_option);
-  report_command
-      ->add_option("--merge", report.merge,
-                   "RANK0.json RANK1.json ...: print one report of a job's processes, each a "
-                   "top-level row (labelled by the rank it recorded, else by its place here)")
-      ->expected(2, -1)
-      ->check(CLI::ExistingFile)
-      ->excludes(summary_option)
-      ->excludes(diff_option);
-  report_command
-      ->add_option("--fail-above", report.fail_above,
-                   "With --diff: exit 4 when any row grew by more than PERCENT (launches or device "
-                   "time; a new row always counts)")
-      ->check(CLI::NonNegativeNumber)
-      ->needs(diff_option);
-  report_command->callback([&] {
-    if (report.diff.empty() && report.summary.empty() && report.merge.empty()) {
-      throw CLI::RequiredError{
-          "a summary.json to print, --diff BASE.json NEW.json, or --merge RANK0.json RANK1.json ..."};
-    }
-  });
-  report_command->add_option("--sort", report.sort,
-                             "issue (rows in the order the program ran them) or time (hottest first)")
-      ->check(CLI::IsMember({"issue", "time"}))
-      ->capture_default_str();
-  report_command->add_option("--idle", report.idle,
-                             "device (100% is each device's window, its streams united) or stream "
-                             "(each stream's window, summed)")
-      ->check(CLI::IsMember({"device", "stream"}))
-      ->capture_default_str();
+  cli::report_options report;
+  cli::add_report_command(app, report);
 
   cli::run_options run;
   auto* run_command = cli::add_run_command(app, run);
@@ -313,7 +219,7 @@ int main(int argc, char** argv) {
   try {
     if (*demo_command) return run_demo(options);
     if (*run_command) return cli::run_program(run);
-    return run_report(report);
+    return cli::run_report(report);
   } catch (const std::exception& error) {
     std::cerr << "launchwatch: " << error.what() << '\n';
     return 1;

@@ -81,6 +81,11 @@ void attribution::launched_with(const launch_info& info) {
   entry.returned = now;
   entry.dry_run = info.dry_run;
   entry.capturing = info.capturing;
+  if (r.pools->aggregate_only) {
+    // Once the prefix is full: a relaxed load and a counter under the lock already held.
+    entry.in_prefix = r.pools->prefix.take(detail::prefix_room::launch_events, now);
+    if (!entry.in_prefix) ++log.left_out_launches;
+  }
   // A launch recorded into a graph has its profile refused, so no measurement follows it.
   log.awaiting = info.capturing ? nullptr : &entry;
   if (info.capturing && info.launch_id != 0) remember_capture(r, info.launch_id, path);
@@ -115,6 +120,10 @@ void attribution::replayed(const replayed_node& node) {
   entry.method = timing_method::device;
   entry.state = detail::measurement_state::pending;
   entry.replayed = true;
+  if (r.pools->aggregate_only) {
+    entry.in_prefix = r.pools->prefix.take(detail::prefix_room::replayed_events, entry.issued);
+    if (!entry.in_prefix) ++log.left_out_launches;
+  }
 }
 
 namespace {
@@ -261,6 +270,29 @@ std::optional<launch_timing> read_measurement(detail::launch_entry& entry, lost_
   return std::nullopt;
 }
 
+/// Adds the host thread `log` recorded for to `pass`, named as reports name it; returns its index.
+std::uint32_t add_host_thread(pass_record& pass, const detail::thread_log& log) {
+  const auto thread = static_cast<std::uint32_t>(pass.threads.size());
+  auto& host = pass.threads.emplace_back();
+  host.replays = log.replays;
+  host.name = host.replays ? "CUDA graph replays" : "host thread " + std::to_string(log.index);
+  return thread;
+}
+
+/// Adds the scope intervals of `intervals` to `pass`'s thread `thread`. Called after the thread's
+/// launches, so the scope table is filled in the same order by every collect.
+void add_intervals(pass_record& pass, pass_builder& tables, std::uint32_t thread,
+                   const detail::chunk<detail::interval_entry>* intervals) {
+  auto& host = pass.threads[thread];
+  for (const auto* c = intervals; c != nullptr; c = c->next) {
+    for (const auto& entry : c->items) {
+      if (const auto scope = tables.scope(entry.path)) {
+        host.scopes.push_back(scope_interval{*scope, entry.start, entry.end});
+      }
+    }
+  }
+}
+
 }  // namespace
 
 pass_record attribution::collect() {
@@ -340,10 +372,7 @@ pass_record attribution::collect() {
   for (auto& t : taken) {
     pass.lost.unpaired += t.unpaired;
     if (t.launches == nullptr && t.intervals == nullptr) continue;
-    const auto thread = static_cast<std::uint32_t>(pass.threads.size());
-    auto& host = pass.threads.emplace_back();
-    host.replays = t.log->replays;
-    host.name = host.replays ? "CUDA graph replays" : "host thread " + std::to_string(t.log->index);
+    const auto thread = add_host_thread(pass, *t.log);
     for (auto* c = t.launches; c != nullptr; c = c->next) {
       for (auto& entry : c->items) {
         launch_record launch;
@@ -362,13 +391,7 @@ pass_record attribution::collect() {
         pass.launches.push_back(launch);
       }
     }
-    for (auto* c = t.intervals; c != nullptr; c = c->next) {
-      for (const auto& entry : c->items) {
-        if (const auto scope = tables.scope(entry.path)) {
-          host.scopes.push_back(scope_interval{*scope, entry.start, entry.end});
-        }
-      }
-    }
+    add_intervals(pass, tables, thread, t.intervals);
   }
   // Each thread's launches are in issue order already; this interleaves the threads, keeping
   // thread order among launches stamped with the same instant.
@@ -413,6 +436,14 @@ void fold(detail::recorder& r, detail::thread_log& log) {
       launch.dry_run = entry.dry_run;
       launch.captured = entry.capturing;
       log.aggregate[{entry.path, entry.kernel, entry.backend, entry.device, entry.stream}].add(launch);
+      if (entry.in_prefix) {
+        // Its tables' indices are given when the prefix is collected (collect_bounded).
+        launch.cube_count = entry.cube_count;
+        launch.cube_dim = entry.cube_dim;
+        launch.replayed = entry.replayed;
+        log.prefix.push_back(
+            detail::prefix_launch{entry.kernel, entry.backend, entry.stream, entry.device, entry.path, launch});
+      }
       if (launch.timing && launch.timing->ticks && !launch.dry_run) {
         placed.emplace_back(entry.backend, entry.device, entry.stream, launch.timing->ticks->start(),
                             launch.timing->ticks->end());
@@ -428,23 +459,50 @@ void fold(detail::recorder& r, detail::thread_log& log) {
 
 }  // namespace
 
-pass_summary attribution::collect_summary() {
-  auto& r = *recorder_;
-  if (!r.pools->aggregate_only) return summarize(collect());
-  std::lock_guard collecting{r.collect_mutex};
+namespace {
 
+using stream_unions = std::map<detail::stream_key, detail::interval_union, detail::key_less>;
+using device_unions = std::map<detail::device_key, detail::interval_union, detail::key_less>;
+
+/// One thread's trace prefix, taken by a collect.
+struct taken_prefix {
+  std::shared_ptr<detail::thread_log> log;
+  std::vector<detail::prefix_launch> launches;
+  detail::chunk<detail::interval_entry>* intervals = nullptr;
+};
+
+/// What an aggregate-only read gathered from every log.
+struct aggregate_read {
+  std::vector<std::map<detail::aggregate_key, detail::launch_group>> aggregates;
+  lost_measurements lost;
+  std::size_t threads = 0;
+  std::pair<stream_unions, device_unions> unions;
+  /// Taking reads only: each log's prefix, and what the prefix left out.
+  std::vector<taken_prefix> prefixes;
+  prefix_left_out left_out;
+  /// The earliest launch left to the next pass (caught between its report and its measurement).
+  std::optional<instant> earliest_left;
+};
+
+enum class read_kind {
+  /// Takes the totals (and the prefix) and leaves the logs empty for the next pass.
+  take,
+  /// Copies the totals and leaves everything as it was.
+  snapshot,
+};
+
+/// Folds every log's unfolded launches and reads the totals, as `kind` says. The caller holds
+/// `r.collect_mutex`. A launch caught between its report and its measurement, while one may still
+/// come (`measurements_may_come`, and not the calling thread's), stays unfolded in its log.
+aggregate_read read_aggregate(detail::recorder& r, bool measurements_may_come, read_kind kind) {
   std::vector<std::shared_ptr<detail::thread_log>> logs;
   {
     std::lock_guard lock{r.logs_mutex};
     logs = r.logs;
   }
-  // As in collect(): a launch caught between its report and its measurement stays for the next
-  // pass while its measurement may still come.
-  const bool measurements_may_come = this->measurements_may_come();
   const auto this_thread = detail::thread_token();
-  lost_measurements lost;
-  std::size_t threads = 0;
-  std::vector<std::map<detail::aggregate_key, detail::launch_group>> taken;
+  aggregate_read read;
+  read.aggregates.reserve(logs.size());
   for (const auto& shared : logs) {
     auto& log = *shared;
     std::lock_guard lock{log.mutex};
@@ -454,31 +512,48 @@ pass_summary attribution::collect_summary() {
       in_flight.emplace(log.launches.take_last());
     }
     fold(r, log);
-    if (in_flight) {
-      log.awaiting = &log.launches.emplace(r.pools->launches, std::move(*in_flight));
-      log.unfolded = 1;
+    // A thread counts when it launched or left a scope this pass, as summarize() counts a full
+    // record's threads (kept in the prefix or not).
+    const bool active =
+        !log.aggregate.empty() || log.left_out_intervals > 0 || log.intervals.last() != nullptr;
+    if (active && !log.replays) ++read.threads;
+    if (kind == read_kind::snapshot) {
+      read.lost.empty += log.aggregate_lost.empty;
+      read.lost.failed += log.aggregate_lost.failed;
+      read.lost.unpaired += log.unpaired;
+      read.aggregates.push_back(log.aggregate);
+    } else {
+      read.lost.empty += std::exchange(log.aggregate_lost.empty, 0);
+      read.lost.failed += std::exchange(log.aggregate_lost.failed, 0);
+      read.lost.unpaired += std::exchange(log.unpaired, 0);
+      read.aggregates.push_back(std::exchange(log.aggregate, {}));
+      read.left_out.launches += std::exchange(log.left_out_launches, 0);
+      read.left_out.scope_intervals += std::exchange(log.left_out_intervals, 0);
+      read.prefixes.push_back(taken_prefix{shared, std::exchange(log.prefix, {}), log.intervals.release()});
     }
-    lost.empty += std::exchange(log.aggregate_lost.empty, 0);
-    lost.failed += std::exchange(log.aggregate_lost.failed, 0);
-    lost.unpaired += std::exchange(log.unpaired, 0);
-    if (!log.aggregate.empty() && !log.replays) ++threads;
-    taken.push_back(std::exchange(log.aggregate, {}));
+    if (!in_flight) continue;
+    if (kind == read_kind::take) {
+      // It belongs to the next pass, whose prefix it was not counted in: left out of that one.
+      read.earliest_left = std::min(read.earliest_left.value_or(in_flight->issued), in_flight->issued);
+      in_flight->in_prefix = false;
+      ++log.left_out_launches;
+    }
+    log.awaiting = &log.launches.emplace(r.pools->launches, std::move(*in_flight));
+    log.unfolded = 1;
   }
-  std::pair<std::map<detail::stream_key, detail::interval_union, detail::key_less>,
-            std::map<detail::device_key, detail::interval_union, detail::key_less>>
-      unions;
-  {
-    std::lock_guard lock{r.timeline_mutex};
-    unions = r.placed.take();
-  }
-  r.origin = r.clock();
+  std::lock_guard lock{r.timeline_mutex};
+  read.unions = kind == read_kind::take ? r.placed.take() : r.placed.snapshot();
+  return read;
+}
 
+/// The summary of what `read_aggregate` gathered.
+pass_summary summary_of(const detail::recorder& r, aggregate_read& read) {
   // The tables first (a summary_builder reads them whole), then the groups by index.
   pass_record tables;
   tables.timing = r.timing;
   pass_builder indices{tables};
   std::vector<detail::launch_group> groups;
-  for (auto& aggregate : taken) {
+  for (auto& aggregate : read.aggregates) {
     for (auto& [key, group] : aggregate) {
       const auto& [path, kernel, backend, device, stream] = key;
       group.scope = indices.scope(path);
@@ -489,7 +564,84 @@ pass_summary attribution::collect_summary() {
   }
   detail::summary_builder builder{tables};
   for (const auto& group : groups) builder.add(group);
-  return builder.finish(lost, threads, unions.first, unions.second);
+  return builder.finish(read.lost, read.threads, read.unions.first, read.unions.second);
+}
+
+/// Gives each prefix's interval chunks back to the pool, however the collect ends.
+struct give_back_intervals {
+  detail::recorder& r;
+  std::vector<taken_prefix>& prefixes;
+  ~give_back_intervals() {
+    for (auto& p : prefixes) r.pools->intervals.give_back(std::exchange(p.intervals, nullptr));
+  }
+};
+
+}  // namespace
+
+pass_summary attribution::collect_summary() {
+  auto& r = *recorder_;
+  if (!r.pools->aggregate_only) return summarize(collect());
+  std::lock_guard collecting{r.collect_mutex};
+  auto read = read_aggregate(r, measurements_may_come(), read_kind::take);
+  give_back_intervals on_exit{r, read.prefixes};
+  r.origin = r.clock();
+  r.pools->prefix.reset(r.pools->prefix_events);
+  return summary_of(r, read);
+}
+
+bounded_pass attribution::collect_bounded() {
+  auto& r = *recorder_;
+  bounded_pass result;
+  if (!r.pools->aggregate_only) {
+    result.trace_prefix = collect();
+    result.summary = summarize(result.trace_prefix);
+    return result;
+  }
+  std::lock_guard collecting{r.collect_mutex};
+  auto read = read_aggregate(r, measurements_may_come(), read_kind::take);
+  give_back_intervals on_exit{r, read.prefixes};
+  const auto ended = r.pools->prefix.ended();
+  r.pools->prefix.reset(r.pools->prefix_events);
+  // The next pass starts now, or with the launch left to it if that was issued earlier (collect).
+  const instant next_origin = r.clock();
+  auto& pass = result.trace_prefix;
+  pass.origin = std::exchange(r.origin, std::min(next_origin, read.earliest_left.value_or(next_origin)));
+  pass.timing = r.timing;
+  result.left_out = read.left_out;
+  if (ended && read.left_out.any()) {
+    result.left_out.from = std::max(std::chrono::duration_cast<std::chrono::nanoseconds>(*ended - pass.origin),
+                                    std::chrono::nanoseconds{0});
+  }
+
+  pass_builder tables{pass};
+  for (auto& p : read.prefixes) {
+    if (p.launches.empty() && p.intervals == nullptr) continue;
+    const auto thread = add_host_thread(pass, *p.log);
+    for (auto& kept : p.launches) {
+      auto& launch = pass.launches.emplace_back(kept.record);
+      launch.kernel = tables.kernel(kept.kernel);
+      launch.scope = tables.scope(kept.path);
+      launch.thread = thread;
+      launch.stream = tables.stream(kept.backend, kept.device, kept.stream);
+    }
+    add_intervals(pass, tables, thread, p.intervals);
+  }
+  std::stable_sort(pass.launches.begin(), pass.launches.end(),
+                   [](const launch_record& a, const launch_record& b) { return a.issued < b.issued; });
+  result.summary = summary_of(r, read);
+  return result;
+}
+
+pass_summary attribution::snapshot_summary() {
+  auto& r = *recorder_;
+  if (!r.pools->aggregate_only) {
+    throw std::logic_error{
+        "attribution::snapshot_summary: only an aggregate-only attribution "
+        "(attribution_options::aggregate_only) can summarise its pass without ending it"};
+  }
+  std::lock_guard collecting{r.collect_mutex};
+  auto read = read_aggregate(r, measurements_may_come(), read_kind::snapshot);
+  return summary_of(r, read);
 }
 
 }  // namespace launchwatch

@@ -91,6 +91,8 @@ class trace_builder {
   /// Writes the trace, each event formatted into one reused buffer and written out as it goes.
   trace_stats write(std::ostream& out, std::size_t max_events) {
     trace_stats stats;
+    const auto& beyond = options_.beyond_prefix;
+    stats.beyond_prefix = beyond;
     for (const auto& t : tracks_) stats.events += t.events.size();
     const auto cutoff = cutoff_for(max_events, stats.events);
     if (cutoff) {
@@ -113,10 +115,19 @@ class trace_builder {
     for (std::size_t p = 0; p < processes_.size(); ++p) {
       const auto& proc = processes_[p];
       // A trace cut short says so where a reader looks first: the host process's name.
-      const auto name = proc.pid == host_pid && stats.dropped > 0
-                            ? fmt::format("{} (trace cut at {} events: {} later events dropped)",
-                                          proc.name, max_events, stats.dropped)
-                            : proc.name;
+      std::string name = proc.name;
+      if (proc.pid == host_pid && (stats.dropped > 0 || beyond.any())) {
+        std::string said;
+        if (stats.dropped > 0) {
+          said = fmt::format("trace cut at {} events: {} later events dropped", max_events, stats.dropped);
+        }
+        if (beyond.any()) {
+          said += fmt::format("{}the pass's beginning: {} later launches and {} scope intervals only in "
+                              "the summary",
+                              said.empty() ? "" : "; ", beyond.launches, beyond.scope_intervals);
+        }
+        name = fmt::format("{} ({})", proc.name, said);
+      }
       fmt::format_to(std::back_inserter(buffer),
                      R"({{"ph":"M","pid":{},"tid":0,"name":"process_name","args":{{"name":{}}}}})",
                      proc.pid, json_string(name));
@@ -126,10 +137,17 @@ class trace_builder {
                      proc.pid, p);
       emit();
     }
-    if (stats.dropped > 0) {
+    if (stats.dropped > 0 || beyond.any()) {
       fmt::format_to(std::back_inserter(buffer),
-                     R"({{"ph":"M","pid":{},"tid":0,"name":"launchwatch_dropped_events","args":{{"max_events":{},"dropped_events":{},"dropped_from_us":{}}}}})",
-                     host_pid, max_events, stats.dropped, micros(stats.dropped_from.count()));
+                     R"({{"ph":"M","pid":{},"tid":0,"name":"launchwatch_dropped_events","args":{{"max_events":{},"events":{},"dropped_events":{},"dropped_from_us":{})",
+                     host_pid, max_events, stats.events, stats.dropped, micros(stats.dropped_from.count()));
+      if (beyond.any()) {
+        fmt::format_to(std::back_inserter(buffer),
+                       R"(,"launches_beyond_prefix":{},"scope_intervals_beyond_prefix":{},"prefix_ends_us":{})",
+                       beyond.launches, beyond.scope_intervals,
+                       micros(beyond.from.value_or(nanoseconds{0}).count()));
+      }
+      fmt::format_to(std::back_inserter(buffer), "}}}}");
       emit();
     }
     for (const auto& t : tracks_) {

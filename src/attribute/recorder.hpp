@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 #include <deque>
+#include <limits>
 #include <unordered_map>
 
 #include "scope_paths.hpp"
@@ -183,6 +184,73 @@ struct launch_entry {
   bool dry_run = false;
   bool capturing = false;
   bool replayed = false;
+  /// Aggregate-only: it took room in the trace prefix, so the fold keeps its record.
+  bool in_prefix = false;
+};
+
+/// A launch of the trace prefix, folded: its record with the tables' indices still to be given
+/// (by collect_bounded), and what those indices are made from.
+struct prefix_launch {
+  std::string_view kernel;
+  std::string_view backend;
+  std::uint64_t stream = 0;
+  int device = 0;
+  path_id path = no_path;
+  launch_record record;
+};
+
+/// An aggregate-only attribution's trace prefix (attribution_options::trace_prefix_events): the
+/// room left in it, shared by every thread, and where it ended once full.
+class prefix_room {
+ public:
+  /// Trace events a launch takes, and a replayed node (a kernel slice only), and a scope interval.
+  static constexpr std::size_t launch_events = 4;
+  static constexpr std::size_t replayed_events = 1;
+  static constexpr std::size_t interval_events = 1;
+
+  /// Empties the prefix, with room for `events` (0: none, the prefix is full from the start).
+  void reset(std::size_t events) noexcept {
+    ends_.store(not_ended, std::memory_order_relaxed);
+    left_.store(events, std::memory_order_relaxed);
+    full_.store(events == 0, std::memory_order_release);
+  }
+
+  /// Takes room for `events`, or finds the prefix full; the first to find it full at `now` ends it
+  /// there. Cost once full: a relaxed load.
+  bool take(std::size_t events, instant now) noexcept {
+    if (full_.load(std::memory_order_acquire)) return false;
+    auto left = left_.load(std::memory_order_relaxed);
+    while (left >= events) {
+      if (left_.compare_exchange_weak(left, left - events, std::memory_order_relaxed)) return true;
+    }
+    auto expected = not_ended;
+    (void)ends_.compare_exchange_strong(expected, now.time_since_epoch().count(), std::memory_order_relaxed);
+    full_.store(true, std::memory_order_release);
+    return false;
+  }
+
+  /// Whether a scope that started at `start` and ended at `end` goes into the prefix: when it has
+  /// room, or when the scope was open as the prefix filled (started no later than it ended).
+  bool keeps_interval(instant start, instant end) noexcept {
+    if (take(interval_events, end)) return true;
+    // No later than: under a coarse clock a scope and the launch that filled the prefix can share
+    // an instant, and the scope was entered first.
+    const auto ended = ends_.load(std::memory_order_relaxed);
+    return ended != not_ended && start.time_since_epoch().count() <= ended;
+  }
+
+  /// Where the prefix ended; none while it has room (or was never asked for and nothing came).
+  std::optional<instant> ended() const noexcept {
+    const auto ended = ends_.load(std::memory_order_relaxed);
+    if (ended == not_ended) return std::nullopt;
+    return instant{instant::duration{ended}};
+  }
+
+ private:
+  static constexpr instant::rep not_ended = std::numeric_limits<instant::rep>::max();
+  std::atomic<std::size_t> left_{0};
+  std::atomic<bool> full_{true};
+  std::atomic<instant::rep> ends_{not_ended};
 };
 
 /// A scope that ended.
@@ -198,6 +266,10 @@ struct recorder_pools {
   /// The attribution keeps only the aggregate (attribution_options::aggregate_only): scopes record
   /// no intervals. Set before any thread has a log.
   bool aggregate_only = false;
+  /// Aggregate-only: the size of the trace prefix (0: none) and its room. Set before any thread
+  /// has a log.
+  std::size_t prefix_events = 0;
+  prefix_room prefix;
 };
 
 /// An aggregate-only attribution's launches fold into totals this often, per thread.
@@ -246,6 +318,11 @@ struct thread_log {
   lost_measurements aggregate_lost;
   std::size_t unfolded = 0;
   std::vector<std::tuple<std::string_view, int, std::uint64_t, instant, instant>> placed_scratch;
+  /// Aggregate-only: the folded launches of the trace prefix (their scope intervals are in
+  /// `intervals`), and what this thread left out of the prefix this pass.
+  std::vector<prefix_launch> prefix;
+  std::size_t left_out_launches = 0;
+  std::size_t left_out_intervals = 0;
 
   /// Frees what the log holds and records nothing from now on. Called when its attribution ends,
   /// because the thread's cache may keep the log alive long after that (until newer attributions
@@ -253,9 +330,11 @@ struct thread_log {
   void close() noexcept {
     chunk<launch_entry>* dropped_launches = nullptr;
     chunk<interval_entry>* dropped_intervals = nullptr;
+    std::vector<prefix_launch> dropped_prefix;
     {
       std::lock_guard lock{mutex};
       closed = true;
+      dropped_prefix.swap(prefix);
       awaiting = nullptr;
       dropped_launches = launches.release();
       dropped_intervals = intervals.release();

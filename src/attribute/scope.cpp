@@ -230,8 +230,13 @@ void leave_scope(scope_token token) noexcept {
     try {
       std::lock_guard lock{log->mutex};
       // Its attribution ended since scope_log() found it: nothing reads this log any more. An
-      // aggregate-only attribution keeps no intervals (its memory does not grow with the pass).
-      if (log->closed || log->pools->aggregate_only) continue;
+      // aggregate-only attribution keeps intervals only in its trace prefix, while that has room
+      // (its memory does not grow with the pass).
+      if (log->closed) continue;
+      if (log->pools->aggregate_only && !log->pools->prefix.keeps_interval(ended.start, end)) {
+        ++log->left_out_intervals;
+        continue;
+      }
       log->intervals.emplace(log->pools->intervals, interval_entry{ended.path, ended.start, end});
     } catch (...) {
       // Out of memory: the interval is lost, the caller's work is not.

@@ -173,6 +173,15 @@ timeline::take() {
   return taken;
 }
 
+std::pair<std::map<stream_key, interval_union, key_less>,
+          std::map<device_key, interval_union, key_less>>
+timeline::snapshot() const {
+  auto copied = std::pair{streams_, devices_};
+  for (auto& [key, u] : copied.first) u.finish();
+  for (auto& [key, u] : copied.second) u.finish();
+  return copied;
+}
+
 // --- summary_builder ---
 
 summary_builder::summary_builder(const pass_record& tables) : tables_{tables} {

@@ -127,6 +127,12 @@ class timeline {
   std::pair<std::map<stream_key, interval_union, key_less>,
             std::map<device_key, interval_union, key_less>>
   take();
+  /// The unions as `take()` would give them, finished, leaving this timeline as it was: for a
+  /// summary of the pass so far that does not start the next one (attribution::snapshot_summary).
+  /// Cost: a copy of every union, reorder windows included (up to `window` intervals each).
+  std::pair<std::map<stream_key, interval_union, key_less>,
+            std::map<device_key, interval_union, key_less>>
+  snapshot() const;
 
  private:
   interval_union& of(std::map<stream_key, interval_union, key_less>& unions, std::string_view backend,

@@ -98,6 +98,21 @@ TEST(AttributionAllocation, AReservedPassAllocatesNothing) {
   EXPECT_EQ(allocations_during(4000), 0);
 }
 
+TEST(AttributionAllocation, AnAggregateOnlyPassWithAFullTracePrefixAllocatesNothingPerLaunch) {
+  attribution_options options;
+  options.aggregate_only = true;
+  options.trace_prefix_events = 60;  // ten launches with their two scopes each
+  auto observer = std::make_shared<attribution>(options);
+  launch_observation watching{observer};
+  // The prefix fills, and the totals, the folds' scratch and the timeline's reorder window grow to
+  // their size.
+  run_pass(3 * 4096);
+  EXPECT_EQ(allocations_during(3 * 4096), 0);
+  const auto pass = observer->collect_bounded();
+  EXPECT_EQ(pass.summary.launches, 6u * 4096u);
+  EXPECT_EQ(pass.trace_prefix.launches.size(), 10u);
+}
+
 /// Minor page faults the calling thread has taken so far: the kernel handing over a page of fresh
 /// memory on its first touch.
 long minor_faults_of_this_thread() {

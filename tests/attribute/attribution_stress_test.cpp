@@ -189,5 +189,74 @@ TEST(AttributionStress, UnscopedLaunchesGetAPathAScopedThreadHadOrNoneWhileThrea
   }
 }
 
+// Snapshots of an aggregate-only attribution with a trace prefix, taken over and over while 8
+// threads launch (some caught between a launch and its measurement): each sees no more launches
+// than were made and never fewer than the one before, and the collect that follows still has
+// every launch, each in the prefix or counted as left out of it.
+TEST(AttributionStress, SnapshotsWhileEightThreadsLaunchLoseNothingForTheCollectAfter) {
+  constexpr int threads = 8;
+  constexpr int launches_each = 5000;
+  attribution_options options;
+  options.aggregate_only = true;
+  options.trace_prefix_events = 4 * 3000;
+  auto observer = std::make_shared<attribution>(options);
+  std::atomic<int> launched{0};
+  std::atomic<bool> done{false};
+  std::size_t snapshots = 0;
+  bool grew_monotonically = true;
+  bool never_ahead = true;
+  {
+    launch_observation watching{observer};
+    std::thread snapshotter{[&] {
+      std::size_t last = 0;
+      while (!done.load()) {
+        const auto summary = observer->snapshot_summary();
+        // Read after the snapshot: every launch it counted had been reported before.
+        const auto made = static_cast<std::size_t>(launched.load());
+        never_ahead = never_ahead && summary.launches <= made;
+        grew_monotonically = grew_monotonically && summary.launches >= last;
+        last = summary.launches;
+        ++snapshots;
+      }
+    }};
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([&, t] {
+        const auto kernel = kernels[static_cast<std::size_t>(t % worker_count)];
+        for (int i = 0; i < launches_each; ++i) {
+          scope outer{"worker"};
+          scope inner{scope_names[static_cast<std::size_t>(t % worker_count)]};
+          launch_info info;
+          info.kernel = kernel;
+          info.stream = static_cast<std::uint64_t>(t + 1);
+          launched.fetch_add(1);
+          launch_path::notify_launch(info);
+          std::this_thread::yield();
+          launch_path::notify_profiled(kernel, testing::measured_on_device(1us));
+        }
+      });
+    }
+    for (auto& w : workers) w.join();
+    done.store(true);
+    snapshotter.join();
+  }
+  EXPECT_GT(snapshots, 0u);
+  EXPECT_TRUE(never_ahead);
+  EXPECT_TRUE(grew_monotonically);
+  const auto got = observer->collect_bounded();
+  constexpr auto total = static_cast<std::size_t>(threads * launches_each);
+  EXPECT_EQ(got.summary.launches, total);
+  EXPECT_EQ(got.summary.timed_launches, total);
+  EXPECT_EQ(got.summary.lost, lost_measurements{});
+  // Scope intervals take room too (two a launch here), so fewer than 3,000 launches fit.
+  EXPECT_GT(got.trace_prefix.launches.size(), 0u);
+  EXPECT_LE(got.trace_prefix.launches.size(), 3000u);
+  EXPECT_EQ(got.trace_prefix.launches.size() + got.left_out.launches, total);
+  for (const auto& launch : got.trace_prefix.launches) {
+    ASSERT_TRUE(launch.scope.has_value());
+    EXPECT_EQ(got.trace_prefix.scope_path(*launch.scope).front(), "worker");
+  }
+}
+
 }  // namespace
 }  // namespace launchwatch

@@ -71,12 +71,35 @@ struct attribution_options {
   /// launches, on the launching thread: their measurements are read then (so a deferred kernel
   /// 4,096 launches back must have finished, or the thread waits for it), their places on the
   /// timeline go through a reorder window of 4,096 kernels per stream and per device, and their
-  /// storage is reused. Scope intervals are not kept. What it gives up: there is no pass_record, so
-  /// no trace; read the pass with `collect_summary()` (`collect()` throws std::logic_error). Idle
+  /// storage is reused. Scope intervals are not kept, except in a trace prefix (see
+  /// `trace_prefix_events`). What it gives up: there is no pass_record of the whole pass, so the
+  /// trace is of the prefix at most; read the pass with `collect_summary()` or `collect_bounded()`
+  /// (`collect()` throws std::logic_error), and so far with `snapshot_summary()`. Idle
   /// time and overlap are exact unless a kernel's measurement reaches the timeline more than 4,096
   /// kernels late (pass_summary::out_of_order_kernels counts those, and the tree says so). A launch
   /// whose measurement arrives after a collect is counted in that pass and its time in the next.
   bool aggregate_only = false;
+
+  /// Aggregate-only: also keep the pass's beginning as a record for a trace, up to about this many
+  /// trace events; 0 (the default) keeps none. `unlimited_trace_prefix` keeps the whole pass.
+  ///
+  /// Why: a long job's summary must stay bounded, but its first steps drawn in a trace are what a
+  /// person opens to see how the work is laid out. The prefix is a stretch of the pass from its
+  /// start: every launch and every scope interval while it has room, then nothing more (read it
+  /// with `collect_bounded()`). A launch takes 4 events of room (its host slice, its kernel slice
+  /// and the two ends of the arrow between them; a replayed graph node 1), a scope interval 1, so a
+  /// trace written from the prefix has at most this many events, plus the scopes still open when it
+  /// filled, which are kept too (at most the depth of each thread's scopes), so the trace shows the
+  /// scopes its launches ran in. Launches in the prefix are folded into the summary like every
+  /// other: the summary is the whole pass's, and its totals do not depend on this option. Memory:
+  /// about 100 bytes a kept launch and 24 an interval, bounded by this cap, not by the pass.
+  /// Cost per launch: while the prefix has room, an atomic update of the shared room (contended
+  /// only while it has room) and, at the fold, one record appended (amortised allocation); once it
+  /// is full, a relaxed load and a counter under the lock the launch already holds: nothing more
+  /// than aggregate-only costs. Each `collect_bounded` or `collect_summary` starts the next pass
+  /// with an empty prefix of the same size. Ignored without `aggregate_only`, where the whole pass
+  /// is kept anyway.
+  std::size_t trace_prefix_events = 0;
 
   /// Where a launch from a thread with no scope open goes (see unscoped_launches). Cost with
   /// `sole_scoped_thread`, while such an attribution lives: a launch from a thread with no scope,
@@ -86,6 +109,26 @@ struct attribution_options {
   /// cost what they did. A thread already in scopes when the attribution is made counts from its
   /// next first scope (as scopes entered before an attribution are not in its paths).
   unscoped_launches unscoped = unscoped_launches::outside;
+};
+
+/// `attribution_options::trace_prefix_events` for a prefix that never fills: the whole pass.
+inline constexpr std::size_t unlimited_trace_prefix = static_cast<std::size_t>(-1);
+
+/// A pass read by `attribution::collect_bounded()`: its summary, whole, and its beginning as a
+/// record for a trace, with what the record left out.
+///
+/// Plain data. `trace_prefix` is a pass_record like `collect()` gives, of the prefix's launches
+/// and scope intervals only (same origin and timing as the pass, threads named as `collect()`
+/// names them, its own tables; its `lost` counts are zero: the pass's are in `summary.lost`).
+/// Hand `left_out` to `trace_options::beyond_prefix` so the trace says what it does not show.
+struct bounded_pass {
+  /// The whole pass, every launch counted, as `collect_summary()` gives it.
+  pass_summary summary;
+  /// The pass's beginning (see attribution_options::trace_prefix_events); empty when no prefix
+  /// was asked for.
+  pass_record trace_prefix;
+  /// What the pass had beyond `trace_prefix`.
+  prefix_left_out left_out;
 };
 
 /// A launch observer that attributes every launch to the issuing thread's scope path.
@@ -164,6 +207,32 @@ class attribution final : public launch_observer, public graph_replay_observer {
   ///
   /// Thread safety and blocking as `collect`.
   pass_summary collect_summary();
+
+  /// The pass's summary, its trace prefix and what the prefix left out
+  /// (attribution_options::trace_prefix_events), in one read, and starts the next pass.
+  ///
+  /// Under `aggregate_only` the summary comes from the folded totals (bounded memory, as
+  /// `collect_summary()`), the prefix from what was kept while it had room; the origin of the next
+  /// pass is chosen as `collect()` chooses it. Without `aggregate_only` it is `collect()` whole:
+  /// the prefix is the pass, its summary `summarize(pass)`, nothing left out.
+  /// Thread safety and blocking as `collect`.
+  bounded_pass collect_bounded();
+
+  /// The summary of everything recorded since construction or the previous collect, without
+  /// starting the next pass: a later `collect_summary()` or `collect_bounded()` still has every
+  /// launch. For snapshots of a long run (launchwatch run --snapshot-every).
+  ///
+  /// Requires `aggregate_only` (throws std::logic_error otherwise: a full record's measurements
+  /// are read once, by `collect`). Folds each thread's launches not yet folded (as that thread
+  /// would at its next 4,096th launch), so it reads their measurements: it may wait for the device
+  /// to pass them, and a thread launching meanwhile waits for its log's lock. A launch caught
+  /// between its report and its measurement stays unfolded, as `collect_summary` leaves it, and is
+  /// in the next snapshot. The timeline's unions are copied and finished, never emptied. Neither
+  /// the prefix nor the pass's origin changes.
+  /// Thread safety: safe while launches are reported; serialised with `collect` and the other
+  /// collects. Cost: a copy of every (scope path, kernel, stream) total and of the timeline's
+  /// reorder windows; nothing on the launch path.
+  pass_summary snapshot_summary();
 
  private:
   /// Whether this attribution is the installed observer now. Asks through the launch path, which

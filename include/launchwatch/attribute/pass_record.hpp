@@ -130,6 +130,27 @@ struct lost_measurements {
   friend bool operator==(const lost_measurements&, const lost_measurements&) = default;
 };
 
+/// What a pass's trace prefix left out: the launches and scope intervals of a pass that an
+/// aggregate-only attribution counted in its summary but kept no record of
+/// (attribution_options::trace_prefix_events), so a trace drawn from the prefix can say how much of
+/// the pass it does not show.
+///
+/// Plain data; all zero (and `from` empty) when the prefix holds the whole pass.
+struct prefix_left_out {
+  /// Launches after the prefix filled: in the summary, not in the prefix.
+  std::size_t launches = 0;
+  /// Scope intervals left after the prefix filled (a scope still open when it filled is kept).
+  std::size_t scope_intervals = 0;
+  /// Where the prefix ends, from the pass's origin: the instant the first thing was left out.
+  /// Empty when nothing was.
+  std::optional<std::chrono::nanoseconds> from;
+
+  /// Whether anything was left out.
+  bool any() const noexcept { return launches > 0 || scope_intervals > 0; }
+
+  friend bool operator==(const prefix_left_out&, const prefix_left_out&) = default;
+};
+
 /// Everything an attribution collected over one pass.
 ///
 /// Launches and scopes refer to the tables by index, so a pass of a million launches stores each

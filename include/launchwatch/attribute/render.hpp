@@ -159,6 +159,11 @@ struct trace_options {
   /// A trace of a long pass can be too large for a viewer to open: with a cap, the trace is the
   /// pass's beginning, whole, up to the instant where the cap is reached, and says what it dropped.
   std::size_t max_events = 0;
+  /// What the pass being written left out before it reached the writer: a trace prefix's launches
+  /// and scope intervals that are only in the summary (attribution::collect_bounded). Said in the
+  /// trace's metadata and host process name beside what `max_events` dropped; all zero (the
+  /// default) for a whole pass.
+  prefix_left_out beyond_prefix;
 };
 
 /// What write_chrome_trace wrote, so a program can say when a capped trace left events out.
@@ -169,6 +174,8 @@ struct trace_stats {
   std::size_t dropped = 0;
   /// Where the written trace stops, from the pass's origin; 0 when nothing was dropped.
   std::chrono::nanoseconds dropped_from{0};
+  /// What was left out before the writer (trace_options::beyond_prefix), as it was told.
+  prefix_left_out beyond_prefix;
 };
 
 /// Writes `pass` as Chrome trace JSON that Perfetto and chrome://tracing open.
@@ -192,6 +199,12 @@ struct trace_stats {
 /// `options.max_events`, events from the instant the cap is reached on are dropped (an arrow is
 /// written only with both its ends), the host process is named `host (trace cut at N events: M
 /// later events dropped)`, and a `launchwatch_dropped_events` metadata event carries the numbers.
+/// With `options.beyond_prefix` not empty, the host process's name says how many later launches
+/// and scope intervals are only in the summary, and the same metadata event carries them
+/// (`launches_beyond_prefix`, `scope_intervals_beyond_prefix`, `prefix_ends_us`). That event,
+/// when written, is on a line of its own among the first metadata lines (after each process's
+/// name and sort index), so a reader can find it without parsing the whole trace; its arguments
+/// always include `events` (written) and `dropped_events` (0 when the cap dropped nothing).
 trace_stats write_chrome_trace(std::ostream& out, const pass_record& pass,
                                const trace_options& options = {});
 

@@ -67,7 +67,8 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   int start();
 
   /// Notes that the launch with `correlation` wants its record. Call before the launch is
-  /// submitted (its record may be delivered at once). Cost: a lock and a map insert.
+  /// submitted (its record may be delivered at once). Cost: a lock and a ring slot; when that slot
+  /// is still taken, a node of the overflow map (an allocation; see `slot`).
   void await(std::uint32_t correlation);
   /// The launch's record will not be read (its measurement was dropped unread, or it never ran).
   void forget(std::uint32_t correlation) noexcept;
@@ -96,9 +97,18 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
     std::uint64_t start = 0;
     std::uint64_t end = 0;
   };
-  /// An entry of the ring: correlation ids grow by one per CUDA call, so the launches awaited at
-  /// once fall on distinct slots, and awaiting one costs no allocation. A slot still taken when
-  /// its id comes round again (65 536 calls later) sends the newcomer to the overflow map.
+  /// An entry of the ring: correlation ids grow by one per CUDA call (every API call of the
+  /// process, not only launches), so launches awaited at once fall on distinct slots while fewer
+  /// than 65 536 calls separate the oldest from the newest, and awaiting one then costs no
+  /// allocation. A slot still taken when its id comes round again (65 536 calls later) sends the
+  /// newcomer to the overflow map: an allocation per entry, freed when its record is taken or
+  /// forgotten (the map's buckets stay at their largest). An entry lives exactly as long as the
+  /// record_resolver its launch's measurement carries: take() when the measurement is read, forget()
+  /// when it is dropped unread; nothing else keeps one. So how many are awaited at once is how
+  /// many measurements the observer holds unread: every launch of the pass under a full
+  /// attribution (the overflow grows with the run), and under an aggregate-only one at most 4 096
+  /// per launching thread (each thread's fold reads them), so the overflow is used only with 16
+  /// or more launching threads or more than 16 CUDA calls per launch, and stays bounded.
   struct slot {
     std::uint32_t correlation = 0;
     bool taken = false;

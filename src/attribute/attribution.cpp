@@ -567,12 +567,13 @@ pass_summary summary_of(const detail::recorder& r, aggregate_read& read) {
   return builder.finish(read.lost, read.threads, read.unions.first, read.unions.second);
 }
 
-/// Gives each prefix's interval chunks back to the pool, however the collect ends.
-struct give_back_intervals {
-  detail::recorder& r;
+/// Frees each prefix's interval chunks, however the collect ends: not kept in the pool for the
+/// next pass, since a prefix fills once a pass and its storage (up to the cap) should not be held
+/// while the report is written.
+struct free_prefix_intervals {
   std::vector<taken_prefix>& prefixes;
-  ~give_back_intervals() {
-    for (auto& p : prefixes) r.pools->intervals.give_back(std::exchange(p.intervals, nullptr));
+  ~free_prefix_intervals() {
+    for (auto& p : prefixes) detail::delete_chunks(std::exchange(p.intervals, nullptr));
   }
 };
 
@@ -583,7 +584,7 @@ pass_summary attribution::collect_summary() {
   if (!r.pools->aggregate_only) return summarize(collect());
   std::lock_guard collecting{r.collect_mutex};
   auto read = read_aggregate(r, measurements_may_come(), read_kind::take);
-  give_back_intervals on_exit{r, read.prefixes};
+  free_prefix_intervals on_exit{read.prefixes};
   r.origin = r.clock();
   r.pools->prefix.reset(r.pools->prefix_events);
   return summary_of(r, read);
@@ -599,7 +600,7 @@ bounded_pass attribution::collect_bounded() {
   }
   std::lock_guard collecting{r.collect_mutex};
   auto read = read_aggregate(r, measurements_may_come(), read_kind::take);
-  give_back_intervals on_exit{r, read.prefixes};
+  free_prefix_intervals on_exit{read.prefixes};
   const auto ended = r.pools->prefix.ended();
   r.pools->prefix.reset(r.pools->prefix_events);
   // The next pass starts now, or with the launch left to it if that was issued earlier (collect).

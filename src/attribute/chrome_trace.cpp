@@ -186,10 +186,6 @@ class trace_builder {
     return format_kernel_name(pass_.kernels.at(kernel), options_.kernel_names);
   }
 
-  std::string scope_text(const std::optional<std::uint32_t>& scope) const {
-    return scope ? pass_.scope_path_text(*scope) : std::string{};
-  }
-
   void add_scope(track& t, std::uint32_t thread, std::uint32_t index) {
     const auto& interval = pass_.threads[thread].scopes[index];
     const auto ts = since_origin(interval.start);
@@ -221,25 +217,43 @@ class trace_builder {
     return true;
   }
 
-  void format(fmt::memory_buffer& buffer, const track& t, const event& e) const {
+  /// `make(index)` as a JSON string, made once per index of its table: a pass of millions of
+  /// events names a few kernels, scopes, streams and threads, so each event's text is not escaped
+  /// (and a kernel's name shortened) again.
+  template <class Make>
+  static const std::string& quoted(std::vector<std::optional<std::string>>& cache, std::size_t index,
+                                   Make make) {
+    if (cache.size() <= index) cache.resize(index + 1);
+    auto& entry = cache[index];
+    if (!entry) entry = json_string(make(index));
+    return *entry;
+  }
+
+  void format(fmt::memory_buffer& buffer, const track& t, const event& e) {
     auto to = std::back_inserter(buffer);
+    const auto kernel_label_of = [&](std::size_t k) { return kernel_label(static_cast<std::uint32_t>(k)); };
+    const auto kernel_name_of = [&](std::size_t k) { return std::string{pass_.kernels.at(k)}; };
+    const auto scope_path_of = [&](std::size_t s) { return pass_.scope_path_text(static_cast<std::uint32_t>(s)); };
     switch (e.kind) {
       case event_kind::scope: {
         const auto& interval = pass_.threads[e.thread].scopes[e.index];
         fmt::format_to(to, R"({{"ph":"X","cat":"scope","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"path":{}}}}})",
-                       json_string(pass_.scopes.at(interval.scope).name), t.pid, t.tid, micros(e.ts),
-                       micros(e.dur), json_string(pass_.scope_path_text(interval.scope)));
+                       quoted(scope_names_, interval.scope, [&](std::size_t s) { return pass_.scopes.at(s).name; }),
+                       t.pid, t.tid, micros(e.ts), micros(e.dur), quoted(scope_paths_, interval.scope, scope_path_of));
         return;
       }
       case event_kind::launch: {
         const auto& launch = pass_.launches[e.index];
-        const auto& stream = pass_.streams.at(launch.stream);
         fmt::format_to(to, R"({{"ph":"X","cat":"launch","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"kernel":{},"stream":{},"grid":{},"cube":{}{}{}}}}})",
-                       json_string(kernel_label(launch.kernel)), t.pid, t.tid, micros(e.ts), micros(e.dur),
-                       json_string(pass_.kernels.at(launch.kernel)),
-                       json_string(fmt::format("{} device {} stream {}",
-                                               stream.backend.empty() ? "unknown" : stream.backend,
-                                               stream.device, stream.stream)),
+                       quoted(kernel_labels_, launch.kernel, kernel_label_of), t.pid, t.tid, micros(e.ts),
+                       micros(e.dur), quoted(kernel_names_, launch.kernel, kernel_name_of),
+                       quoted(stream_names_, launch.stream,
+                              [&](std::size_t s) {
+                                const auto& stream = pass_.streams.at(s);
+                                return fmt::format("{} device {} stream {}",
+                                                   stream.backend.empty() ? "unknown" : stream.backend,
+                                                   stream.device, stream.stream);
+                              }),
                        grid_text(launch.cube_count), grid_text(launch.cube_dim),
                        launch.dry_run ? R"(,"dry_run":true)" : "",
                        launch.captured ? R"(,"captured":true)" : "");
@@ -247,11 +261,17 @@ class trace_builder {
       }
       case event_kind::kernel: {
         const auto& launch = pass_.launches[e.index];
+        // Index 0 of the scope cache is "outside every scope"; scope s is at s + 1.
+        const auto& scope = quoted(launch_scopes_, launch.scope ? *launch.scope + 1 : 0, [&](std::size_t s) {
+          return s == 0 ? std::string{} : scope_path_of(s - 1);
+        });
         fmt::format_to(to, R"({{"ph":"X","cat":"kernel","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"kernel":{},"scope":{},"launched_by":{},"method":{}}}}})",
-                       json_string(kernel_label(launch.kernel)), t.pid, t.tid, micros(e.ts), micros(e.dur),
-                       json_string(pass_.kernels.at(launch.kernel)), json_string(scope_text(launch.scope)),
-                       json_string(pass_.threads.at(launch.thread).name),
-                       json_string(to_string(launch.timing->method)));
+                       quoted(kernel_labels_, launch.kernel, kernel_label_of), t.pid, t.tid, micros(e.ts),
+                       micros(e.dur), quoted(kernel_names_, launch.kernel, kernel_name_of), scope,
+                       quoted(thread_names_, launch.thread, [&](std::size_t h) { return pass_.threads.at(h).name; }),
+                       quoted(method_names_, static_cast<std::size_t>(launch.timing->method), [&](std::size_t) {
+                         return std::string{to_string(launch.timing->method)};
+                       }));
         return;
       }
       case event_kind::flow_start:
@@ -353,6 +373,15 @@ class trace_builder {
   std::vector<std::size_t> kernel_track_;
   std::vector<std::pair<std::int64_t, std::int64_t>> flow_ends_;  // per launch with an arrow
   std::map<int, int> next_tid_;
+  // Each table entry's text as a JSON string, made when first written (quoted()).
+  std::vector<std::optional<std::string>> scope_names_;
+  std::vector<std::optional<std::string>> scope_paths_;
+  std::vector<std::optional<std::string>> launch_scopes_;
+  std::vector<std::optional<std::string>> kernel_labels_;
+  std::vector<std::optional<std::string>> kernel_names_;
+  std::vector<std::optional<std::string>> stream_names_;
+  std::vector<std::optional<std::string>> thread_names_;
+  std::vector<std::optional<std::string>> method_names_;
 };
 
 }  // namespace

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <launchwatch/attribute/merge.hpp>
 #include <launchwatch/attribute/render.hpp>
@@ -87,6 +88,8 @@ std::vector<std::string> program_environment(const run_options& options, const s
       {"LAUNCHWATCH_RUN_TIMING", options.timing},
       {"LAUNCHWATCH_RUN_CAPTURE_RANGE", options.capture_range},
       {"LAUNCHWATCH_RUN_UNSCOPED", options.unscoped},
+      {"LAUNCHWATCH_RUN_TRACE_EVENTS", std::to_string(options.trace_events)},
+      {"LAUNCHWATCH_RUN_SNAPSHOT_EVERY", std::to_string(options.snapshot_every)},
       // So a process the program starts in turn (torchrun's ranks, a subprocess) writes its own
       // report beside the program's rather than over it.
       {"LAUNCHWATCH_RUN_PARENT", std::to_string(::getpid())},
@@ -338,6 +341,31 @@ descendants descendants_reports(const output_folder& out) {
   return found;
 }
 
+/// What trace.json says it left out (its `launchwatch_dropped_events` metadata event, which the
+/// writer puts on a line of its own among the first; render.hpp), as the line under the tree
+/// table; empty when it left out nothing or cannot be read.
+std::string trace_left_out_line(const fs::path& trace, long long trace_events) {
+  std::ifstream in{trace};
+  std::string line;
+  for (int i = 0; i < 64 && std::getline(in, line); ++i) {
+    if (line.find("\"launchwatch_dropped_events\"") == std::string::npos) continue;
+    if (!line.empty() && line.back() == ',') line.pop_back();
+    const auto event = nlohmann::json::parse(line, nullptr, false);
+    if (event.is_discarded()) return {};
+    const auto& args = event.value("args", nlohmann::json::object());
+    const auto number = [&](const char* name) { return args.value(name, std::uint64_t{0}); };
+    const auto dropped = number("dropped_events");
+    const auto launches = number("launches_beyond_prefix");
+    const auto intervals = number("scope_intervals_beyond_prefix");
+    return fmt::format(
+        "trace.json: the pass's beginning, {} events (--trace-events {}); left out: {} later launches "
+        "and {} later scope intervals, which are in the summary only{}",
+        number("events"), trace_events, launches, intervals,
+        dropped > 0 ? fmt::format(", and {} events cut by the cap", dropped) : std::string{});
+  }
+  return {};
+}
+
 /// Prints the report the injection left, or says why there is none: the program's own, and when
 /// processes it started left reports too, one merged report of them all (a row per process); the
 /// last line names every process that started watching and left no report. Returns whether any
@@ -377,9 +405,21 @@ bool print_report(const run_options& options, const output_folder& out, const in
     return false;
   }
   std::cout << fmt::format("\nlaunchwatch run: {} {}\n\n", program, how_it_ended(status));
+  const auto trace = out.path / "trace.json";
+  const bool trace_written = fs::exists(trace, error) && written_since_claimed(out, trace);
+  const auto left_out = trace_written ? trace_left_out_line(trace, options.trace_events) : std::string{};
   if (others.reports.empty()) {
     write_tree(std::cout, load_summary(summary));
+    if (options.snapshot_every > 0 && !trace_written) {
+      // Killed before its report: what is there is the last snapshot (--snapshot-every).
+      std::cout << fmt::format("\n{} ended before its report was written: {} is its last snapshot "
+                               "(--snapshot-every {}), and there is no trace\n",
+                               program, summary.string(), options.snapshot_every);
+      lost_processes();
+      return true;
+    }
     std::cout << '\n' << wrote_report_files(out.path) << '\n';
+    if (!left_out.empty()) std::cout << left_out << '\n';
     lost_processes();
     return true;
   }
@@ -395,6 +435,7 @@ bool print_report(const run_options& options, const output_folder& out, const in
             << (own ? wrote_report_files(out.path) + "\n" : std::string{})
             << fmt::format("each process's files are in {}/<process>/ (launchwatch report --merge them)\n",
                            (out.path / "processes").string());
+  if (own && !left_out.empty()) std::cout << left_out << '\n';
   lost_processes();
   return true;
 }
@@ -452,6 +493,16 @@ CLI::App* add_run_command(CLI::App& app, run_options& options) {
                   "the range open on the one thread that has one, as PyTorch's backward kernels on "
                   "its autograd thread; outside when several have) or outside")
       ->check(CLI::IsMember({"sole-scoped-thread", "outside"}))
+      ->capture_default_str();
+  run->add_option("--trace-events", options.trace_events,
+                  "at most N events in trace.json: the pass's beginning (its launches and ranges until "
+                  "N events' worth), everything after it in the summary only, and said so; 0 = no cap")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  run->add_option("--snapshot-every", options.snapshot_every,
+                  "rewrite summary.json with the summary so far every SECONDS while the program runs (a "
+                  "job killed by its scheduler keeps it); 0 = only at exit")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   run->add_option("command", options.command, "-- PROGRAM [ARGS...]: the program to run, and its arguments");
   run->positionals_at_end();

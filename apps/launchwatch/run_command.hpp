@@ -1,4 +1,5 @@
-// `launchwatch run [--out DIR] [--force] [--timing ...] [--capture-range ...] [--unscoped ...] -- PROGRAM [ARGS...]`: runs an
+// `launchwatch run [--out DIR] [--force] [--timing ...] [--capture-range ...] [--unscoped ...]
+// [--trace-events N] [--snapshot-every SECONDS] -- PROGRAM [ARGS...]`: runs an
 // unmodified program with launchwatch's injection library loaded into it (CUDA_INJECTION64_PATH,
 // NVTX_INJECTION64_PATH), then prints the report the injection left in DIR.
 #pragma once
@@ -17,6 +18,11 @@ struct run_options {
   std::string timing = "deferred";
   std::string capture_range = "none";
   std::string unscoped = "sole-scoped-thread";
+  /// At most this many trace events in trace.json, the pass's beginning; 0 = no cap. Negative is
+  /// refused by the parser.
+  long long trace_events = 1'000'000;
+  /// Seconds between rewrites of summary.json while the program runs; 0 = only at exit.
+  long long snapshot_every = 0;
   std::vector<std::string> command;  // PROGRAM and its arguments
 };
 

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -52,6 +53,14 @@ struct session {
   std::unique_ptr<cuda_bridge> bridge;
   bool cuda_tried = false;
   std::string cuda_unavailable;  // why the bridge did not start, once it was tried
+  // The snapshot thread (run_settings::snapshot_every) and how it is told to stop. `snapshotting`
+  // is held for each snapshot, and by fork's prepare handler, so a child forked without exec never
+  // inherits a snapshot's locks half taken.
+  std::thread snapshots;
+  std::mutex snapshot_mutex;
+  std::condition_variable snapshot_stop;
+  bool stop_snapshots = false;
+  std::mutex snapshotting;
 };
 
 // Never destroyed: the program's other threads may still report launches while statics go.
@@ -159,6 +168,38 @@ void catch_stop_signals() {
   }}.detach();
 }
 
+/// The snapshot thread: every `snapshot_every`, the summary so far into summary.json.
+void take_snapshots() {
+  auto& s = *the_session;
+  std::unique_lock lock{s.snapshot_mutex};
+  bool said = false;
+  while (!s.snapshot_stop.wait_for(lock, s.settings.snapshot_every, [&] { return s.stop_snapshots; })) {
+    lock.unlock();
+    try {
+      std::lock_guard snapshotting{s.snapshotting};
+      auto summary = s.observer->snapshot_summary();
+      summary.process = s.place.label;
+      s.files->write_summary(summary);
+    } catch (const std::exception& error) {
+      if (!std::exchange(said, true)) say(fmt::format("a snapshot of summary.json failed: {}", error.what()));
+    }
+    lock.lock();
+  }
+}
+
+extern "C" void pause_snapshots_for_fork() { the_session->snapshotting.lock(); }
+extern "C" void resume_snapshots_after_fork() { the_session->snapshotting.unlock(); }
+
+void stop_snapshots() {
+  auto& s = *the_session;
+  {
+    std::lock_guard lock{s.snapshot_mutex};
+    s.stop_snapshots = true;
+  }
+  s.snapshot_stop.notify_all();
+  if (s.snapshots.joinable() && s.snapshots.get_id() != std::this_thread::get_id()) s.snapshots.join();
+}
+
 void start() {
   auto& s = *the_session;
   try {
@@ -173,12 +214,13 @@ void start() {
     tell_launchwatch(fmt::format("failed {}", error.what()));
     return;
   }
-  attribution_options options;
-  options.timing = s.settings.timing;
-  options.unscoped = s.settings.unscoped;
-  s.observer = std::make_shared<attribution>(options);
+  s.observer = std::make_shared<attribution>(session_attribution_options(s.settings));
   s.watching.emplace(s.observer);
   running = true;
+  if (s.settings.snapshot_every.count() > 0 &&
+      ::pthread_atfork(&pause_snapshots_for_fork, &resume_snapshots_after_fork, &resume_snapshots_after_fork) == 0) {
+    s.snapshots = std::thread{take_snapshots};
+  }
   tell_launchwatch("watching");
   std::atexit(&finish_at_exit);
   // Python ends an uncaught KeyboardInterrupt by finalising, then raising SIGINT again with its
@@ -186,6 +228,19 @@ void start() {
   using py_at_exit = int (*)(void (*)());
   if (auto* at_exit = reinterpret_cast<py_at_exit>(::dlsym(RTLD_DEFAULT, "Py_AtExit"))) at_exit(&finish_at_exit);
   catch_stop_signals();
+}
+
+/// `text` as a whole number of at most `most`, digits only (no sign, space or suffix); throws
+/// configuration_error naming `variable` and what it counts otherwise.
+std::size_t whole_number(std::string_view text, const char* variable, const char* counts,
+                         std::size_t most = static_cast<std::size_t>(-1)) {
+  std::size_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  const bool digits_only = !text.empty() && text.front() >= '0' && text.front() <= '9';
+  if (!digits_only || error != std::errc{} || end != text.data() + text.size() || value > most) {
+    throw configuration_error{fmt::format("{} is '{}'; use a whole number of {}", variable, text, counts)};
+  }
+  return value;
 }
 
 }  // namespace
@@ -214,6 +269,13 @@ run_settings read_run_settings() {
       throw configuration_error{
           fmt::format("LAUNCHWATCH_RUN_PARENT is '{}'; it must be the pid of `launchwatch run`", parent)};
     }
+  }
+  if (const auto events = environment("LAUNCHWATCH_RUN_TRACE_EVENTS"); !events.empty()) {
+    settings.trace_events = whole_number(events, "LAUNCHWATCH_RUN_TRACE_EVENTS", "events, 0 for no cap");
+  }
+  if (const auto every = environment("LAUNCHWATCH_RUN_SNAPSHOT_EVERY"); !every.empty()) {
+    settings.snapshot_every = std::chrono::seconds{static_cast<std::chrono::seconds::rep>(
+        whole_number(every, "LAUNCHWATCH_RUN_SNAPSHOT_EVERY", "seconds, 0 for no snapshots", 1'000'000'000))};
   }
   const auto unscoped = environment("LAUNCHWATCH_RUN_UNSCOPED");
   if (unscoped == "outside") {
@@ -290,6 +352,7 @@ void finish_run_session() noexcept {
   try {
     std::call_once(finished, [] {
       auto& s = *the_session;
+      stop_snapshots();
       {
         std::lock_guard lock{cuda_mutex};
         if (s.bridge) {
@@ -306,10 +369,9 @@ void finish_run_session() noexcept {
         }
       }
       s.watching.reset();
-      const auto pass = s.observer->collect();
-      auto summary = summarize(pass);
-      summary.process = s.place.label;
-      s.files->write(pass, summary);
+      auto pass = s.observer->collect_bounded();
+      pass.summary.process = s.place.label;
+      s.files->write(pass.trace_prefix, pass.summary, session_trace_options(s.settings, pass.left_out));
       tell_launchwatch("written");
     });
   } catch (const std::exception& error) {

@@ -13,6 +13,8 @@
 //   nvtx_program ranks N         like spawn, with two children given RANK=10 and RANK=2 in turn
 //   nvtx_program forkterm N      the ranges, then forks a child that sends itself SIGTERM; exit
 //                                status N once the child was ended by it (93 if it was not)
+//   nvtx_program steps N         N times the ranges "outer/inner" (2 N scope intervals), then exit
+//                                status 0
 
 #include <chrono>
 #include <csignal>
@@ -44,7 +46,7 @@ void ranges() {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: nvtx_program exit N | signal N | kill N | wait READY_FILE | spawn N | ranks N | fork N | forkterm N\n");
+    std::fprintf(stderr, "usage: nvtx_program exit N | signal N | kill N | wait READY_FILE | spawn N | ranks N | fork N | forkterm N | steps N\n");
     return 2;
   }
   const std::string_view mode{argv[1]};
@@ -99,6 +101,10 @@ int main(int argc, char** argv) {
   if (mode == "kill") {
     ranges();
     return std::raise(SIGKILL);
+  }
+  if (mode == "steps") {
+    for (long i = std::atol(argv[2]); i > 0; --i) ranges();
+    return 0;
   }
   if (mode == "signal") {
     ranges();

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -123,6 +124,25 @@ class RunCommand : public ::testing::Test {
     wait_until_ready(ready);
     EXPECT_EQ(kill(launchwatch, signal_number), 0);
     return wait(launchwatch);
+  }
+
+  /// Waits for the program under `launchwatch` to write `ready`, then up to 10 s for a loadable
+  /// summary.json (a snapshot) into `snapshot`; returns whether launchwatch still ran throughout.
+  bool wait_for_snapshot(pid_t launchwatch, const fs::path& ready,
+                         std::optional<launchwatch::pass_summary>& snapshot) {
+    for (int i = 0; i < 3000 && !fs::exists(ready); ++i) std::this_thread::sleep_for(10ms);
+    EXPECT_TRUE(fs::exists(ready)) << "the program never got going";
+    for (int i = 0; i < 100 && !snapshot; ++i) {
+      std::this_thread::sleep_for(100ms);
+      int status = 0;
+      if (waitpid(launchwatch, &status, WNOHANG) != 0) return false;
+      try {
+        snapshot = launchwatch::load_summary(report() / "summary.json");
+      } catch (const launchwatch::summary_error&) {
+        // Not written yet: there is no summary.json until the first snapshot.
+      }
+    }
+    return true;
   }
 
   fs::path folder_;
@@ -358,6 +378,90 @@ TEST_F(RunCommand, RanksReportsArePrintedInTheirNumbersOrderEachUnderItsRank) {
   ASSERT_NE(rank_10, std::string::npos) << out_;
   EXPECT_LT(rank_2, rank_10) << "rank 10 ran first, but 2 comes before 10\n" << out_;
   EXPECT_THAT(out_, HasSubstr("2 process(es) it started left reports of their own"));
+}
+
+TEST_F(RunCommand, TraceEventsCapsTheTraceAndTheTablesLastLineAndTheTracesMetadataSayWhatWasLeftOut) {
+  // 10 steps of outer/inner: 20 scope intervals. 5 fit; the 6th (step 2's outer) was open when the
+  // prefix filled, so it is kept too, and the writer's own cap of 5 cuts it: 14 left out.
+  ASSERT_EQ(run({"run", "--out", report(), "--trace-events", "5", "--", NVTX_PROGRAM, "steps", "10"}), 0) << err_;
+  std::istringstream lines{out_};
+  std::string line;
+  std::string last;
+  while (std::getline(lines, line)) {
+    if (!line.empty()) last = line;
+  }
+  EXPECT_THAT(last, HasSubstr("--trace-events 5"));
+  EXPECT_THAT(last, HasSubstr("left out: 0 later launches and 14 later scope intervals"));
+  EXPECT_THAT(last, HasSubstr("and 1 events cut by the cap"));
+  const auto trace = read_file(report() / "trace.json");
+  EXPECT_THAT(trace, HasSubstr(R"("launches_beyond_prefix":0,"scope_intervals_beyond_prefix":14)"));
+  EXPECT_THAT(trace, HasSubstr("14 scope intervals only in the summary"));
+  EXPECT_EQ(count(trace, R"("cat":"scope")"), 5u) << trace;
+  // The summary still has every thread that entered a scope.
+  EXPECT_EQ(launchwatch::load_summary(report() / "summary.json").host_threads, 1u);
+}
+
+TEST_F(RunCommand, TraceEventsZeroKeepsEveryEventAndSaysNothingWasLeftOut) {
+  ASSERT_EQ(run({"run", "--out", report(), "--trace-events", "0", "--", NVTX_PROGRAM, "steps", "10"}), 0) << err_;
+  const auto trace = read_file(report() / "trace.json");
+  EXPECT_EQ(count(trace, R"("cat":"scope")"), 20u);
+  EXPECT_THAT(trace, Not(HasSubstr("launchwatch_dropped_events")));
+  EXPECT_THAT(out_, Not(HasSubstr("left out:")));
+}
+
+TEST_F(RunCommand, ANegativeTraceEventsCountIsRefusedBeforeTheProgramRuns) {
+  const auto ran = folder_ / "ran";
+  EXPECT_NE(run({"run", "--out", report(), "--trace-events", "-1", "--", "/bin/sh", "-c",
+                 "touch '" + ran.string() + "'"}),
+            0);
+  EXPECT_THAT(err_, HasSubstr("--trace-events"));
+  EXPECT_FALSE(fs::exists(ran));
+}
+
+TEST_F(RunCommand, TheInjectionsTraceEventsSettingIsAWholeNumberOrRefused) {
+  setenv("LAUNCHWATCH_RUN_TRACE_EVENTS", "12x", 1);
+  setenv("NVTX_INJECTION64_PATH", LAUNCHWATCH_INJECTION, 1);
+  const pid_t pid = spawn({NVTX_PROGRAM, "exit", "4"});
+  EXPECT_EQ(wait(pid), 4);
+  unsetenv("LAUNCHWATCH_RUN_TRACE_EVENTS");
+  EXPECT_THAT(err_, HasSubstr("LAUNCHWATCH_RUN_TRACE_EVENTS is '12x'; use a whole number of events"));
+}
+
+TEST_F(RunCommand, SnapshotEveryOneSecondLeavesALoadableSummaryWhileTheProgramStillRuns) {
+  const auto ready = folder_ / "ready";
+  const pid_t launchwatch =
+      start({"run", "--out", report(), "--snapshot-every", "1", "--", NVTX_PROGRAM, "wait", ready.string()});
+  std::optional<launchwatch::pass_summary> snapshot;
+  const bool still_running = wait_for_snapshot(launchwatch, ready, snapshot);
+  EXPECT_TRUE(still_running) << "launchwatch ended before a snapshot was read";
+  ASSERT_TRUE(snapshot.has_value()) << "no loadable summary.json within 10 s";
+  // The thread that left its "collected" range is in it.
+  EXPECT_EQ(snapshot->host_threads, 1u);
+  EXPECT_EQ(kill(launchwatch, SIGTERM), 0);
+  EXPECT_EQ(wait(launchwatch), 128 + SIGTERM) << err_;
+  EXPECT_EQ(launchwatch::load_summary(report() / "summary.json").host_threads, 1u);
+  // No temporary file is left behind.
+  for (const auto& entry : fs::directory_iterator{report()}) {
+    EXPECT_THAT(entry.path().filename().string(), Not(HasSubstr(".tmp"))) << entry.path();
+  }
+}
+
+TEST_F(RunCommand, AProgramKilledBySigkillLeavesItsLastSnapshotAndItIsPrintedAsOne) {
+  const auto ready = folder_ / "ready";
+  const pid_t launchwatch =
+      start({"run", "--out", report(), "--snapshot-every", "1", "--", NVTX_PROGRAM, "wait", ready.string()});
+  std::optional<launchwatch::pass_summary> snapshot;
+  ASSERT_TRUE(wait_for_snapshot(launchwatch, ready, snapshot));
+  ASSERT_TRUE(snapshot.has_value());
+  // SIGKILL the program (its pid is in the file it made ready), as a scheduler ending a job would.
+  std::istringstream ready_file{read_file(ready)};
+  pid_t program = 0;
+  ASSERT_TRUE(ready_file >> program);
+  EXPECT_EQ(kill(program, SIGKILL), 0);
+  EXPECT_EQ(wait(launchwatch), 128 + SIGKILL) << err_;
+  EXPECT_THAT(out_, HasSubstr("ended before its report was written"));
+  EXPECT_THAT(out_, HasSubstr("is its last snapshot (--snapshot-every 1)"));
+  EXPECT_EQ(launchwatch::load_summary(report() / "summary.json").host_threads, 1u);
 }
 
 }  // namespace

@@ -6,7 +6,8 @@
 namespace launchwatch::detail {
 
 /// How many fork()s separate this process from the one that started it: 0 in the original process,
-/// one more in each child (counted by a pthread_atfork child handler).
+/// one more in each child (counted by the fork handler of fork_locks.hpp, before any other child
+/// handler runs).
 ///
 /// A child inherits every thread's state but only the forking thread: a stream worker, the CPU pool
 /// and the logger's writer are gone there. Whatever keeps such a thread records the generation it

@@ -1,6 +1,8 @@
 // Interning and demangling device symbols (kernel_symbols.hpp).
 #include "kernel_symbols.hpp"
 
+#include "fork_locks.hpp"
+
 #include <cxxabi.h>
 
 #include <cstdint>
@@ -65,6 +67,16 @@ symbol_table& symbol_table::process() {
   static auto* table = new symbol_table;  // never destroyed: names are views into it
   return *table;
 }
+
+namespace {
+
+// A thread interning a symbol at the fork would leave the table locked in the child, whose first
+// launch of a new kernel would wait forever (fork_locks.hpp: symbol_table).
+[[maybe_unused]] const bool symbols_enrolled = fork_locks::enroll(
+    fork_locks::rank::symbol_table,
+    fork_locks::one_lock<[]() -> auto& { return symbol_table::process().lock_for_fork(); }>);
+
+}  // namespace
 
 kernel_symbol symbol_cache::find(const char* symbol, symbol_table& table) {
   const auto address = reinterpret_cast<std::uintptr_t>(symbol);

@@ -52,6 +52,9 @@ class symbol_table {
   /// The process's table (never destroyed, so names outlive every static destructor's launches).
   static symbol_table& process();
 
+  /// The table's lock, for the fork handlers that take it across fork() (fork_locks.hpp).
+  std::shared_mutex& lock_for_fork() noexcept { return mutex_; }
+
  private:
   mutable std::shared_mutex mutex_;
   // Keys view the mangled copy held by each node's value, so a node never moves its text.

@@ -22,13 +22,13 @@
 #include <utility>
 #include <vector>
 
-#include <pthread.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 #include <spdlog/logger.h>
 
 #include "diagnostics.hpp"
+#include "fork_locks.hpp"
 #include "launch_watch_writer.hpp"
 #include "logger/environment.hpp"
 #include "logger/lines.hpp"
@@ -109,41 +109,37 @@ struct logger_state {
   running_totals running;
 
   static logger_state& get() {
-    static auto* const state = [] {
-      auto* created = new logger_state;
-      register_fork_handlers();
-      return created;
-    }();
+    static auto* const state = new logger_state;
     return *state;
   }
 
   /// A forked child has only the thread that forked: the writer stayed with the parent. The locks
-  /// are held across the fork (so the child gets them free, not held by a thread it lacks), and the
-  /// child forgets the writer and what was queued for it, so its own launches start a writer of its
-  /// own, and its syncs and exit wait for nothing of the parent's.
-  static void register_fork_handlers() noexcept;
+  /// are held across the fork (fork_locks.hpp: logger_config, then logger_queue), so the child gets
+  /// them free, not held by a thread it lacks, and the child forgets the writer and what was queued
+  /// for it, so its own launches start a writer of its own, and its syncs and exit wait for nothing
+  /// of the parent's. What a fork waits for here: a file being opened (config_mutex), or the writer
+  /// taking a batch or pushing an entry (the queue's lock); never a measurement being resolved or a
+  /// line being written, which the writer does with the lock released.
   void forget_parents_writer() noexcept;
 };
 
-void logger_state::register_fork_handlers() noexcept {
-  (void)::pthread_atfork(
-      [] {
-        auto& state = get();
-        state.config_mutex.lock();
-        state.mutex.lock();
-      },
-      [] {
-        auto& state = get();
-        state.mutex.unlock();
-        state.config_mutex.unlock();
-      },
-      [] {
-        auto& state = get();
-        state.forget_parents_writer();
-        state.mutex.unlock();
-        state.config_mutex.unlock();
-      });
-}
+constexpr fork_locks::handlers config_across_fork{
+    []() noexcept { logger_state::get().config_mutex.lock(); },
+    []() noexcept { logger_state::get().config_mutex.unlock(); },
+    []() noexcept { logger_state::get().config_mutex.unlock(); },
+};
+constexpr fork_locks::handlers queue_across_fork{
+    []() noexcept { logger_state::get().mutex.lock(); },
+    []() noexcept { logger_state::get().mutex.unlock(); },
+    []() noexcept {
+      auto& state = logger_state::get();
+      state.forget_parents_writer();
+      state.mutex.unlock();
+    },
+};
+[[maybe_unused]] const bool logger_enrolled =
+    fork_locks::enroll(fork_locks::rank::logger_config, config_across_fork) &&
+    fork_locks::enroll(fork_locks::rank::logger_queue, queue_across_fork);
 
 void logger_state::forget_parents_writer() noexcept {
   // Neither joined nor destroyed: both would wait for a thread this process does not have. The

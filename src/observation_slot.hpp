@@ -34,9 +34,8 @@ struct observation_stack {
 
   void push(launch_observation& observation);
   void remove(launch_observation& observation);
-  /// Locks the slot before a fork() and releases it after, in the parent and in the child, so a
-  /// child never inherits a reader count of a thread it does not have.
-  static void register_fork_handlers() noexcept;
+  // Held exclusively across fork(), first of the fork's locks (fork_locks.hpp, observe.cpp), so a
+  // child never inherits a reader count of a thread it does not have.
 };
 
 /// How deep this thread is inside observer methods. An observer that launches or installs from

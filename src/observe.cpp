@@ -2,8 +2,6 @@
 
 #include <launchwatch/observe.hpp>
 
-#include <pthread.h>
-
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +9,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "fork_locks.hpp"
 #include "launch_watch_writer.hpp"
 #include "observation_slot.hpp"
 
@@ -19,23 +18,23 @@ namespace detail {
 
 observation_stack& observation_stack::get() {
   // Never destroyed: threads may still launch while static destructors run.
-  static auto* const stack = [] {
-    auto* created = new observation_stack;
-    register_fork_handlers();
-    return created;
-  }();
+  static auto* const stack = new observation_stack;
   return *stack;
 }
 
-void observation_stack::register_fork_handlers() noexcept {
-  // The distributed lock counts readers per thread: a thread caught reporting a launch at the fork
-  // would leave its count behind in the child, where no thread will ever drop it, and the child's
-  // first install would wait forever. Holding the lock exclusively across the fork means no reader
-  // is inside. (A fork from inside an observer method would wait for itself: observer methods must
-  // not fork, as they must not launch.)
-  (void)::pthread_atfork([] { get().mutex.lock(); }, [] { get().mutex.unlock(); },
-                         [] { get().mutex.unlock(); });
-}
+namespace {
+
+// The distributed lock counts readers per thread: a thread caught reporting a launch at the fork
+// would leave its count behind in the child, where no thread will ever drop it, and the child's
+// first install would wait forever. Holding the lock exclusively across the fork means no reader
+// is inside. It is the outermost of the fork's locks (fork_locks.hpp): a launch holds it while its
+// observer takes the attribution's locks. (A fork from inside an observer method would wait for
+// itself: observer methods must not fork, as they must not launch.)
+[[maybe_unused]] const bool slot_enrolled = fork_locks::enroll(
+    fork_locks::rank::observation_slot,
+    fork_locks::one_lock<[]() -> auto& { return observation_stack::get().mutex; }>);
+
+}  // namespace
 
 void observation_stack::push(launch_observation& observation) {
   static std::atomic<std::uint64_t> next_serial{1};

@@ -303,7 +303,12 @@ pass_record attribution::collect() {
         "(attribution_options::aggregate_only), so there is no pass_record to collect; call "
         "collect_summary() instead"};
   }
-  std::lock_guard collecting{r.collect_mutex};
+  // Asked before any lock is taken: it reads the observer slot, which is ordered before every
+  // attribution lock (fork_locks.hpp).
+  const bool measurements_may_come = this->measurements_may_come();
+  // Held while the records are taken, not while they are read: reading waits for kernels, and a
+  // fork() takes this lock (fork_locks.hpp: recorder_collect).
+  std::unique_lock collecting{r.collect_mutex};
 
   std::vector<taken_log> taken;
   {
@@ -318,7 +323,6 @@ pass_record attribution::collect() {
   // timing, so none comes when this attribution asked for none or is not the installed observer
   // (nothing is, or another replaced it). Nor does one come for the calling thread's own launch
   // (it is here, not inside a launch), or for a launch recorded into a graph (never awaiting).
-  const bool measurements_may_come = this->measurements_may_come();
   const auto this_thread = detail::thread_token();
   std::optional<instant> earliest_left;
   for (auto& t : taken) {
@@ -365,6 +369,7 @@ pass_record attribution::collect() {
   // every launch of a pass is on its timeline.
   const instant next_origin = r.clock();
   pass.origin = std::exchange(r.origin, std::min(next_origin, earliest_left.value_or(next_origin)));
+  collecting.unlock();
   pass.timing = r.timing;
   pass_builder tables{pass};
   std::string first_failure;
@@ -582,8 +587,12 @@ struct free_prefix_intervals {
 pass_summary attribution::collect_summary() {
   auto& r = *recorder_;
   if (!r.pools->aggregate_only) return summarize(collect());
+  // Asked before any lock is taken: it reads the observer slot, which comes first in the fork
+  // order (fork_locks.hpp). The collect lock is then held while the launches are folded, which
+  // reads their measurements: a fork() waits for those kernels.
+  const bool may_come = measurements_may_come();
   std::lock_guard collecting{r.collect_mutex};
-  auto read = read_aggregate(r, measurements_may_come(), read_kind::take);
+  auto read = read_aggregate(r, may_come, read_kind::take);
   free_prefix_intervals on_exit{read.prefixes};
   r.origin = r.clock();
   r.pools->prefix.reset(r.pools->prefix_events);
@@ -598,8 +607,12 @@ bounded_pass attribution::collect_bounded() {
     result.summary = summarize(result.trace_prefix);
     return result;
   }
+  // Asked before any lock is taken: it reads the observer slot, which comes first in the fork
+  // order (fork_locks.hpp). The collect lock is then held while the launches are folded, which
+  // reads their measurements: a fork() waits for those kernels.
+  const bool may_come = measurements_may_come();
   std::lock_guard collecting{r.collect_mutex};
-  auto read = read_aggregate(r, measurements_may_come(), read_kind::take);
+  auto read = read_aggregate(r, may_come, read_kind::take);
   free_prefix_intervals on_exit{read.prefixes};
   const auto ended = r.pools->prefix.ended();
   r.pools->prefix.reset(r.pools->prefix_events);
@@ -640,8 +653,12 @@ pass_summary attribution::snapshot_summary() {
         "attribution::snapshot_summary: only an aggregate-only attribution "
         "(attribution_options::aggregate_only) can summarise its pass without ending it"};
   }
+  // Asked before any lock is taken: it reads the observer slot, which comes first in the fork
+  // order (fork_locks.hpp). The collect lock is then held while the launches are folded, which
+  // reads their measurements: a fork() waits for those kernels.
+  const bool may_come = measurements_may_come();
   std::lock_guard collecting{r.collect_mutex};
-  auto read = read_aggregate(r, measurements_may_come(), read_kind::snapshot);
+  auto read = read_aggregate(r, may_come, read_kind::snapshot);
   return summary_of(r, read);
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "fork_locks.hpp"
 #include "scope_nvtx.hpp"
 #include "scope_paths.hpp"
 
@@ -25,6 +26,68 @@ struct recorder_registry {
 };
 
 std::atomic<std::uint64_t> next_generation{1};
+
+// --- fork(): the attribute library's ranks in fork_locks.hpp ---
+//
+// The registry's lock is taken first and held until the parent or the child handlers have released
+// everything below it, so the live list, and the recorders and logs it leads to, stay as they are
+// meanwhile (an attribution unregisters before its recorder goes). A thread log is reached through
+// the list of its attribution: one lock per thread that recorded for it.
+
+template <class Each>
+void for_each_live(Each each) noexcept {
+  for (recorder* r : recorder_registry::get().live) each(*r);
+}
+
+/// The handlers of a rank that is one lock in each live recorder: `lock_of(r)` returns r's.
+template <auto lock_of>
+constexpr fork_locks::handlers in_each_recorder{
+    []() noexcept { for_each_live([](recorder& r) { lock_of(r).lock(); }); },
+    []() noexcept { for_each_live([](recorder& r) { lock_of(r).unlock(); }); },
+    []() noexcept { for_each_live([](recorder& r) { lock_of(r).unlock(); }); },
+};
+
+void lock_thread_logs() noexcept {
+  for_each_live([](recorder& r) {
+    for (const auto& log : r.logs) log->mutex.lock();
+  });
+}
+void unlock_thread_logs() noexcept {
+  for_each_live([](recorder& r) {
+    for (const auto& log : r.logs) log->mutex.unlock();
+  });
+}
+
+void lock_pools() noexcept {
+  for_each_live([](recorder& r) {
+    r.pools->launches.lock_for_fork().lock();
+    r.pools->intervals.lock_for_fork().lock();
+  });
+}
+void unlock_pools() noexcept {
+  for_each_live([](recorder& r) {
+    r.pools->intervals.lock_for_fork().unlock();
+    r.pools->launches.lock_for_fork().unlock();
+  });
+}
+
+constexpr fork_locks::handlers thread_logs_across_fork{&lock_thread_logs, &unlock_thread_logs,
+                                                       &unlock_thread_logs};
+constexpr fork_locks::handlers pools_across_fork{&lock_pools, &unlock_pools, &unlock_pools};
+
+[[maybe_unused]] const bool recorders_enrolled =
+    fork_locks::enroll(fork_locks::rank::recorder_registry,
+                       fork_locks::one_lock<[]() -> auto& { return recorder_registry::get().mutex; }>) &&
+    fork_locks::enroll(fork_locks::rank::recorder_collect,
+                       in_each_recorder<[](recorder& r) -> auto& { return r.collect_mutex; }>) &&
+    fork_locks::enroll(fork_locks::rank::recorder_logs,
+                       in_each_recorder<[](recorder& r) -> auto& { return r.logs_mutex; }>) &&
+    fork_locks::enroll(fork_locks::rank::thread_logs, thread_logs_across_fork) &&
+    fork_locks::enroll(fork_locks::rank::recorder_captures,
+                       in_each_recorder<[](recorder& r) -> auto& { return r.captures_mutex; }>) &&
+    fork_locks::enroll(fork_locks::rank::recorder_timeline,
+                       in_each_recorder<[](recorder& r) -> auto& { return r.timeline_mutex; }>) &&
+    fork_locks::enroll(fork_locks::rank::chunk_pools, pools_across_fork);
 
 /// Set when the calling thread's cache below has been destroyed (the thread is exiting): trivially
 /// destructible, so it can still be read while the thread's other thread_locals are torn down.

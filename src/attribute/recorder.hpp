@@ -99,6 +99,9 @@ class chunk_pool {
     for (std::size_t i = 0; i < chunks; ++i) give_back(new chunk<T>{true});
   }
 
+  /// The pool's lock, for the fork handlers that take it across fork() (fork_locks.hpp).
+  std::mutex& lock_for_fork() noexcept { return mutex_; }
+
   /// Frees the spare chunks: the attribution they served has ended.
   void clear() noexcept {
     chunk<T>* spare = nullptr;

@@ -11,8 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include <pthread.h>
-
+#include "fork_locks.hpp"
 #include "recorder.hpp"
 #include "scope_nvtx.hpp"
 #include "scope_paths.hpp"
@@ -76,17 +75,14 @@ struct scoped_threads {
   std::atomic<std::size_t> count{0};
 
   static scoped_threads& get() {
-    static auto* const threads = [] {
-      auto* made = new scoped_threads;
-      // A child forked while another thread lists itself would find the lock held forever, and
-      // would keep the entries of threads it does not have: the fork waits for the lock, and the
-      // child keeps only its own thread's entry.
-      (void)::pthread_atfork([] { get().mutex.lock(); }, [] { get().mutex.unlock(); }, &in_forked_child);
-      return made;
-    }();
+    static auto* const threads = new scoped_threads;
     return *threads;
   }
-  static void in_forked_child();
+  /// A child forked while another thread lists itself would find the lock held forever, and would
+  /// keep the entries of threads it does not have: the fork takes the lock (fork_locks.hpp:
+  /// scoped_threads, after the slot, under which a launch reads the list), and the child keeps only
+  /// its own thread's entry.
+  static void in_forked_child() noexcept;
   /// May throw std::bad_alloc, adding nothing.
   void add(const std::atomic<path_id>* path) {
     std::lock_guard lock{mutex};
@@ -119,13 +115,26 @@ struct scope_stack {
 };
 thread_local scope_stack open_scopes;
 
-void scoped_threads::in_forked_child() {
+void scoped_threads::in_forked_child() noexcept {
   auto& threads = get();
   threads.open.clear();
   if (open_scopes.listed) threads.open.push_back(&open_scopes.innermost);  // reserved: no allocation fails
   threads.count.store(threads.open.size(), std::memory_order_relaxed);
   threads.mutex.unlock();
 }
+
+constexpr fork_locks::handlers scoped_threads_across_fork{
+    []() noexcept { scoped_threads::get().mutex.lock(); },
+    []() noexcept { scoped_threads::get().mutex.unlock(); },
+    &scoped_threads::in_forked_child,
+};
+
+// A thread interning a new scope name at the fork would leave the table locked in the child, whose
+// first new scope would wait forever (review 2026-12-01b, finding 3).
+[[maybe_unused]] const bool scopes_enrolled =
+    fork_locks::enroll(fork_locks::rank::scoped_threads, scoped_threads_across_fork) &&
+    fork_locks::enroll(fork_locks::rank::path_table,
+                       fork_locks::one_lock<[]() -> auto& { return path_table::get().mutex; }>);
 
 /// A token's depth carries, in its top bit, whether the scope is also an NVTX range; a depth of
 /// `no_frame` means it is only that (no attribution was recording when it was entered).

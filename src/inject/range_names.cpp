@@ -5,12 +5,24 @@
 #include <cstring>
 #include <cwchar>
 
+#include "fork_locks.hpp"
+
 namespace launchwatch::detail {
 
 nvtx_registry& nvtx_registry::get() {
   static auto* const registry = new nvtx_registry;
   return *registry;
 }
+
+namespace {
+
+// A thread registering a string at the fork would leave the registry locked in the child, whose
+// next range with a registered name would wait forever (fork_locks.hpp: nvtx_registry).
+[[maybe_unused]] const bool registry_enrolled = fork_locks::enroll(
+    fork_locks::rank::nvtx_registry,
+    fork_locks::one_lock<[]() -> auto& { return nvtx_registry::get().lock_for_fork(); }>);
+
+}  // namespace
 
 nvtxStringHandle_t nvtx_registry::register_string(std::string_view text) {
   std::lock_guard lock{mutex_};

@@ -42,6 +42,9 @@ class nvtx_registry {
   /// The process's registry (never destroyed: NVTX calls may come while statics are destroyed).
   static nvtx_registry& get();
 
+  /// The registry's lock, for the fork handlers that take it across fork() (fork_locks.hpp).
+  std::mutex& lock_for_fork() noexcept { return mutex_; }
+
  private:
   mutable std::mutex mutex_;
   std::deque<const std::string*> strings_;  // handle n is *strings_[n - 1]

@@ -1,12 +1,11 @@
 #include "runtime/allocation.hpp"
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <atomic>
 #include <shared_mutex>  // std::shared_lock
 #include <unordered_map>
 
+#include "fork_locks.hpp"
 #include "reader_lock.hpp"
 
 namespace launchwatch::detail {
@@ -20,11 +19,7 @@ struct registry {
 
   static registry& get() {
     // Never destroyed: buffers may be released by threads still running while statics are torn down.
-    static auto* const instance = [] {
-      auto* created = new registry;
-      allocation::register_fork_handlers();
-      return created;
-    }();
+    static auto* const instance = new registry;
     return *instance;
   }
 };
@@ -112,12 +107,14 @@ allocation* allocation::find(std::uint64_t id) {
   return it == r.entries.end() ? nullptr : it->second;
 }
 
-void allocation::register_fork_handlers() noexcept {
-  // A thread caught looking a span up at the fork would leave its reader count in the child, where
-  // the first buffer created would wait for it forever.
-  (void)::pthread_atfork([] { registry::get().mutex.lock(); },
-                         [] { registry::get().mutex.unlock(); },
-                         [] { registry::get().mutex.unlock(); });
-}
+namespace {
+
+// A thread caught looking a span up at the fork would leave its reader count in the child, where
+// the first buffer created would wait for it forever (fork_locks.hpp: allocation_registry).
+[[maybe_unused]] const bool registry_enrolled =
+    fork_locks::enroll(fork_locks::rank::allocation_registry,
+                       fork_locks::one_lock<[]() -> auto& { return registry::get().mutex; }>);
+
+}  // namespace
 
 }  // namespace launchwatch::detail

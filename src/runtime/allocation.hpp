@@ -55,9 +55,6 @@ struct allocation : std::enable_shared_from_this<allocation> {
   /// Cost: a read lock whose readers share no cache line, and a hash lookup; no reference count.
   static allocation* find(std::uint64_t id);
 
-  /// Takes the registry's lock around a fork(), so a child never inherits it held.
-  static void register_fork_handlers() noexcept;
-
   const std::shared_ptr<device> owner;
   void* const memory;
   const std::size_t bytes;

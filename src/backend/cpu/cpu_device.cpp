@@ -16,6 +16,7 @@
 
 #include "backend/cpu/cpu_pool.hpp"
 #include "fork_generation.hpp"
+#include "fork_locks.hpp"
 
 namespace launchwatch {
 namespace detail {
@@ -436,6 +437,27 @@ std::shared_ptr<stream> cpu_device::create_stream() {
   return std::make_shared<cpu_stream>(shared_from_this());
 }
 
+namespace {
+
+/// The CPU devices handed out, by index.
+struct cpu_devices {
+  std::mutex mutex;
+  std::map<int, std::shared_ptr<cpu_device>> by_index;
+
+  static cpu_devices& get() {
+    // Never destroyed: clients may be created and used by threads still running at exit.
+    static auto* const devices = new cpu_devices;
+    return *devices;
+  }
+};
+
+// A thread creating a client at the fork would leave the table locked in the child, whose first
+// client::cpu() would wait forever (fork_locks.hpp: cpu_devices).
+[[maybe_unused]] const bool devices_enrolled =
+    fork_locks::enroll(fork_locks::rank::cpu_devices,
+                       fork_locks::one_lock<[]() -> auto& { return cpu_devices::get().mutex; }>);
+
+}  // namespace
 }  // namespace detail
 
 client client::cpu(int device_index) {
@@ -447,11 +469,9 @@ client client::cpu(int device_index) {
   // Started at every client creation, before the device is handed out: the logger reads its
   // environment once, and a bad value throws here, every time, rather than running unlogged.
   detail::start_device_runtime();
-  // Never destroyed: clients may be created and used by threads still running at exit.
-  static auto* const mutex = new std::mutex;
-  static auto* const devices = new std::map<int, std::shared_ptr<detail::cpu_device>>;
-  std::lock_guard lock{*mutex};
-  auto& entry = (*devices)[device_index];
+  auto& devices = detail::cpu_devices::get();
+  std::lock_guard lock{devices.mutex};
+  auto& entry = devices.by_index[device_index];
   if (!entry) entry = std::make_shared<detail::cpu_device>(device_index);
   return client{entry};
 }

@@ -144,11 +144,18 @@ class cpu_resolver {
   cpu_resolver(const cpu_resolver&) = delete;
   cpu_resolver& operator=(const cpu_resolver&) = delete;
   ~cpu_resolver() {
-    if (taken_ != nullptr) pool_->let_go(taken_);
+    if (taken_ != nullptr && !pool_->inherited_through_fork()) pool_->let_go(taken_);
   }
 
   std::optional<profile_ticks> operator()() {
     auto* const taken = std::exchange(taken_, nullptr);
+    if (pool_->inherited_through_fork()) [[unlikely]] {
+      // A forked child reading a launch of the parent's (an attribution's kept measurement): the
+      // worker that would finish it is not here, and the pool's lock may have been held at the
+      // fork, so the record is read if it was done by then and is otherwise never given back.
+      if (!taken->done.load(std::memory_order_acquire)) return std::nullopt;
+      return profile_ticks::from_start_end(taken->start, taken->end);
+    }
     while (!taken->done.load(std::memory_order_acquire)) {
       taken->done.wait(false, std::memory_order_acquire);
     }

@@ -15,6 +15,7 @@
 
 #include <launchwatch/profile.hpp>
 
+#include "fork_generation.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/capture_window.hpp"
 
@@ -82,9 +83,13 @@ class cpu_timing_pool {
   record* acquire();
   /// Says one holder of `taken` is done with it; the last one hands it back.
   void let_go(record* taken) noexcept;
+  /// Whether the pool was made before a fork() this process came out of: its stream's worker, which
+  /// finishes its records, stayed with the parent.
+  bool inherited_through_fork() const noexcept { return generation_ != fork_generation(); }
 
  private:
   static constexpr std::size_t chunk_size = 64;
+  const std::uint64_t generation_ = fork_generation();
   std::mutex mutex_;
   std::vector<std::unique_ptr<record[]>> chunks_;
   record* free_ = nullptr;

@@ -123,8 +123,18 @@ TEST(Fork, CompletesWhileOneThreadHoldsAScopeOpenAndAnotherLaunchesOutsideEveryS
   EXPECT_EQ(failed, 0) << "children that did not exit 0";
 }
 
+#if defined(__SANITIZE_THREAD__)
+constexpr bool under_thread_sanitizer = true;
+#else
+constexpr bool under_thread_sanitizer = false;
+#endif
+
 /// The child's part: a new scope, a launch on a new client, an attribution that places the launch
 /// in that scope. Returns the exit status (0 when all of that worked).
+///
+/// Under ThreadSanitizer the launch is a dry run (validated, prepared, reported and attributed, not
+/// executed): this ThreadSanitizer cannot start a thread in a child of a multi-threaded parent (it
+/// reports "dup thread with used id"), and a dry run starts no stream worker.
 int enter_launch_and_attribute(int round) {
   const std::string name = "child " + std::to_string(round);
   auto mine = std::make_shared<attribution>();
@@ -133,10 +143,17 @@ int enter_launch_and_attribute(int round) {
   auto values = client.empty<int>(8);
   {
     scope entered{name};
-    client.launch(fill{values.view(), round}, cube_count{1}, cube_dim{8});
+    if (under_thread_sanitizer) {
+      dry_run_scope dry;
+      client.launch(fill{values.view(), round}, cube_count{1}, cube_dim{8});
+    } else {
+      client.launch(fill{values.view(), round}, cube_count{1}, cube_dim{8});
+    }
   }
-  client.sync();
-  if (client.read(values) != std::vector<int>(8, round)) return 4;
+  if (!under_thread_sanitizer) {
+    client.sync();
+    if (client.read(values) != std::vector<int>(8, round)) return 4;
+  }
   const pass_record pass = mine->collect();
   if (pass.launches.size() != 1) return 5;
   const auto& scope_of_launch = pass.launches.front().scope;

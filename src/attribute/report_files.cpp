@@ -60,7 +60,8 @@ void check_writable(const fs::path& folder) {
 
 }  // namespace
 
-std::string write_file_replacing(const fs::path& path, const std::function<void(std::ostream&)>& fill) {
+std::string write_file_replacing(const fs::path& path, const std::function<void(std::ostream&)>& fill,
+                                 durability wanted) {
   const auto partial = partial_name(path);
   ::unlink(partial.c_str());  // left by a killed process whose pid this one now has
   const int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
@@ -79,7 +80,7 @@ std::string write_file_replacing(const fs::path& path, const std::function<void(
     }
     if (!out) failure = errno != 0 ? errno : EIO;
     // A network or full file system may report the failure only here.
-    if (failure == 0 && ::fsync(fd) != 0 && errno != EINVAL) failure = errno;
+    if (failure == 0 && wanted == durability::synced && ::fsync(fd) != 0 && errno != EINVAL) failure = errno;
     if (buffer.close() == nullptr && failure == 0) failure = errno != 0 ? errno : EIO;
   }
   if (failure == 0 && ::rename(partial.c_str(), path.c_str()) != 0) failure = errno;
@@ -99,16 +100,19 @@ report_files::report_files(fs::path folder) : folder_{created(std::move(folder))
 trace_stats report_files::write(const pass_record& pass, const pass_summary& summary, const trace_options& trace) {
   // Each file is checked as it is written, and a failure stops none of the others.
   std::string failed;
-  const auto write_one = [&](std::string_view name, const std::function<void(std::ostream&)>& fill) {
+  const auto write_one = [&](std::string_view name, const std::function<void(std::ostream&)>& fill,
+                             durability wanted) {
     const auto path = folder_ / name;
-    if (const auto why = write_file_replacing(path, fill); !why.empty()) {
+    if (const auto why = write_file_replacing(path, fill, wanted); !why.empty()) {
       failed += fmt::format("{}{} ({})", failed.empty() ? "" : ", ", path.string(), why);
     }
   };
   trace_stats written;
-  write_one(names[0], [&](std::ostream& out) { write_summary_json(out, summary); });
-  write_one(names[1], [&](std::ostream& out) { write_folded(out, summary); });
-  write_one(names[2], [&](std::ostream& out) { written = write_chrome_trace(out, pass, trace); });
+  write_one(names[0], [&](std::ostream& out) { write_summary_json(out, summary); }, durability::synced);
+  write_one(names[1], [&](std::ostream& out) { write_folded(out, summary); }, durability::synced);
+  // Not waited for: a capped trace is still up to hundreds of megabytes, seconds of disk at exit.
+  write_one(names[2], [&](std::ostream& out) { written = write_chrome_trace(out, pass, trace); },
+            durability::cached);
   if (!failed.empty()) {
     throw std::runtime_error{fmt::format(
         "could not finish writing {}; a file not written keeps its previous version, if it had one", failed)};

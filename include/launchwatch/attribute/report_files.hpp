@@ -16,8 +16,9 @@ namespace launchwatch {
 /// `summary.json`, `flame.folded` (folded stacks) and `trace.json` (Chrome trace) in one folder.
 ///
 /// Nothing of an earlier report is touched until its replacement is whole: each file is written to
-/// a temporary name in the folder (`.NAME.PID.launchwatch-partial`), flushed to the disk, and only
-/// then renamed over the old one, so a run that is interrupted, killed or out of disk space leaves
+/// a temporary name in the folder (`.NAME.PID.launchwatch-partial`) and only then renamed over the
+/// old one (summary.json and flame.folded flushed to the disk first; the trace, up to hundreds of
+/// megabytes, is not waited for: durability::cached), so a run that is interrupted, killed or out of disk space leaves
 /// every file either as it was or new, never empty or cut short. `summary.json`, the one file
 /// `launchwatch report`, `--diff` and `--merge` read, goes first, so it is the last to lose the space
 /// a full disk has left. A name that is a symbolic link is replaced as a link (the file it pointed
@@ -54,12 +55,22 @@ class report_files {
   std::filesystem::path folder_;
 };
 
+/// Whether write_file_replacing waits for the file to reach the disk before it is renamed.
+enum class durability {
+  /// fsync first: the file survives a machine that crashes or loses power just after.
+  synced,
+  /// Renamed once written to the page cache: as whole against a killed process or a full disk, but
+  /// not against a power loss, and no wait for the disk. For files too large to wait for.
+  cached,
+};
+
 /// Writes `path` through `fill` without ever leaving it partly written: `fill` writes into a
-/// temporary file beside `path`, which is flushed to the disk and renamed over `path` only when
-/// everything was written. Returns an empty string when it was, else what went wrong ("No space left
-/// on device"), with the temporary file removed and `path` as it was.
+/// temporary file beside `path`, which is renamed over `path` only when everything was written
+/// (and, `synced`, has reached the disk). Returns an empty string when it was, else what went
+/// wrong ("No space left on device"), with the temporary file removed and `path` as it was.
 /// Thread safety: distinct paths from distinct threads.
-std::string write_file_replacing(const std::filesystem::path& path, const std::function<void(std::ostream&)>& fill);
+std::string write_file_replacing(const std::filesystem::path& path, const std::function<void(std::ostream&)>& fill,
+                                 durability wanted = durability::synced);
 
 /// Whether `name` is one of the temporary files write_file_replacing leaves behind when its process
 /// is killed while writing (`.NAME.PID.launchwatch-partial`): launchwatch's own, safe to remove.

@@ -203,17 +203,20 @@ int run_and_wait(const std::vector<std::string>& command, const std::vector<std:
   give_terminal(terminal, pid);  // the program did it too; whichever comes first
   int status = 0;
   int stops_passed_on = 0;
+  // The program may have left its group (setsid): then it alone is signalled.
+  const auto signal_group = [pid](int signal_number) {
+    if (::kill(-pid, signal_number) != 0) ::kill(pid, signal_number);
+  };
   const auto pass_on = [&](int signal_number) {
     if (++stops_passed_on == 1) {
-      // The program may have left its group (setsid): then it alone is signalled.
-      if (::kill(-pid, signal_number) != 0) ::kill(pid, signal_number);
+      signal_group(signal_number);
       return;
     }
     std::cerr << fmt::format(
         "launchwatch run: a second stop signal ({}): ending {} and every process of its group now "
         "(SIGKILL); a report not written yet is lost, one already written is kept\n",
         ::strsignal(signal_number), command[0]);
-    if (::kill(-pid, SIGKILL) != 0) ::kill(pid, SIGKILL);
+    signal_group(SIGKILL);
   };
   // Reaps what ended: the program, and (launchwatch being their subreaper) processes it started
   // whose parent is gone. True once the program has ended, its status in `status`.

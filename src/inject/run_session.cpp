@@ -33,7 +33,7 @@
 #include <launchwatch/cuda_bridge.hpp>
 #include <launchwatch/errors.hpp>
 
-#include "cupti/inside_cuda_init.hpp"
+#include "cuda_bridge/inside_cuda_init.hpp"
 
 namespace launchwatch::detail {
 namespace {
@@ -330,7 +330,7 @@ void watch_cuda_in_run_session() noexcept {
     // Replayed graphs' kernels in the report, charged to the range that captured them. It needs
     // CUPTI's kernel records, which timing turns on at the first timed launch anyway.
     if (s.settings.timing != timing_request::none) options.graph_replays = cuda_graph_replays::per_node;
-    const cupti::inside_cuda_init no_runtime_calls;
+    const cuda_bridge::inside_cuda_init no_runtime_calls;
     s.bridge = std::make_unique<cuda_bridge>(options);
   } catch (const std::exception& error) {
     s.cuda_unavailable = error.what();
@@ -341,7 +341,7 @@ void watch_cuda_in_run_session() noexcept {
   // its handler is registered after theirs (exit runs them in reverse). finish_run_session works
   // once, however often it is registered. (When no context is ever created, the handler
   // registered at start still writes the report.)
-  (void)cupti::after_cuda_runtime_initialised([] { std::atexit(&finish_at_exit); });
+  (void)cuda_bridge::after_cuda_runtime_initialised([] { std::atexit(&finish_at_exit); });
 }
 
 void finish_run_session() noexcept {

@@ -36,7 +36,7 @@ cuda_bridge_stats cuda_bridge::stats() const noexcept { return {}; }
 
 bool cuda_bridge::built() noexcept { return false; }
 
-namespace detail::cupti {
+namespace detail::cuda_bridge {
 
 // Nothing here calls CUDA, so the guard has nothing to change, and there is no runtime to wait for.
 bool constructing_inside_cuda_init() noexcept { return false; }
@@ -45,6 +45,6 @@ inside_cuda_init::~inside_cuda_init() = default;
 bool after_cuda_runtime_initialised(void (* /*then*/)()) noexcept { return false; }
 void cuda_context_created() noexcept {}
 
-}  // namespace detail::cupti
+}  // namespace detail::cuda_bridge
 
 }  // namespace launchwatch

@@ -21,7 +21,7 @@
 
 #include "kernel_records.hpp"
 
-namespace launchwatch::detail::cupti {
+namespace launchwatch::detail::cuda_bridge {
 
 /// The capture-time launch a graph node was recorded by.
 struct captured_node {
@@ -74,4 +74,4 @@ class graph_replays {
   std::atomic<std::uint64_t> delivered_{0};
 };
 
-}  // namespace launchwatch::detail::cupti
+}  // namespace launchwatch::detail::cuda_bridge

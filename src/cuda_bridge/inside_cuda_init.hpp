@@ -4,7 +4,7 @@
 // do, and the only way to see the program's first launches.
 #pragma once
 
-namespace launchwatch::detail::cupti {
+namespace launchwatch::detail::cuda_bridge {
 
 /// True on a thread while an inside_cuda_init guard lives on it.
 [[nodiscard]] bool constructing_inside_cuda_init() noexcept;
@@ -39,4 +39,4 @@ bool after_cuda_runtime_initialised(void (*then)()) noexcept;
 /// a context created).
 void cuda_context_created() noexcept;
 
-}  // namespace launchwatch::detail::cupti
+}  // namespace launchwatch::detail::cuda_bridge

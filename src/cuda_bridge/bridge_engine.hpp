@@ -18,7 +18,7 @@
 
 namespace launchwatch::detail {
 
-namespace cupti {
+namespace cuda_bridge {
 struct thread_state;
 }
 
@@ -45,9 +45,9 @@ class cuda_bridge_engine {
   /// Sets what every foreign launch says of itself (kernel name, backend, device, grid, block,
   /// collective) and resets the rest; the caller adds stream, capturing and launch_id.
   void describe(launch_info& info, const char* symbol, void* context, std::array<std::uint32_t, 3> grid,
-                std::array<std::uint32_t, 3> block, cupti::thread_state& t);
-  void enter_launch(CUpti_CallbackId id, const CUpti_CallbackData& call, cupti::thread_state& t);
-  void exit_launch(const CUpti_CallbackData& call, cupti::thread_state& t);
+                std::array<std::uint32_t, 3> block, cuda_bridge::thread_state& t);
+  void enter_launch(CUpti_CallbackId id, const CUpti_CallbackData& call, cuda_bridge::thread_state& t);
+  void exit_launch(const CUpti_CallbackData& call, cuda_bridge::thread_state& t);
   void enter_graph_launch(CUpti_CallbackId id, const CUpti_CallbackData& call);
   void on_graph_node(CUpti_CallbackId id, const CUpti_ResourceData& resource);
   /// A kernel node added to a graph by the explicit graph API (cudaGraphAddKernelNode), outside
@@ -55,7 +55,7 @@ class cuda_bridge_engine {
   void report_kernel_node(const CUpti_GraphData& graph);
   void apply_watch_state() noexcept;
   bool ensure_kernel_records() noexcept;
-  int device_of(void* context, cupti::thread_state& t) noexcept;
+  int device_of(void* context, cuda_bridge::thread_state& t) noexcept;
   bool capturing(void* stream) noexcept;
   void synchronize_seen_devices() noexcept;
   void teardown() noexcept;
@@ -68,8 +68,8 @@ class cuda_bridge_engine {
   /// Distinguishes this engine's launches from an earlier one's in a thread's state.
   const std::uint64_t generation_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
-  std::shared_ptr<cupti::kernel_records> records_;
-  cupti::graph_replays graphs_;
+  std::shared_ptr<cuda_bridge::kernel_records> records_;
+  cuda_bridge::graph_replays graphs_;
   /// cuStreamIsCapturing, from the driver through the runtime (no link to libcuda, so a program
   /// built with the bridge still starts on a machine without a driver).
   int (*stream_is_capturing_)(void* stream, int* status) = nullptr;

@@ -9,7 +9,7 @@
 
 #include "diagnostics.hpp"
 
-namespace launchwatch::detail::cupti {
+namespace launchwatch::detail::cuda_bridge {
 namespace {
 
 // Per-thread buffers are CUPTI 13's default, so each launching thread holds one of these while it
@@ -281,4 +281,4 @@ record_counts kernel_records::counts() const noexcept {
   return counts_;
 }
 
-}  // namespace launchwatch::detail::cupti
+}  // namespace launchwatch::detail::cuda_bridge

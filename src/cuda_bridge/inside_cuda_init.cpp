@@ -4,7 +4,7 @@
 #include <atomic>
 #include <utility>
 
-namespace launchwatch::detail::cupti {
+namespace launchwatch::detail::cuda_bridge {
 namespace {
 
 thread_local bool inside = false;
@@ -31,4 +31,4 @@ void cuda_context_created() noexcept {
   if (auto* then = waiting.exchange(nullptr)) then();
 }
 
-}  // namespace launchwatch::detail::cupti
+}  // namespace launchwatch::detail::cuda_bridge

@@ -10,7 +10,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "cupti/versions.hpp"
+#include "cuda_bridge/versions.hpp"
 
 namespace launchwatch {
 namespace {
@@ -75,10 +75,10 @@ TEST(CudaBridgeHost, WithoutADeviceTheBridgeSaysThereIsNone) {
   }
 }
 
-// Versions that do not fit, each with what to do (cupti/versions.hpp), whatever this machine has.
+// Versions that do not fit, each with what to do (cuda_bridge/versions.hpp), whatever this machine has.
 
 TEST(CudaBridgeVersions, ACuptiOlderThanTheOneBuiltAgainstIsRefusedNamingBothAndWhatToDo) {
-  const auto misfit = detail::cupti::versions_misfit({.cupti_loaded = 120000, .cupti_built = 130001,
+  const auto misfit = detail::cuda_bridge::versions_misfit({.cupti_loaded = 120000, .cupti_built = 130001,
                                                       .driver = 13000, .runtime = 13000});
   ASSERT_TRUE(misfit.has_value());
   EXPECT_THAT(*misfit, HasSubstr("CUPTI API 120000 (launchwatch was built against 130001)"));
@@ -86,7 +86,7 @@ TEST(CudaBridgeVersions, ACuptiOlderThanTheOneBuiltAgainstIsRefusedNamingBothAnd
 }
 
 TEST(CudaBridgeVersions, ADriverOfAnOlderMajorVersionThanTheRuntimeIsRefusedNamingBothAndWhatToDo) {
-  const auto misfit = detail::cupti::versions_misfit({.cupti_loaded = 130001, .cupti_built = 130001,
+  const auto misfit = detail::cuda_bridge::versions_misfit({.cupti_loaded = 130001, .cupti_built = 130001,
                                                       .driver = 12080, .runtime = 13000});
   ASSERT_TRUE(misfit.has_value());
   EXPECT_THAT(*misfit, HasSubstr("CUDA driver 12.8, CUDA runtime 13.0"));
@@ -94,14 +94,14 @@ TEST(CudaBridgeVersions, ADriverOfAnOlderMajorVersionThanTheRuntimeIsRefusedNami
 }
 
 TEST(CudaBridgeVersions, VersionsThatFitOrAreUnknownAreNotHeldAgainstTheBridge) {
-  EXPECT_FALSE(detail::cupti::versions_misfit({.cupti_loaded = 130001, .cupti_built = 130001,
+  EXPECT_FALSE(detail::cuda_bridge::versions_misfit({.cupti_loaded = 130001, .cupti_built = 130001,
                                                .driver = 13000, .runtime = 13000}));
-  EXPECT_FALSE(detail::cupti::versions_misfit({.cupti_loaded = 130002, .cupti_built = 130001,
+  EXPECT_FALSE(detail::cuda_bridge::versions_misfit({.cupti_loaded = 130002, .cupti_built = 130001,
                                                .driver = 13010, .runtime = 13000}));
-  EXPECT_FALSE(detail::cupti::versions_misfit({.cupti_loaded = 130001, .cupti_built = 130001,
+  EXPECT_FALSE(detail::cuda_bridge::versions_misfit({.cupti_loaded = 130001, .cupti_built = 130001,
                                                .driver = 0, .runtime = 13000}));
   // Minor version compatibility: a 12.2 driver runs a 12.4 runtime.
-  EXPECT_FALSE(detail::cupti::versions_misfit({.cupti_loaded = 130001, .cupti_built = 130001,
+  EXPECT_FALSE(detail::cuda_bridge::versions_misfit({.cupti_loaded = 130001, .cupti_built = 130001,
                                                .driver = 12020, .runtime = 12040}));
 }
 

@@ -23,7 +23,7 @@
 
 #include <launchwatch/profile.hpp>
 
-namespace launchwatch::detail::cupti {
+namespace launchwatch::detail::cuda_bridge {
 
 /// One kernel record, as the table hands it on to what else wants records (graph replays).
 struct kernel_record {
@@ -169,4 +169,4 @@ class record_resolver {
   std::uint32_t correlation_;
 };
 
-}  // namespace launchwatch::detail::cupti
+}  // namespace launchwatch::detail::cuda_bridge

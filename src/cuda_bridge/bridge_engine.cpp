@@ -38,7 +38,7 @@
 #include "observation_slot.hpp"
 
 namespace launchwatch::detail {
-namespace cupti {
+namespace cuda_bridge {
 
 /// What a thread keeps between a launch's ENTER and EXIT callbacks, and its caches. Trivially
 /// destructible, so reaching it costs a thread-local address and nothing at thread exit.
@@ -242,16 +242,16 @@ struct event_resolver {
 
 }  // namespace
 
-}  // namespace cupti
+}  // namespace cuda_bridge
 
-using cupti::thread_state;
+using cuda_bridge::thread_state;
 
 cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
-    : options_{options}, generation_{cupti::generations.fetch_add(1)} {
+    : options_{options}, generation_{cuda_bridge::generations.fetch_add(1)} {
   using reason = cuda_bridge_unavailable::reason;
   if (options_.read_environment) {
     if (const auto on = cupti_from_environment(); on && !*on) {
-      cupti::unavailable(reason::turned_off,
+      cuda_bridge::unavailable(reason::turned_off,
                          fmt::format("{}=off turns the CUDA bridge off, so only launchwatch's own "
                                      "launches are seen. Unset it (or set it to on) to watch every "
                                      "CUDA kernel of the process.",
@@ -259,9 +259,9 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
     }
   }
   // Inside cuInit the runtime cannot be asked, and the driver being initialised says enough.
-  if (!cupti::constructing_inside_cuda_init()) cupti::require_a_device();
-  if (const auto misfit = cupti::versions_misfit(cupti::versions_in_play())) {
-    cupti::unavailable(reason::incompatible, *misfit);
+  if (!cuda_bridge::constructing_inside_cuda_init()) cuda_bridge::require_a_device();
+  if (const auto misfit = cuda_bridge::versions_misfit(cuda_bridge::versions_in_play())) {
+    cuda_bridge::unavailable(reason::incompatible, *misfit);
   }
 
   std::array<char, 256> holder{};
@@ -276,7 +276,7 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
     if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
       std::string name{holder.data(), ::strnlen(holder.data(), holder.size())};
       if (name.empty()) name = "<not named>";
-      cupti::unavailable(
+      cuda_bridge::unavailable(
           reason::cupti_in_use,
           fmt::format("CUPTI is in use by '{}' (Nsight Systems or Compute, compute-sanitizer, "
                       "cuda-gdb, the PyTorch profiler or another tool's injection), and CUPTI has "
@@ -286,13 +286,13 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
           name);
     }
     if (r == CUPTI_ERROR_NOT_INITIALIZED) {
-      cupti::unavailable(reason::incompatible,
+      cuda_bridge::unavailable(reason::incompatible,
                          fmt::format("CUPTI could not initialise: {}; the versions may not fit "
                                      "({}).",
-                                     cupti::cupti_error(r), cupti::versions()));
+                                     cuda_bridge::cupti_error(r), cuda_bridge::versions()));
     }
-    cupti::unavailable(reason::cupti_failed,
-                       fmt::format("cuptiSubscribe_v2 failed: {}", cupti::cupti_error(r)));
+    cuda_bridge::unavailable(reason::cupti_failed,
+                       fmt::format("cuptiSubscribe_v2 failed: {}", cuda_bridge::cupti_error(r)));
   }
 
   // From here a failure must give CUPTI back before it throws.
@@ -300,17 +300,17 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
     (void)cuptiUnsubscribe(subscriber_);
     (void)cuptiFinalize();
     subscriber_ = nullptr;
-    cupti::unavailable(reason::cupti_failed,
-                       fmt::format("{} failed: {} ({})", call, cupti::cupti_error(r),
-                                   cupti::versions()));
+    cuda_bridge::unavailable(reason::cupti_failed,
+                       fmt::format("{} failed: {} ({})", call, cuda_bridge::cupti_error(r),
+                                   cuda_bridge::versions()));
   };
-  std::function<void(const cupti::kernel_record&)> others;
+  std::function<void(const cuda_bridge::kernel_record&)> others;
   std::function<bool()> others_pending;
   if (options_.graph_replays == cuda_graph_replays::per_node) {
-    others = [this](const cupti::kernel_record& record) { graphs_.on_record(record); };
+    others = [this](const cuda_bridge::kernel_record& record) { graphs_.on_record(record); };
     others_pending = [this] { return graphs_.pending(); };
   }
-  records_ = std::make_shared<cupti::kernel_records>(options_.flush_period, options_.record_timeout,
+  records_ = std::make_shared<cuda_bridge::kernel_records>(options_.flush_period, options_.record_timeout,
                                                      std::move(others), std::move(others_pending));
   if (const int r = records_->start(); r != CUPTI_SUCCESS) {
     records_.reset();
@@ -334,17 +334,17 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
   }
   // The legacy-stream symbol: a per-thread launch's stream is passed as CU_STREAM_PER_THREAD.
   stream_is_capturing_ =
-      reinterpret_cast<int (*)(void*, int*)>(cupti::loaded_driver_function("cuStreamIsCapturing"));
+      reinterpret_cast<int (*)(void*, int*)>(cuda_bridge::loaded_driver_function("cuStreamIsCapturing"));
   kernel_node_params_ = reinterpret_cast<decltype(kernel_node_params_)>(
-      cupti::loaded_driver_function("cuGraphKernelNodeGetParams_v2"));
-  function_name_ = reinterpret_cast<decltype(function_name_)>(cupti::loaded_driver_function("cuFuncGetName"));
-  kernel_name_ = reinterpret_cast<decltype(kernel_name_)>(cupti::loaded_driver_function("cuKernelGetName"));
-  current_context_ = reinterpret_cast<decltype(current_context_)>(cupti::loaded_driver_function("cuCtxGetCurrent"));
+      cuda_bridge::loaded_driver_function("cuGraphKernelNodeGetParams_v2"));
+  function_name_ = reinterpret_cast<decltype(function_name_)>(cuda_bridge::loaded_driver_function("cuFuncGetName"));
+  kernel_name_ = reinterpret_cast<decltype(kernel_name_)>(cuda_bridge::loaded_driver_function("cuKernelGetName"));
+  current_context_ = reinterpret_cast<decltype(current_context_)>(cuda_bridge::loaded_driver_function("cuCtxGetCurrent"));
   // Nodes added by the explicit graph API are launches recorded into a graph, and are reported
   // whatever graph_replays says (the node-adding calls mark the thread, GRAPHNODE_CREATED names the
   // node); per_node also links captured nodes to their replays.
   enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
-  for (const auto id : cupti::add_node_ids) enable(CUPTI_CB_DOMAIN_DRIVER_API, id);
+  for (const auto id : cuda_bridge::add_node_ids) enable(CUPTI_CB_DOMAIN_DRIVER_API, id);
   // For after_cuda_runtime_initialised: a context is created once the runtime is up.
   enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
   if (options_.trace_kernels_from_start || options_.graph_replays == cuda_graph_replays::per_node) {
@@ -354,8 +354,8 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
     }
   }
   {
-    std::lock_guard lock{cupti::listener_mutex};
-    cupti::listening = this;
+    std::lock_guard lock{cuda_bridge::listener_mutex};
+    cuda_bridge::listening = this;
   }
   launch_watch_writer::listen(&on_watch_change);
   apply_watch_state();
@@ -365,16 +365,16 @@ cuda_bridge_engine::~cuda_bridge_engine() { teardown(); }
 
 void cuda_bridge_engine::teardown() noexcept {
   {
-    std::lock_guard lock{cupti::listener_mutex};
-    cupti::listening = nullptr;
+    std::lock_guard lock{cuda_bridge::listener_mutex};
+    cuda_bridge::listening = nullptr;
     launch_watch_writer::listen(nullptr);
   }
   {
     std::lock_guard lock{toggle_mutex_};
-    for (const auto id : cupti::launch_ids) {
+    for (const auto id : cuda_bridge::launch_ids) {
       (void)cuptiEnableCallback(0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
     }
-    for (const auto id : cupti::graph_launch_ids) {
+    for (const auto id : cuda_bridge::graph_launch_ids) {
       (void)cuptiEnableCallback(0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
     }
     launch_callbacks_on_ = false;
@@ -394,8 +394,8 @@ void cuda_bridge_engine::teardown() noexcept {
 }
 
 void cuda_bridge_engine::on_watch_change() noexcept {
-  std::lock_guard lock{cupti::listener_mutex};
-  if (cupti::listening != nullptr) cupti::listening->apply_watch_state();
+  std::lock_guard lock{cuda_bridge::listener_mutex};
+  if (cuda_bridge::listening != nullptr) cuda_bridge::listening->apply_watch_state();
 }
 
 void cuda_bridge_engine::apply_watch_state() noexcept {
@@ -404,11 +404,11 @@ void cuda_bridge_engine::apply_watch_state() noexcept {
   std::lock_guard lock{toggle_mutex_};
   const bool want = launch_path::watched();
   if (want == launch_callbacks_on_) return;
-  for (const auto id : cupti::launch_ids) {
+  for (const auto id : cuda_bridge::launch_ids) {
     (void)cuptiEnableCallback(want ? 1 : 0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
   }
   if (options_.graph_replays == cuda_graph_replays::per_node) {
-    for (const auto id : cupti::graph_launch_ids) {
+    for (const auto id : cuda_bridge::graph_launch_ids) {
       (void)cuptiEnableCallback(want ? 1 : 0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
     }
   }
@@ -427,7 +427,7 @@ bool cuda_bridge_engine::ensure_kernel_records() noexcept {
     diagnostics().warn(
         "The CUDA bridge could not turn on CUPTI's kernel records ({}): foreign launches are "
         "reported but not timed `deferred`.",
-        cupti::cupti_error(r));
+        cuda_bridge::cupti_error(r));
     return false;
   }
   kernel_records_on_.store(true, std::memory_order_release);
@@ -449,9 +449,9 @@ void CUPTIAPI cuda_bridge_engine::on_callback(void* self, CUpti_CallbackDomain d
                                               CUpti_CallbackId id, const void* data) {
   // Nothing of the engine is touched before enter_callback() says it is still there.
   auto* engine = static_cast<cuda_bridge_engine*>(self);
-  if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cupti::is_launch(id)) {
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cuda_bridge::is_launch(id)) {
     const auto& call = *static_cast<const CUpti_CallbackData*>(data);
-    thread_state& t = cupti::this_thread;
+    thread_state& t = cuda_bridge::this_thread;
     if (call.callbackSite == CUPTI_API_ENTER) {
       if (!launch_path::watched()) return;
       if (!engine->enter_callback()) return;
@@ -471,8 +471,8 @@ void CUPTIAPI cuda_bridge_engine::on_callback(void* self, CUpti_CallbackDomain d
                        id == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000;
     const bool stop = id == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop ||
                       id == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000;
-    if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cupti::is_add_node(id)) {
-      cupti::this_thread.adding_node = call.callbackSite == CUPTI_API_ENTER ? engine->generation_ : 0;
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cuda_bridge::is_add_node(id)) {
+      cuda_bridge::this_thread.adding_node = call.callbackSite == CUPTI_API_ENTER ? engine->generation_ : 0;
     } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API &&
         (id == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
          id == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz)) {
@@ -485,7 +485,7 @@ void CUPTIAPI cuda_bridge_engine::on_callback(void* self, CUpti_CallbackDomain d
       engine->in_range_.store(false, std::memory_order_relaxed);
     }
   } else if (domain == CUPTI_CB_DOMAIN_RESOURCE && id == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
-    cupti::cuda_context_created();
+    cuda_bridge::cuda_context_created();
   } else if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
     engine->on_graph_node(id, *static_cast<const CUpti_ResourceData*>(data));
   }
@@ -549,11 +549,11 @@ void cuda_bridge_engine::enter_launch(CUpti_CallbackId id, const CUpti_CallbackD
     outside_capture_range_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  const cupti::launch_params params = cupti::params_of(id, call.functionParams);
-  const CUstream stream = cupti::effective_stream(id, params.stream);
+  const cuda_bridge::launch_params params = cuda_bridge::params_of(id, call.functionParams);
+  const CUstream stream = cuda_bridge::effective_stream(id, params.stream);
   launch_info& info = t.info;
   describe(info, call.symbolName, call.context, params.grid, params.block, t);
-  info.stream = cupti::stream_number(stream, call.context);
+  info.stream = cuda_bridge::stream_number(stream, call.context);
   info.capturing = capturing(stream);
   info.launch_id = (generation_ << 32) | call.correlationId;
 
@@ -575,7 +575,7 @@ void cuda_bridge_engine::enter_launch(CUpti_CallbackId id, const CUpti_CallbackD
   }
   if (!t.decision.measure()) return;
   if (info.capturing) {
-    t.refusal = cupti::capture_refusal;
+    t.refusal = cuda_bridge::capture_refusal;
   } else if (t.decision.when() == launch_path::read_when::at_once) {
     if (t.event_context != call.context || t.start == nullptr) {
       cudaEvent_t start = nullptr;
@@ -620,13 +620,13 @@ void cuda_bridge_engine::exit_launch(const CUpti_CallbackData& call, thread_stat
       submitted.refusal = "the launch failed, so no kernel ran";
     } else if (t.decision.when() == launch_path::read_when::at_once) {
       if (cudaEventRecord(t.end, static_cast<cudaStream_t>(t.stream)) == cudaSuccess) {
-        submitted.profile.emplace(cupti::event_resolver{t.start, t.end}, timing_method::device);
+        submitted.profile.emplace(cuda_bridge::event_resolver{t.start, t.end}, timing_method::device);
       } else {
         (void)cudaGetLastError();
         submitted.refusal = "CUDA could not record an event on its stream";
       }
     } else {
-      submitted.profile.emplace(cupti::record_resolver{records_, call.correlationId},
+      submitted.profile.emplace(cuda_bridge::record_resolver{records_, call.correlationId},
                                 timing_method::device);
     }
     launch_path::finish_issue(t.info, t.decision, std::move(submitted));
@@ -647,11 +647,11 @@ void cuda_bridge_engine::enter_graph_launch(CUpti_CallbackId id, const CUpti_Cal
     observation = stack.installed_serial;
   }
   if (observation == 0) return;
-  thread_state& t = cupti::this_thread;
-  const CUstream stream = cupti::effective_stream(id, params.hStream);
+  thread_state& t = cuda_bridge::this_thread;
+  const CUstream stream = cuda_bridge::effective_stream(id, params.hStream);
   (void)graphs_.replay_launched(call.correlationId, params.hGraph, observation,
                                 device_of(call.context, t),
-                                cupti::stream_number(stream, call.context));
+                                cuda_bridge::stream_number(stream, call.context));
 }
 
 void cuda_bridge_engine::on_graph_node(CUpti_CallbackId id, const CUpti_ResourceData& resource) {
@@ -659,7 +659,7 @@ void cuda_bridge_engine::on_graph_node(CUpti_CallbackId id, const CUpti_Resource
   if (graph == nullptr) return;
   if (id == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
     // Inside a reported launch's ENTER..EXIT on this thread: the node is that launch's kernel.
-    const thread_state& t = cupti::this_thread;
+    const thread_state& t = cuda_bridge::this_thread;
     if (!t.open || t.generation != generation_ || !t.info.capturing) {
       if (t.adding_node == generation_ && graph->nodeType == CU_GRAPH_NODE_TYPE_KERNEL) {
         report_kernel_node(*graph);
@@ -669,7 +669,7 @@ void cuda_bridge_engine::on_graph_node(CUpti_CallbackId id, const CUpti_Resource
     if (options_.graph_replays != cuda_graph_replays::per_node) return;
     std::uint64_t node = 0;
     if (cuptiGetGraphNodeId(graph->node, &node) != CUPTI_SUCCESS) return;
-    graphs_.node_created(node, cupti::captured_node{t.info.kernel, t.info.launch_id});
+    graphs_.node_created(node, cuda_bridge::captured_node{t.info.kernel, t.info.launch_id});
   } else if (id == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
     std::uint64_t original = 0;
     std::uint64_t clone = 0;
@@ -696,7 +696,7 @@ void cuda_bridge_engine::report_kernel_node(const CUpti_GraphData& graph) {
   } else if (params.kern != nullptr && kernel_name_ != nullptr) {
     (void)kernel_name_(&name, params.kern);
   }
-  thread_state& t = cupti::this_thread;
+  thread_state& t = cuda_bridge::this_thread;
   CUcontext context = params.ctx;
   if (context == nullptr && current_context_ != nullptr) (void)current_context_(&context);
   launch_info info;
@@ -712,7 +712,7 @@ void cuda_bridge_engine::report_kernel_node(const CUpti_GraphData& graph) {
     launches_reported_.fetch_add(1, std::memory_order_relaxed);
     if (decision.measure()) {
       launch_path::measured_submission refused;
-      refused.refusal = cupti::capture_refusal;
+      refused.refusal = cuda_bridge::capture_refusal;
       launch_path::finish_issue(info, decision, std::move(refused));
     } else {
       launch_path::finish_issue(info, decision);
@@ -720,7 +720,7 @@ void cuda_bridge_engine::report_kernel_node(const CUpti_GraphData& graph) {
     if (options_.graph_replays == cuda_graph_replays::per_node) {
       std::uint64_t node = 0;
       if (cuptiGetGraphNodeId(graph.node, &node) == CUPTI_SUCCESS) {
-        graphs_.node_created(node, cupti::captured_node{info.kernel, info.launch_id});
+        graphs_.node_created(node, cuda_bridge::captured_node{info.kernel, info.launch_id});
       }
     }
   } catch (...) {
@@ -752,7 +752,7 @@ cuda_bridge_stats cuda_bridge_engine::stats() const noexcept {
   s.launches_reported = launches_reported_.load(std::memory_order_relaxed);
   s.own_launches_skipped = own_launches_skipped_.load(std::memory_order_relaxed);
   s.outside_capture_range = outside_capture_range_.load(std::memory_order_relaxed);
-  const cupti::record_counts counts = records_->counts();
+  const cuda_bridge::record_counts counts = records_->counts();
   s.measurements_delivered = counts.delivered;
   s.measurements_missing = counts.missing;
   s.records_dropped = counts.dropped;

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-namespace launchwatch::detail::cupti {
+namespace launchwatch::detail::cuda_bridge {
 
 /// The versions in play: CUPTI's API version loaded and the one built against (CUPTI_API_VERSION),
 /// the driver's and the runtime's versions as CUDA gives them (1000 * major + 10 * minor; 0 when
@@ -27,4 +27,4 @@ std::string describe(const version_numbers& versions);
 /// version compatibility lets it). An unknown (0) driver or runtime version is not held against them.
 std::optional<std::string> versions_misfit(const version_numbers& versions);
 
-}  // namespace launchwatch::detail::cupti
+}  // namespace launchwatch::detail::cuda_bridge

@@ -7,7 +7,7 @@
 
 #include "observation_slot.hpp"
 
-namespace launchwatch::detail::cupti {
+namespace launchwatch::detail::cuda_bridge {
 namespace {
 
 /// Tells the observation `observation` about `node`, if it is still the installed one and its
@@ -106,4 +106,4 @@ std::uint64_t graph_replays::delivered() const {
   return delivered_.load(std::memory_order_relaxed);
 }
 
-}  // namespace launchwatch::detail::cupti
+}  // namespace launchwatch::detail::cuda_bridge

@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-namespace launchwatch::detail::cupti {
+namespace launchwatch::detail::cuda_bridge {
 
 std::string describe(const version_numbers& v) {
   return fmt::format(
@@ -30,4 +30,4 @@ std::optional<std::string> versions_misfit(const version_numbers& v) {
   return std::nullopt;
 }
 
-}  // namespace launchwatch::detail::cupti
+}  // namespace launchwatch::detail::cuda_bridge

@@ -1,29 +1,12 @@
-// Graph replays' nodes, told to a graph_replay_observer (graph_replays.hpp).
+// Graph replays' nodes, told to a graph_replay_observer (graph_replays.hpp); CUPTI-free.
 #include "graph_replays.hpp"
 
 #include <chrono>
 #include <optional>
-#include <shared_mutex>
 
-#include "observation_slot.hpp"
+#include "launch_path_access.hpp"
 
 namespace launchwatch::detail::cuda_bridge {
-namespace {
-
-/// Tells the observation `observation` about `node`, if it is still the installed one and its
-/// observer asked for replays (derives from graph_replay_observer): behaviour 6's rule for a
-/// measurement that arrives after the fact.
-bool tell(std::uint64_t observation, const replayed_node& node) {
-  auto& stack = observation_stack::get();
-  std::shared_lock lock{stack.mutex};
-  if (!stack.installed || stack.installed_serial != observation) return false;
-  auto* wants = dynamic_cast<graph_replay_observer*>(stack.installed.get());
-  if (wants == nullptr) return false;
-  call_observer("replayed", node.kernel, [&] { wants->replayed(node); });
-  return true;
-}
-
-}  // namespace
 
 void graph_replays::node_created(std::uint64_t node_id, const captured_node& launch) {
   std::lock_guard lock{mutex_};
@@ -83,7 +66,9 @@ void graph_replays::on_record(const kernel_record& record) {
       --known_pending_;
     }
   }
-  if (node && tell(observation, *node)) delivered_.fetch_add(1, std::memory_order_relaxed);
+  if (node && deliver_replayed(observation, *node)) {
+    delivered_.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 bool graph_replays::pending() const {

@@ -1,7 +1,5 @@
-// CUPTI's concurrent-kernel records: delivery, the awaited table, the collector thread.
+// The awaited table of kernel records and its collector thread (kernel_records.hpp); CUPTI-free.
 #include "kernel_records.hpp"
-
-#include <cupti.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,44 +8,6 @@
 #include "diagnostics.hpp"
 
 namespace launchwatch::detail::cuda_bridge {
-namespace {
-
-// Per-thread buffers are CUPTI 13's default, so each launching thread holds one of these while it
-// launches timed work: 2 MiB holds about 8 000 kernel records, a pass's worth between two flushes.
-constexpr std::size_t buffer_bytes = std::size_t{2} << 20;
-constexpr std::size_t record_alignment = 8;  // ACTIVITY_RECORD_ALIGNMENT
-
-// The buffer callbacks carry no user data: they find the table of the live bridge here.
-std::mutex active_mutex;
-std::shared_ptr<kernel_records> active;
-
-void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
-  *buffer = static_cast<uint8_t*>(std::aligned_alloc(record_alignment, buffer_bytes));
-  *size = *buffer != nullptr ? buffer_bytes : 0;
-  *max_records = 0;  // as many as fit
-}
-
-void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* buffer,
-                               size_t /*size*/, size_t valid_size) {
-  std::shared_ptr<kernel_records> records;
-  {
-    std::lock_guard lock{active_mutex};
-    records = active;
-  }
-  if (records) records->on_buffer(buffer, valid_size, context, stream_id);
-  std::free(buffer);
-}
-
-/// The steady clock in nanoseconds, for CUPTI's timestamps: records then carry `instant`s, with no
-/// mapping between clocks and nothing NTP can step.
-uint64_t CUPTIAPI steady_nanoseconds() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
-
-}  // namespace
-
 profile_ticks steady_window(std::uint64_t start, std::uint64_t end) noexcept {
   const auto at = [](std::uint64_t nanoseconds) {
     return instant{std::chrono::duration_cast<instant::duration>(
@@ -57,11 +17,12 @@ profile_ticks steady_window(std::uint64_t start, std::uint64_t end) noexcept {
 }
 
 kernel_records::kernel_records(std::chrono::milliseconds flush_period,
-                               std::chrono::milliseconds timeout,
+                               std::chrono::milliseconds timeout, flusher flush,
                                std::function<void(const kernel_record&)> others,
                                std::function<bool()> others_pending)
     : flush_period_{flush_period},
       timeout_{timeout},
+      flush_{std::move(flush)},
       others_{std::move(others)},
       others_pending_{std::move(others_pending)} {}
 
@@ -74,22 +35,7 @@ kernel_records::~kernel_records() {
   if (collector_.joinable()) collector_.join();
 }
 
-int kernel_records::start() {
-  if (const CUptiResult r = cuptiActivityRegisterTimestampCallback(&steady_nanoseconds);
-      r != CUPTI_SUCCESS) {
-    return r;
-  }
-  if (const CUptiResult r = cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed);
-      r != CUPTI_SUCCESS) {
-    return r;
-  }
-  {
-    std::lock_guard lock{active_mutex};
-    active = shared_from_this();
-  }
-  collector_ = std::thread{[this] { collect(); }};
-  return CUPTI_SUCCESS;
-}
+void kernel_records::start() { collector_ = std::thread{[this] { collect(); }}; }
 
 kernel_records::awaited* kernel_records::find_locked(std::uint32_t correlation) noexcept {
   slot& s = ring_[correlation & (ring_size - 1)];
@@ -172,25 +118,9 @@ void kernel_records::warn_missing(std::uint32_t correlation, const char* why) {
       correlation, why, now.missing, now.dropped);
 }
 
-void kernel_records::on_buffer(std::uint8_t* buffer, std::size_t valid_bytes, void* context,
-                               std::uint32_t stream_id) {
-  // Read without the table's lock (a full buffer holds thousands of records, 40-55 ns each to
-  // parse), then applied in short locked steps: launching threads take the same lock to await
-  // their records, and must not stall behind a whole buffer.
-  std::vector<kernel_record> kernels;
-  CUpti_Activity* record = nullptr;
-  while (valid_bytes > 0 &&
-         cuptiActivityGetNextRecord(buffer, valid_bytes, &record) == CUPTI_SUCCESS) {
-    if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
-    const auto* kernel = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-    kernels.push_back(kernel_record{kernel->correlationId, kernel->graphNodeId, kernel->deviceId,
-                                    kernel->streamId, kernel->start, kernel->end});
-  }
-  size_t dropped = 0;
-  if (cuptiActivityGetNumDroppedRecords(static_cast<CUcontext>(context), stream_id, &dropped) !=
-      CUPTI_SUCCESS) {
-    dropped = 0;
-  }
+void kernel_records::on_records(std::span<const kernel_record> kernels, std::size_t dropped) {
+  // Applied in short locked steps: launching threads take the same lock to await their records,
+  // and must not stall behind a whole buffer (its reader parsed it without the lock).
   constexpr std::size_t step = 256;
   std::vector<kernel_record> unawaited;
   bool any = false;
@@ -233,12 +163,12 @@ void kernel_records::collect() {
     }
     // Never FORCED here: a forced flush hands back a running kernel's record with zero timestamps,
     // and CUPTI never delivers it again.
-    (void)cuptiActivityFlushAll(0);
+    flush_(false);
     lock.lock();
   }
 }
 
-void kernel_records::flush_completed() { (void)cuptiActivityFlushAll(0); }
+void kernel_records::flush_completed() { flush_(false); }
 
 void kernel_records::flush_until_delivered(std::chrono::milliseconds patience) {
   const auto deadline = std::chrono::steady_clock::now() + patience;
@@ -264,11 +194,7 @@ void kernel_records::close() {
   if (collector_.joinable()) collector_.join();
   // The devices are idle: whatever is still in a buffer is complete, and only a forced flush
   // returns a buffer that is not full.
-  (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  {
-    std::lock_guard lock{active_mutex};
-    if (active.get() == this) active.reset();
-  }
+  flush_(true);
   {
     std::lock_guard lock{mutex_};
     closed_ = true;

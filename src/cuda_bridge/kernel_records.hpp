@@ -1,6 +1,8 @@
 // Device time of foreign launches, from CUPTI's concurrent-kernel activity records: the table of
-// launches whose record is awaited, CUPTI's buffer callbacks that fill it, the collector thread that
-// makes CUPTI hand buffers over, and the resolver a deferred measurement carries.
+// launches whose record is awaited, the collector thread that makes CUPTI hand buffers over, and
+// the resolver a deferred measurement carries. CUPTI-free: CUPTI's buffer callbacks
+// (activity_buffers.cpp) hand records in as plain kernel_records, and the table flushes through the
+// function it is given, so it runs and is tested without CUDA (tests/cuda_bridge/fake_cupti.hpp).
 //
 // Facts this is built on (research/cuda-bridge.md §2, measured on the H200): CUPTI never delivers a
 // buffer that is not full on its own, so someone must flush; a buffer that holds one running kernel
@@ -17,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -52,19 +55,23 @@ struct record_counts {
 /// Thread safety: every member is safe from any thread.
 class kernel_records : public std::enable_shared_from_this<kernel_records> {
  public:
+  /// How the table asks for records: `flush(false)` hands over completed buffers (CUPTI's
+  /// cuptiActivityFlushAll(0)); `flush(true)` every buffer, complete or not (FORCED), only at
+  /// close(), after the devices are idle. Records come back through on_records(), on any thread.
+  using flusher = std::function<void(bool forced)>;
+
   /// Records that are not awaited (graph replays' nodes) are offered to `others`, on the thread
   /// that delivers the buffer, with no lock of this table held; while `others_pending` says more
   /// of them are due, the collector keeps flushing.
   kernel_records(std::chrono::milliseconds flush_period, std::chrono::milliseconds timeout,
-                 std::function<void(const kernel_record&)> others,
+                 flusher flush, std::function<void(const kernel_record&)> others,
                  std::function<bool()> others_pending);
   ~kernel_records();
   kernel_records(const kernel_records&) = delete;
   kernel_records& operator=(const kernel_records&) = delete;
 
-  /// Registers CUPTI's buffer and timestamp callbacks and starts the collector thread. Call once,
-  /// before any activity kind is enabled. Returns CUPTI's result (0 on success).
-  int start();
+  /// Starts the collector thread. Call once, after the records' source is ready to be flushed.
+  void start();
 
   /// Notes that the launch with `correlation` wants its record. Call before the launch is
   /// submitted (its record may be delivered at once). Cost: a lock and a ring slot; when that slot
@@ -87,9 +94,8 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
 
   record_counts counts() const noexcept;
 
-  /// CUPTI's buffer-completed callback lands here (any thread).
-  void on_buffer(std::uint8_t* buffer, std::size_t valid_bytes, void* context,
-                 std::uint32_t stream_id);
+  /// A buffer's kernel records, and how many records its source says it dropped (any thread).
+  void on_records(std::span<const kernel_record> kernels, std::size_t dropped);
 
  private:
   struct awaited {
@@ -124,6 +130,7 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
 
   const std::chrono::milliseconds flush_period_;
   const std::chrono::milliseconds timeout_;
+  flusher flush_;
   std::function<void(const kernel_record&)> others_;
   std::function<bool()> others_pending_;
 

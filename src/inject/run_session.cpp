@@ -50,7 +50,7 @@ struct session {
   std::optional<report_files> files;
   std::shared_ptr<attribution> observer;
   std::optional<launch_observation> watching;
-  std::unique_ptr<cuda_bridge> bridge;
+  std::unique_ptr<launchwatch::cuda_bridge> bridge;
   bool cuda_tried = false;
   std::string cuda_unavailable;  // why the bridge did not start, once it was tried
   // The snapshot thread (run_settings::snapshot_every) and how it is told to stop. `snapshotting`
@@ -331,7 +331,7 @@ void watch_cuda_in_run_session() noexcept {
     // CUPTI's kernel records, which timing turns on at the first timed launch anyway.
     if (s.settings.timing != timing_request::none) options.graph_replays = cuda_graph_replays::per_node;
     const cuda_bridge::inside_cuda_init no_runtime_calls;
-    s.bridge = std::make_unique<cuda_bridge>(options);
+    s.bridge = std::make_unique<launchwatch::cuda_bridge>(options);
   } catch (const std::exception& error) {
     s.cuda_unavailable = error.what();
     say(fmt::format("CUDA kernels are not watched: {}. The program runs as usual.", s.cuda_unavailable));
@@ -362,7 +362,7 @@ void finish_run_session() noexcept {
             say(fmt::format("flushing CUDA's pending measurements failed: {}", error.what()));
           }
         } else if (!s.cuda_tried) {
-          say(cuda_bridge::built()
+          say(launchwatch::cuda_bridge::built()
                   ? "no CUDA kernel was watched: the program never initialised CUDA (no GPU or CUDA "
                     "driver here, or it ran no CUDA code)"
                   : "no CUDA kernel was watched: this launchwatch was built without the CUDA bridge");

@@ -1,4 +1,4 @@
-// Reading launchwatch's environment variables (the profiling logger's, the CUDA bridge's).
+// Reading the profiling logger's environment variables.
 
 #include "logger/environment.hpp"
 
@@ -48,21 +48,6 @@ std::optional<log_output> output_from_environment() {
   const auto value = environment(log_variable);
   if (!value) return std::nullopt;
   return parse_log_output(*value);
-}
-
-bool parse_cupti_switch(std::string_view value) {
-  if (value == "on") return true;
-  if (value == "off") return false;
-  throw configuration_error{fmt::format(
-      "{} is set to `{}`, which is not a switch. Accepted values: {} (off runs the program without "
-      "the CUDA bridge, so only launchwatch's own launches are seen; unset means on).",
-      cupti_variable, value, accepted_cupti)};
-}
-
-std::optional<bool> cupti_from_environment() {
-  const auto value = environment(cupti_variable);
-  if (!value) return std::nullopt;
-  return parse_cupti_switch(*value);
 }
 
 }  // namespace launchwatch::detail

@@ -1,5 +1,5 @@
-// The environment variables that configure the profiling logger and the CUDA bridge, and what each
-// value means.
+// The environment variables that configure the profiling logger, and what each value means
+// (the CUDA bridge's LAUNCHWATCH_CUPTI is in cuda_bridge/environment.hpp).
 //
 // Parsing is separate from reading the environment, so every spelling a user may type can be tested
 // (and fuzzed) without setting variables in the process.
@@ -15,8 +15,6 @@ namespace launchwatch::detail {
 inline constexpr std::string_view profile_variable = "LAUNCHWATCH_PROFILE";
 inline constexpr std::string_view log_variable = "LAUNCHWATCH_LOG";
 inline constexpr std::string_view accepted_profiles = "disabled, minimal, basic, medium, full";
-inline constexpr std::string_view cupti_variable = "LAUNCHWATCH_CUPTI";
-inline constexpr std::string_view accepted_cupti = "on, off";
 inline constexpr std::string_view accepted_logs =
     "stderr, stdout, or the path of a file in an existing directory that this process may write";
 
@@ -33,13 +31,5 @@ std::optional<profile_level> profile_from_environment();
 
 /// LAUNCHWATCH_LOG's output, or nothing when it is unset or empty.
 std::optional<log_output> output_from_environment();
-
-/// Whether LAUNCHWATCH_CUPTI=`value` lets the CUDA bridge use CUPTI: true for `on`, false for `off`.
-/// Throws configuration_error naming the variable, the value and the accepted values otherwise.
-bool parse_cupti_switch(std::string_view value);
-
-/// LAUNCHWATCH_CUPTI's answer, or nothing when it is unset or empty (the bridge then runs). Throws
-/// as parse_cupti_switch.
-std::optional<bool> cupti_from_environment();
 
 }  // namespace launchwatch::detail

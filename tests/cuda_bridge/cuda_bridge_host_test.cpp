@@ -16,6 +16,7 @@ namespace launchwatch {
 namespace {
 
 using ::testing::AllOf;
+using detail::cuda_bridge::versions_misfit;
 using ::testing::HasSubstr;
 
 /// Sets LAUNCHWATCH_CUPTI for one test.
@@ -75,34 +76,35 @@ TEST(CudaBridgeHost, WithoutADeviceTheBridgeSaysThereIsNone) {
   }
 }
 
-// Versions that do not fit, each with what to do (cuda_bridge/versions.hpp), whatever this machine has.
+// Versions that do not fit, each with what to do (cuda_bridge/versions.hpp), whatever this machine
+// has.
 
 TEST(CudaBridgeVersions, ACuptiOlderThanTheOneBuiltAgainstIsRefusedNamingBothAndWhatToDo) {
-  const auto misfit = detail::cuda_bridge::versions_misfit({.cupti_loaded = 120000, .cupti_built = 130001,
-                                                      .driver = 13000, .runtime = 13000});
+  const auto misfit = versions_misfit({.cupti_loaded = 120000, .cupti_built = 130001,
+                                       .driver = 13000, .runtime = 13000});
   ASSERT_TRUE(misfit.has_value());
   EXPECT_THAT(*misfit, HasSubstr("CUPTI API 120000 (launchwatch was built against 130001)"));
   EXPECT_THAT(*misfit, HasSubstr("Put the toolkit's libcupti first on the library path"));
 }
 
 TEST(CudaBridgeVersions, ADriverOfAnOlderMajorVersionThanTheRuntimeIsRefusedNamingBothAndWhatToDo) {
-  const auto misfit = detail::cuda_bridge::versions_misfit({.cupti_loaded = 130001, .cupti_built = 130001,
-                                                      .driver = 12080, .runtime = 13000});
+  const auto misfit = versions_misfit({.cupti_loaded = 130001, .cupti_built = 130001,
+                                       .driver = 12080, .runtime = 13000});
   ASSERT_TRUE(misfit.has_value());
   EXPECT_THAT(*misfit, HasSubstr("CUDA driver 12.8, CUDA runtime 13.0"));
   EXPECT_THAT(*misfit, HasSubstr("Update the driver"));
 }
 
 TEST(CudaBridgeVersions, VersionsThatFitOrAreUnknownAreNotHeldAgainstTheBridge) {
-  EXPECT_FALSE(detail::cuda_bridge::versions_misfit({.cupti_loaded = 130001, .cupti_built = 130001,
-                                               .driver = 13000, .runtime = 13000}));
-  EXPECT_FALSE(detail::cuda_bridge::versions_misfit({.cupti_loaded = 130002, .cupti_built = 130001,
-                                               .driver = 13010, .runtime = 13000}));
-  EXPECT_FALSE(detail::cuda_bridge::versions_misfit({.cupti_loaded = 130001, .cupti_built = 130001,
-                                               .driver = 0, .runtime = 13000}));
+  EXPECT_FALSE(versions_misfit({.cupti_loaded = 130001, .cupti_built = 130001,
+                                .driver = 13000, .runtime = 13000}));
+  EXPECT_FALSE(versions_misfit({.cupti_loaded = 130002, .cupti_built = 130001,
+                                .driver = 13010, .runtime = 13000}));
+  EXPECT_FALSE(versions_misfit({.cupti_loaded = 130001, .cupti_built = 130001,
+                                .driver = 0, .runtime = 13000}));
   // Minor version compatibility: a 12.2 driver runs a 12.4 runtime.
-  EXPECT_FALSE(detail::cuda_bridge::versions_misfit({.cupti_loaded = 130001, .cupti_built = 130001,
-                                               .driver = 12020, .runtime = 12040}));
+  EXPECT_FALSE(versions_misfit({.cupti_loaded = 130001, .cupti_built = 130001,
+                                .driver = 12020, .runtime = 12040}));
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // interned for the process, NCCL's collectives recognised; and LAUNCHWATCH_CUPTI's values.
 
 #include "kernel_symbols.hpp"
-#include "logger/environment.hpp"
+#include "cuda_bridge/environment.hpp"
 
 #include <cstdlib>
 #include <string>

@@ -1,0 +1,91 @@
+// CUPTI's activity buffers, read into the awaited table (activity_buffers.hpp).
+#include "activity_buffers.hpp"
+
+#include <cupti.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+namespace launchwatch::detail::cuda_bridge {
+namespace {
+
+// Per-thread buffers are CUPTI 13's default, so each launching thread holds one of these while it
+// launches timed work: 2 MiB holds about 8 000 kernel records, a pass's worth between two flushes.
+constexpr std::size_t buffer_bytes = std::size_t{2} << 20;
+constexpr std::size_t record_alignment = 8;  // ACTIVITY_RECORD_ALIGNMENT
+
+// The buffer callbacks carry no user data: they find the table of the live bridge here.
+std::mutex active_mutex;
+std::shared_ptr<kernel_records> active;
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(record_alignment, buffer_bytes));
+  *size = *buffer != nullptr ? buffer_bytes : 0;
+  *max_records = 0;  // as many as fit
+}
+
+/// The buffer's kernel records, read without the table's lock (a full buffer holds thousands of
+/// records, 40-55 ns each to parse), then handed to the table, which applies them in short steps.
+void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* buffer,
+                               size_t /*size*/, size_t valid_size) {
+  std::shared_ptr<kernel_records> records;
+  {
+    std::lock_guard lock{active_mutex};
+    records = active;
+  }
+  if (records) {
+    std::vector<kernel_record> kernels;
+    CUpti_Activity* record = nullptr;
+    while (valid_size > 0 &&
+           cuptiActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS) {
+      if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
+      const auto* kernel = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+      kernels.push_back(kernel_record{kernel->correlationId, kernel->graphNodeId,
+                                      kernel->deviceId, kernel->streamId, kernel->start,
+                                      kernel->end});
+    }
+    size_t dropped = 0;
+    if (cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped) != CUPTI_SUCCESS) {
+      dropped = 0;
+    }
+    records->on_records(kernels, dropped);
+  }
+  std::free(buffer);
+}
+
+/// The steady clock in nanoseconds, for CUPTI's timestamps: records then carry `instant`s, with no
+/// mapping between clocks and nothing NTP can step.
+uint64_t CUPTIAPI steady_nanoseconds() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+}  // namespace
+
+int deliver_activity_to(std::shared_ptr<kernel_records> records) {
+  if (const CUptiResult r = cuptiActivityRegisterTimestampCallback(&steady_nanoseconds);
+      r != CUPTI_SUCCESS) {
+    return r;
+  }
+  if (const CUptiResult r = cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed);
+      r != CUPTI_SUCCESS) {
+    return r;
+  }
+  std::lock_guard lock{active_mutex};
+  active = std::move(records);
+  return CUPTI_SUCCESS;
+}
+
+void stop_delivering_to(const kernel_records& records) noexcept {
+  std::lock_guard lock{active_mutex};
+  if (active.get() == &records) active.reset();
+}
+
+void flush_activity(bool forced) noexcept {
+  (void)cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+}
+
+}  // namespace launchwatch::detail::cuda_bridge

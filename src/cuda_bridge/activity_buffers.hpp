@@ -1,0 +1,22 @@
+// CUPTI's side of the kernel records: the buffers CUPTI fills, read into the awaited table
+// (kernel_records.hpp), the steady-clock timestamps, and the flushes the table asks for.
+#pragma once
+
+#include <memory>
+
+#include "kernel_records.hpp"
+
+namespace launchwatch::detail::cuda_bridge {
+
+/// Registers CUPTI's timestamp and buffer callbacks so completed buffers reach `records`. Call
+/// once, before any activity kind is enabled. Returns CUPTI's result (0 on success).
+/// Thread safety: construction and teardown of the bridge are serialised by the caller.
+int deliver_activity_to(std::shared_ptr<kernel_records> records);
+
+/// Stops delivering to `records` (after its close(): the last buffers went there).
+void stop_delivering_to(const kernel_records& records) noexcept;
+
+/// kernel_records' flusher for CUPTI: cuptiActivityFlushAll, FORCED when `forced`.
+void flush_activity(bool forced) noexcept;
+
+}  // namespace launchwatch::detail::cuda_bridge

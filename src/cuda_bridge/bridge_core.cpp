@@ -1,0 +1,284 @@
+// The bridge's state machine (bridge_core.hpp): launch ENTER/EXIT pairing, graph nodes and replays.
+#include "bridge_core.hpp"
+
+#include <functional>
+#include <string>
+#include <utility>
+
+#include <launchwatch/launch_path.hpp>
+
+#include "kernel_symbols.hpp"
+#include "launch_path_access.hpp"
+
+namespace launchwatch::detail::cuda_bridge {
+
+/// What a thread keeps between a launch's ENTER and EXIT callbacks, and its caches. Trivially
+/// destructible, so reaching it costs a thread-local address and nothing at thread exit.
+struct bridge_core::thread_state {
+  /// A reported launch's ENTER came and its EXIT has not yet.
+  bool open = false;
+  /// The open launch awaits its kernel record (deferred timing).
+  bool awaiting = false;
+  /// The core generation inside whose callbacks this thread is in a call of the explicit graph API
+  /// that adds a node (cuGraphAddKernelNode, cuGraphAddNode), 0 when it is in none: a kernel node
+  /// CUPTI says was created meanwhile is that call's (not a capture's, nor a copy made by
+  /// cudaGraphInstantiate, which CUPTI also announces as created). A generation, not a flag, so a
+  /// call whose EXIT never came (its bridge was torn down between) misleads no later bridge.
+  std::uint64_t adding_node = 0;
+  /// The generation of the core that opened the launch.
+  std::uint64_t generation = 0;
+  std::uint32_t correlation = 0;
+  launch_info info;
+  launch_path::issue_decision decision;
+  std::string_view refusal;
+  /// The open launch's CUstream, for the closing mark of a resolved window.
+  void* stream = nullptr;
+  // The device of the context last seen: launches of one thread mostly stay on one.
+  void* device_context = nullptr;
+  int device = 0;
+  symbol_cache symbols;
+};
+
+namespace {
+
+thread_local bridge_core::thread_state this_thread;
+
+std::atomic<std::uint64_t> generations{1};
+
+}  // namespace
+
+bridge_core::bridge_core(const cuda_bridge_options& options, bridge_device& device,
+                         kernel_records::flusher flush)
+    : options_{options}, generation_{generations.fetch_add(1)}, device_{device} {
+  std::function<void(const kernel_record&)> others;
+  std::function<bool()> others_pending;
+  if (options_.graph_replays == cuda_graph_replays::per_node) {
+    others = [this](const kernel_record& record) { graphs_.on_record(record); };
+    others_pending = [this] { return graphs_.pending(); };
+  }
+  records_ = std::make_shared<kernel_records>(options_.flush_period, options_.record_timeout,
+                                              std::move(flush), std::move(others),
+                                              std::move(others_pending));
+  if (options_.capture_range == cuda_capture_range::cuda_profiler_api) {
+    in_range_.store(false, std::memory_order_relaxed);
+  }
+}
+
+bool bridge_core::wants_launch_enter() noexcept { return launch_path::watched(); }
+
+bool bridge_core::wants_launch_exit() noexcept { return this_thread.open; }
+
+int bridge_core::device_of(void* context, thread_state& state) noexcept {
+  if (context == state.device_context && context != nullptr) return state.device;
+  state.device_context = context;
+  state.device = device_.device_of(context);
+  return state.device;
+}
+
+void bridge_core::describe(launch_info& info, const char* symbol, void* context,
+                           std::array<std::uint32_t, 3> grid, std::array<std::uint32_t, 3> block,
+                           thread_state& state) {
+  const kernel_symbol named = state.symbols.find(
+      symbol != nullptr ? symbol : "(unnamed CUDA kernel)", symbol_table::process());
+  info = launch_info{};
+  info.kernel = named.name;
+  info.backend = "cuda";
+  info.device = device_of(context, state);
+  info.cube_count = grid;
+  info.cube_dim = block;
+  // A foreign launch cannot be skipped: under a dry run it runs, and says so by dry_run false.
+  info.dry_run = false;
+  info.collective = named.collective;
+}
+
+void bridge_core::note_device(int device) noexcept {
+  const std::uint64_t bit = std::uint64_t{1} << (device & 63);
+  if ((devices_seen_.load(std::memory_order_relaxed) & bit) == 0) {
+    devices_seen_.fetch_or(bit, std::memory_order_relaxed);
+  }
+}
+
+void bridge_core::launch_entered(const launch_call& call) {
+  thread_state& state = this_thread;
+  if (reported_by_own_backend()) {
+    // Launchwatch's own backend reported this launch through the launch path already.
+    own_launches_skipped_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (inside_observer()) {
+    // An observer method is launching (it called a library that launches): behaviour 13. Builds
+    // that check abort here saying so; others leave the nested launch unreported rather than
+    // deadlock on the slot's lock.
+    forbid_inside_observer("launch a CUDA kernel");
+    return;
+  }
+  if (state.open) {
+    // A launch whose EXIT never came: the callbacks were switched off between its ENTER and EXIT,
+    // which happens only when nothing watched any more, so nobody wants its measurement.
+    if (state.generation == generation_ && state.awaiting) records_->forget(state.correlation);
+    state.open = false;
+    state.awaiting = false;
+  }
+  if (!in_range_.load(std::memory_order_relaxed)) {
+    outside_capture_range_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  launch_info& info = state.info;
+  describe(info, call.symbol, call.context, call.grid, call.block, state);
+  info.stream = call.stream_number;
+  info.capturing = device_.capturing(call.stream);
+  info.launch_id = (generation_ << 32) | call.correlation;
+
+  state.generation = generation_;
+  state.correlation = call.correlation;
+  state.stream = call.stream;
+  state.refusal = {};
+  state.awaiting = false;
+  try {
+    state.decision = launch_path::begin_issue(info);
+  } catch (...) {
+    return;  // nothing may cross into CUPTI; begin_issue contains observers' exceptions itself
+  }
+  state.open = true;
+  launches_reported_.fetch_add(1, std::memory_order_relaxed);
+  note_device(info.device);
+  if (!state.decision.measure()) return;
+  if (info.capturing) {
+    state.refusal = capture_refusal;
+  } else if (state.decision.when() == launch_path::read_when::at_once) {
+    if (!device_.open_window(call.context, call.stream)) {
+      state.refusal = "CUDA could not record an event on its stream";
+    }
+  } else if (device_.kernel_records_on()) {
+    records_->await(call.correlation);
+    state.awaiting = true;
+  } else {
+    state.refusal = "CUPTI's kernel records could not be turned on";
+  }
+}
+
+void bridge_core::launch_exited(const launch_call& call) {
+  thread_state& state = this_thread;
+  if (state.generation != generation_ || state.correlation != call.correlation) return;
+  state.open = false;
+  const bool awaiting = std::exchange(state.awaiting, false);
+  try {
+    if (!state.decision.measure()) {
+      launch_path::finish_issue(state.info, state.decision);
+      return;
+    }
+    launch_path::measured_submission submitted;
+    if (!state.refusal.empty()) {
+      submitted.refusal = state.refusal;
+    } else if (!call.launched) {
+      if (awaiting) records_->forget(call.correlation);
+      submitted.refusal = "the launch failed, so no kernel ran";
+    } else if (state.decision.when() == launch_path::read_when::at_once) {
+      submitted.profile = device_.close_window(state.stream);
+      if (!submitted.profile) submitted.refusal = "CUDA could not record an event on its stream";
+    } else {
+      submitted.profile.emplace(record_resolver{records_, call.correlation},
+                                timing_method::device);
+    }
+    launch_path::finish_issue(state.info, state.decision, std::move(submitted));
+  } catch (...) {
+    // Nothing may cross into CUPTI (a failed allocation, a read that threw): the launch went on.
+  }
+}
+
+void bridge_core::graph_launch_entered(const graph_launch_call& call) {
+  if (reported_by_own_backend() || !launch_path::is_observing()) return;
+  if (!in_range_.load(std::memory_order_relaxed)) return;
+  const std::uint64_t observation = current_observation();
+  if (observation == 0) return;
+  (void)graphs_.replay_launched(call.correlation, call.exec, observation,
+                                device_of(call.context, this_thread), call.stream_number);
+}
+
+void bridge_core::node_adding_call(bool entering) noexcept {
+  this_thread.adding_node = entering ? generation_ : 0;
+}
+
+void bridge_core::node_created(const created_node& node) {
+  // Inside a reported launch's ENTER..EXIT on this thread: the node is that launch's kernel.
+  const thread_state& state = this_thread;
+  if (!state.open || state.generation != generation_ || !state.info.capturing) {
+    if (state.adding_node == generation_ && node.kernel) report_kernel_node(node);
+    return;
+  }
+  if (options_.graph_replays != cuda_graph_replays::per_node) return;
+  if (!node.id) return;
+  graphs_.node_created(*node.id, captured_node{state.info.kernel, state.info.launch_id});
+}
+
+void bridge_core::node_cloned(std::uint64_t original, std::uint64_t clone, const void* exec) {
+  graphs_.node_cloned(original, clone, exec);
+}
+
+void bridge_core::report_kernel_node(const created_node& node) {
+  if (!launch_path::watched() || reported_by_own_backend() || inside_observer()) return;
+  if (!in_range_.load(std::memory_order_relaxed)) {
+    outside_capture_range_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const std::optional<kernel_node> described = device_.describe_kernel_node(node.node);
+  if (!described) return;
+  launch_info info;
+  describe(info, described->name, described->context, described->grid, described->block,
+           this_thread);
+  info.stream = 0;  // a node has no stream until a replay gives it one
+  info.capturing = true;
+  // Apart from the launches' ids (generation << 32 | CUPTI's 32-bit correlation id): the top bit.
+  info.launch_id = (std::uint64_t{1} << 63) | (generation_ << 32) |
+                   explicit_nodes_.fetch_add(1, std::memory_order_relaxed);
+  try {
+    const launch_path::issue_decision decision = launch_path::begin_issue(info);
+    launches_reported_.fetch_add(1, std::memory_order_relaxed);
+    if (decision.measure()) {
+      launch_path::measured_submission refused;
+      refused.refusal = capture_refusal;
+      launch_path::finish_issue(info, decision, std::move(refused));
+    } else {
+      launch_path::finish_issue(info, decision);
+    }
+    if (options_.graph_replays == cuda_graph_replays::per_node && node.id) {
+      graphs_.node_created(*node.id, captured_node{info.kernel, info.launch_id});
+    }
+  } catch (...) {
+    // Nothing may cross into CUPTI: the node is added whatever happened here.
+  }
+}
+
+void bridge_core::profiler_started() noexcept { in_range_.store(true, std::memory_order_relaxed); }
+
+void bridge_core::profiler_stopped() noexcept { in_range_.store(false, std::memory_order_relaxed); }
+
+void bridge_core::start_collecting() { records_->start(); }
+
+std::uint64_t bridge_core::devices_seen() const noexcept {
+  return devices_seen_.load(std::memory_order_relaxed);
+}
+
+void bridge_core::deliver_pending(std::chrono::milliseconds patience) {
+  records_->flush_until_delivered(patience);
+}
+
+void bridge_core::close() noexcept {
+  records_->close();
+  graphs_.forget_pending();
+}
+
+cuda_bridge_stats bridge_core::stats() const noexcept {
+  cuda_bridge_stats s;
+  s.launches_reported = launches_reported_.load(std::memory_order_relaxed);
+  s.own_launches_skipped = own_launches_skipped_.load(std::memory_order_relaxed);
+  s.outside_capture_range = outside_capture_range_.load(std::memory_order_relaxed);
+  const record_counts counts = records_->counts();
+  s.measurements_delivered = counts.delivered;
+  s.measurements_missing = counts.missing;
+  s.records_dropped = counts.dropped;
+  s.replayed_nodes_delivered = graphs_.delivered();
+  return s;
+}
+
+}  // namespace launchwatch::detail::cuda_bridge

@@ -1,0 +1,201 @@
+// The CUDA bridge's core: the state machine fed with what CUPTI says (launch callbacks, graph
+// resource callbacks, kernel records) that decides what is reported to the launch path and which
+// measurement goes to whom. CUPTI-free and CUDA-free: the events are plain structs of its own and
+// what it must ask of CUDA goes through `bridge_device`, so it builds in every build and is tested
+// on the CPU against a fake CUPTI (tests/cuda_bridge/fake_cupti.hpp). The real bridge
+// (callbacks.cpp) translates CUPTI's callback data into these events; cupti_device.cpp answers.
+//
+// Per launch, on the issuing thread (research/cuda-bridge.md §6): the driver domain's launch ids
+// only (a runtime launch nests the driver's, same correlation id, so one domain reports each launch
+// once, and libraries that bypass the runtime are caught); at ENTER, before submission, the launch
+// is reported and the timing decided (launch_path::begin_issue); at EXIT, after submission, its
+// measurement is routed (finish_issue). Between the two the thread keeps what ENTER decided.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include <launchwatch/cuda_bridge.hpp>
+#include <launchwatch/profile.hpp>
+
+#include "graph_replays.hpp"
+#include "kernel_records.hpp"
+
+namespace launchwatch::detail::cuda_bridge {
+
+/// A kernel launch's ENTER or EXIT callback (cuLaunchKernel[Ex], cuLaunchCooperativeKernel and
+/// their per-thread forms), as far as the core needs it.
+struct launch_call {
+  /// CUPTI's correlation id: the same at ENTER, at EXIT and in the kernel's record.
+  std::uint32_t correlation = 0;
+  /// The kernel's device symbol (ENTER); valid only during the callback.
+  const char* symbol = nullptr;
+  /// The launch's CUcontext.
+  void* context = nullptr;
+  /// The CUstream the launch goes to (a per-thread launch's null stream already made explicit).
+  void* stream = nullptr;
+  /// launch_info::stream for that stream (cupti_calls.hpp's stream_number).
+  std::uint64_t stream_number = 0;
+  std::array<std::uint32_t, 3> grid{1, 1, 1};
+  std::array<std::uint32_t, 3> block{1, 1, 1};
+  /// EXIT: whether the driver call succeeded (a failed launch runs no kernel).
+  bool launched = true;
+};
+
+/// A graph launch's ENTER callback (cuGraphLaunch and its per-thread form).
+struct graph_launch_call {
+  std::uint32_t correlation = 0;
+  /// The CUgraphExec replayed.
+  const void* exec = nullptr;
+  void* context = nullptr;
+  std::uint64_t stream_number = 0;
+};
+
+/// A node CUPTI announces as created (GRAPHNODE_CREATED): by a capture, by the explicit graph API,
+/// or as a copy made by cudaGraphInstantiate.
+struct created_node {
+  /// The CUgraphNode.
+  const void* node = nullptr;
+  /// CUPTI's id of the node (cuptiGetGraphNodeId), when CUPTI gave one.
+  std::optional<std::uint64_t> id;
+  /// Whether it is a kernel node.
+  bool kernel = false;
+};
+
+/// What a kernel node added by the explicit graph API says of itself.
+struct kernel_node {
+  /// The kernel's name as the driver gives it; null when it gives none.
+  const char* name = nullptr;
+  /// Its CUcontext (the current one when the node names none).
+  void* context = nullptr;
+  std::array<std::uint32_t, 3> grid{1, 1, 1};
+  std::array<std::uint32_t, 3> block{1, 1, 1};
+};
+
+/// What the core asks of CUDA: the real bridge answers through CUPTI and the driver
+/// (cupti_device.hpp), tests through a fake. Called on the thread of the event being handled.
+class bridge_device {
+ public:
+  /// The device ordinal of a CUcontext (0 when CUPTI cannot say).
+  virtual int device_of(void* context) noexcept = 0;
+  /// Whether a stream is recording a graph (stream capture) right now.
+  virtual bool capturing(void* stream) noexcept = 0;
+  /// Turns kernel records on if they are not yet (once per bridge; never off while work runs).
+  /// Returns whether they are on.
+  virtual bool kernel_records_on() noexcept = 0;
+  /// `resolved` timing: marks the start of the launch's window on its stream, on the issuing thread
+  /// before submission. Returns false when it could not.
+  virtual bool open_window(void* context, void* stream) noexcept = 0;
+  /// `resolved` timing: marks the window's end after submission and returns the measurement (read
+  /// at once by the launch path), or nothing when it could not.
+  virtual std::optional<profile_duration> close_window(void* stream) = 0;
+  /// A kernel node of the explicit graph API, or nothing when the driver cannot describe it.
+  virtual std::optional<kernel_node> describe_kernel_node(const void* node) noexcept = 0;
+
+ protected:
+  bridge_device() = default;
+  ~bridge_device() = default;
+  bridge_device(const bridge_device&) = default;
+  bridge_device& operator=(const bridge_device&) = default;
+};
+
+/// Why a launch recorded into a graph is not measured now (behaviour 10).
+inline constexpr std::string_view capture_refusal =
+    "the stream is recording a CUDA graph: the kernel runs at each replay, not now";
+
+/// The bridge's state machine. One per bridge engine; its events come from CUPTI's callbacks (any
+/// thread, each on the thread CUPTI calls it on) and its records from CUPTI's buffers.
+///
+/// Thread safety: every member is safe from any thread; a launch's ENTER and EXIT must come on the
+/// same thread, as CUPTI calls them. Exceptions never leave an event handler (they run in CUPTI's
+/// callbacks): observers' are contained by the launch path, the rest swallowed.
+class bridge_core {
+ public:
+  /// `device` answers the core's questions about CUDA and must outlive it; `flush` is how the
+  /// kernel-record table asks for records (kernel_records::flusher). Nothing starts until
+  /// start_collecting().
+  bridge_core(const cuda_bridge_options& options, bridge_device& device,
+              kernel_records::flusher flush);
+  bridge_core(const bridge_core&) = delete;
+  bridge_core& operator=(const bridge_core&) = delete;
+
+  /// Whether a launch's ENTER is worth handling: something watches. The dispatcher asks before it
+  /// counts a callback in flight. Cost: one relaxed load.
+  [[nodiscard]] static bool wants_launch_enter() noexcept;
+  /// Whether a launch's EXIT is worth handling: this thread has a reported launch open.
+  /// Cost: a thread-local read.
+  [[nodiscard]] static bool wants_launch_exit() noexcept;
+
+  /// A launch's ENTER, on the issuing thread before submission: reports it (unless launchwatch's
+  /// own backend reported it, an observer is launching, or it is outside the capture range) and
+  /// decides its measurement.
+  void launch_entered(const launch_call& call);
+  /// A launch's EXIT, on the issuing thread after submission: routes the measurement ENTER decided.
+  void launch_exited(const launch_call& call);
+  /// A graph launch's ENTER: its kernel nodes' records will be told, as replayed nodes, to the
+  /// observation installed now.
+  void graph_launch_entered(const graph_launch_call& call);
+  /// ENTER (`entering`) or EXIT of a call of the explicit graph API that adds a node, on this
+  /// thread.
+  void node_adding_call(bool entering) noexcept;
+  /// A node was created (GRAPHNODE_CREATED).
+  void node_created(const created_node& node);
+  /// `clone` (in the executable graph `exec`) was cloned from `original` (GRAPHNODE_CLONED).
+  void node_cloned(std::uint64_t original, std::uint64_t clone, const void* exec);
+  /// cudaProfilerStart returned (cuda_capture_range::cuda_profiler_api opens the range).
+  void profiler_started() noexcept;
+  /// cudaProfilerStop is called (the range closes).
+  void profiler_stopped() noexcept;
+
+  /// The table kernel records are delivered to (kernel_records::on_records).
+  [[nodiscard]] const std::shared_ptr<kernel_records>& records() const noexcept { return records_; }
+  /// Starts the record table's collector thread, once the records' source is ready.
+  void start_collecting();
+  /// Devices launches were reported on, one bit per ordinal below 64.
+  [[nodiscard]] std::uint64_t devices_seen() const noexcept;
+  /// After the devices are idle: flushes until every awaited record arrived or `patience` passed.
+  void deliver_pending(std::chrono::milliseconds patience);
+  /// Teardown, after the devices are idle: closes the record table (a forced flush) and gives up on
+  /// replays still waiting for records.
+  void close() noexcept;
+
+  [[nodiscard]] cuda_bridge_stats stats() const noexcept;
+
+  /// What a thread keeps between a launch's ENTER and EXIT (bridge_core.cpp).
+  struct thread_state;
+
+ private:
+
+  /// Sets what every foreign launch says of itself (kernel name, backend, device, grid, block,
+  /// collective) and resets the rest; the caller adds stream, capturing and launch_id.
+  void describe(launch_info& info, const char* symbol, void* context,
+                std::array<std::uint32_t, 3> grid, std::array<std::uint32_t, 3> block,
+                thread_state& state);
+  int device_of(void* context, thread_state& state) noexcept;
+  /// A kernel node added to a graph by the explicit graph API (cudaGraphAddKernelNode), outside
+  /// any capture: reported as a launch recorded into a graph, on the thread that added it.
+  void report_kernel_node(const created_node& node);
+  void note_device(int device) noexcept;
+
+  const cuda_bridge_options options_;
+  /// Distinguishes this core's launches from an earlier one's in a thread's state.
+  const std::uint64_t generation_;
+  bridge_device& device_;
+  graph_replays graphs_;
+  std::shared_ptr<kernel_records> records_;
+  /// Numbers explicit kernel nodes for their launch_info::launch_id (see report_kernel_node).
+  std::atomic<std::uint32_t> explicit_nodes_{0};
+
+  std::atomic<bool> in_range_{true};
+  std::atomic<std::uint64_t> devices_seen_{0};
+  std::atomic<std::uint64_t> launches_reported_{0};
+  std::atomic<std::uint64_t> own_launches_skipped_{0};
+  std::atomic<std::uint64_t> outside_capture_range_{0};
+};
+
+}  // namespace launchwatch::detail::cuda_bridge

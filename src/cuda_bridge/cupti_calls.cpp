@@ -1,0 +1,65 @@
+// CUPTI's callback parameters and the loaded driver's functions (cupti_calls.hpp).
+#include "cupti_calls.hpp"
+
+#include <dlfcn.h>
+
+#include <fmt/format.h>
+
+namespace launchwatch::detail::cuda_bridge {
+namespace {
+
+bool is_per_thread(CUpti_CallbackId id) noexcept {
+  return id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
+         id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
+         id == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz ||
+         id == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
+}
+
+}  // namespace
+
+launch_params params_of(CUpti_CallbackId id, const void* parameters) noexcept {
+  launch_params params;
+  if (parameters == nullptr) return params;
+  if (id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx ||
+      id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz) {
+    const auto& ex = *static_cast<const cuLaunchKernelEx_params*>(parameters);
+    if (ex.config == nullptr) return params;
+    const CUlaunchConfig& config = *ex.config;
+    params.grid = {config.gridDimX, config.gridDimY, config.gridDimZ};
+    params.block = {config.blockDimX, config.blockDimY, config.blockDimZ};
+    params.stream = config.hStream;
+    return params;
+  }
+  // cuLaunchKernel and cuLaunchCooperativeKernel share these leading fields.
+  const auto& kernel = *static_cast<const cuLaunchKernel_params*>(parameters);
+  params.grid = {kernel.gridDimX, kernel.gridDimY, kernel.gridDimZ};
+  params.block = {kernel.blockDimX, kernel.blockDimY, kernel.blockDimZ};
+  params.stream = kernel.hStream;
+  return params;
+}
+
+CUstream effective_stream(CUpti_CallbackId id, CUstream stream) noexcept {
+  return stream == nullptr && is_per_thread(id) ? CU_STREAM_PER_THREAD : stream;
+}
+
+std::uint64_t stream_number(CUstream stream, CUcontext context) noexcept {
+  const auto handle = reinterpret_cast<std::uintptr_t>(stream);
+  if (handle > 2) return handle;
+  return reinterpret_cast<std::uintptr_t>(context) | handle;
+}
+
+std::string cupti_error(CUptiResult result) {
+  const char* text = nullptr;
+  if (cuptiGetResultString(result, &text) != CUPTI_SUCCESS || text == nullptr) text = "unknown";
+  return fmt::format("{} (CUPTI error {})", text, static_cast<int>(result));
+}
+
+void* loaded_driver_function(const char* name) noexcept {
+  void* driver = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (driver == nullptr) return nullptr;
+  void* function = ::dlsym(driver, name);
+  ::dlclose(driver);  // the process keeps its own reference: the driver stays loaded
+  return function;
+}
+
+}  // namespace launchwatch::detail::cuda_bridge

@@ -1,0 +1,175 @@
+// Subscribing to CUPTI and giving it back (bridge_engine.hpp), and switching the launch callbacks
+// with the watch state.
+#include <array>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include <launchwatch/launch_path.hpp>
+
+#include "activity_buffers.hpp"
+#include "availability.hpp"
+#include "bridge_engine.hpp"
+#include "cupti_calls.hpp"
+#include "inside_cuda_init.hpp"
+#include "launch_path_access.hpp"
+
+namespace launchwatch::detail {
+namespace {
+
+// The engine the watch listener switches; set while one lives.
+std::mutex listener_mutex;
+cuda_bridge_engine* listening = nullptr;
+
+}  // namespace
+
+cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
+    : options_{options}, core_{options_, device_, &cuda_bridge::flush_activity} {
+  using reason = cuda_bridge_unavailable::reason;
+  using cuda_bridge::unavailable;
+  cuda_bridge::refuse_if_turned_off(options_);
+  // Inside cuInit the runtime cannot be asked, and the driver being initialised says enough.
+  if (!cuda_bridge::constructing_inside_cuda_init()) cuda_bridge::require_a_device();
+  cuda_bridge::require_fitting_versions();
+
+  std::array<char, 256> holder{};
+  CUpti_SubscriberParams params{};
+  params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+  params.subscriberName = "launchwatch";
+  params.oldSubscriberName = holder.data();
+  params.oldSubscriberSize = holder.size();
+  if (const CUptiResult r = cuptiSubscribe_v2(&subscriber_, &on_callback, this, &params);
+      r != CUPTI_SUCCESS) {
+    subscriber_ = nullptr;
+    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+      std::string name{holder.data(), ::strnlen(holder.data(), holder.size())};
+      if (name.empty()) name = "<not named>";
+      unavailable(reason::cupti_in_use,
+                  fmt::format("CUPTI is in use by '{}' (Nsight Systems or Compute, "
+                              "compute-sanitizer, cuda-gdb, the PyTorch profiler or another tool's "
+                              "injection), and CUPTI has one subscriber per process; launchwatch "
+                              "sees only its own launches. Run without that tool to watch every "
+                              "CUDA kernel.",
+                              name),
+                  name);
+    }
+    if (r == CUPTI_ERROR_NOT_INITIALIZED) {
+      unavailable(reason::incompatible,
+                  fmt::format("CUPTI could not initialise: {}; the versions may not fit ({}).",
+                              cuda_bridge::cupti_error(r), cuda_bridge::versions()));
+    }
+    unavailable(reason::cupti_failed,
+                fmt::format("cuptiSubscribe_v2 failed: {}", cuda_bridge::cupti_error(r)));
+  }
+
+  // From here a failure must give CUPTI back before it throws.
+  const auto fail = [&](const char* call, CUptiResult r) {
+    (void)cuptiUnsubscribe(subscriber_);
+    (void)cuptiFinalize();
+    subscriber_ = nullptr;
+    unavailable(reason::cupti_failed, fmt::format("{} failed: {} ({})", call,
+                                                  cuda_bridge::cupti_error(r),
+                                                  cuda_bridge::versions()));
+  };
+  if (const int r = cuda_bridge::deliver_activity_to(core_.records()); r != CUPTI_SUCCESS) {
+    fail("registering CUPTI's activity callbacks", static_cast<CUptiResult>(r));
+  }
+  core_.start_collecting();
+  const auto close_records = [&] {
+    core_.records()->close();
+    cuda_bridge::stop_delivering_to(*core_.records());
+  };
+  const auto enable = [&](CUpti_CallbackDomain domain, CUpti_CallbackId id) {
+    if (const CUptiResult r = cuptiEnableCallback(1, subscriber_, domain, id); r != CUPTI_SUCCESS) {
+      close_records();
+      fail("cuptiEnableCallback", r);
+    }
+  };
+  if (options_.capture_range == cuda_capture_range::cuda_profiler_api) {
+    enable(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
+    enable(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
+    enable(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000);
+    enable(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000);
+  }
+  if (options_.graph_replays == cuda_graph_replays::per_node) {
+    enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
+  }
+  // Nodes added by the explicit graph API are launches recorded into a graph, and are reported
+  // whatever graph_replays says (the node-adding calls mark the thread, GRAPHNODE_CREATED names the
+  // node); per_node also links captured nodes to their replays.
+  enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
+  for (const auto id : cuda_bridge::add_node_ids) enable(CUPTI_CB_DOMAIN_DRIVER_API, id);
+  // For after_cuda_runtime_initialised: a context is created once the runtime is up.
+  enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
+  if (options_.trace_kernels_from_start || options_.graph_replays == cuda_graph_replays::per_node) {
+    if (!device_.kernel_records_on()) {
+      close_records();
+      fail("cuptiActivityEnable(CONCURRENT_KERNEL)", CUPTI_ERROR_UNKNOWN);
+    }
+  }
+  {
+    std::lock_guard lock{listener_mutex};
+    listening = this;
+  }
+  cuda_bridge::on_watched_change(&on_watch_change);
+  apply_watch_state();
+}
+
+cuda_bridge_engine::~cuda_bridge_engine() { teardown(); }
+
+void cuda_bridge_engine::teardown() noexcept {
+  {
+    std::lock_guard lock{listener_mutex};
+    listening = nullptr;
+    cuda_bridge::on_watched_change(nullptr);
+  }
+  {
+    std::lock_guard lock{toggle_mutex_};
+    for (const auto id : cuda_bridge::launch_ids) {
+      (void)cuptiEnableCallback(0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
+    }
+    for (const auto id : cuda_bridge::graph_launch_ids) {
+      (void)cuptiEnableCallback(0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
+    }
+    launch_callbacks_on_ = false;
+  }
+  // Callbacks already running finish before anything they touch goes away.
+  alive_.store(false, std::memory_order_seq_cst);
+  while (in_flight_.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+  synchronize_seen_devices();
+  core_.close();
+  cuda_bridge::stop_delivering_to(*core_.records());
+  if (device_.kernel_records_were_turned_on()) {
+    (void)cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  }
+  (void)cuptiUnsubscribe(subscriber_);
+  // Without it launches stay slower for the rest of the process (research/cuda-bridge.md §4).
+  (void)cuptiFinalize();
+}
+
+void cuda_bridge_engine::on_watch_change() noexcept {
+  std::lock_guard lock{listener_mutex};
+  if (listening != nullptr) listening->apply_watch_state();
+}
+
+void cuda_bridge_engine::apply_watch_state() noexcept {
+  // Enabled launch ids cost every launch CUPTI's dispatch (+0.3-0.5 µs) even when the callback
+  // returns at once, so they are on only while something watches.
+  std::lock_guard lock{toggle_mutex_};
+  const bool want = launch_path::watched();
+  if (want == launch_callbacks_on_) return;
+  for (const auto id : cuda_bridge::launch_ids) {
+    (void)cuptiEnableCallback(want ? 1 : 0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  }
+  if (options_.graph_replays == cuda_graph_replays::per_node) {
+    for (const auto id : cuda_bridge::graph_launch_ids) {
+      (void)cuptiEnableCallback(want ? 1 : 0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
+    }
+  }
+  launch_callbacks_on_ = want;
+}
+
+}  // namespace launchwatch::detail

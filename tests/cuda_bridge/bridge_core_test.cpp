@@ -1,0 +1,388 @@
+// The CUDA bridge's core on the CPU: CUPTI's callbacks and records, played by a fake CUPTI
+// (fake_cupti.hpp), through launchwatch's own launch path to observers installed the normal way.
+// Runs in every build, CI included; the same decisions on a GPU are tested in cuda_bridge_test.cu.
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <launchwatch/attribute/attribution.hpp>
+#include <launchwatch/attribute/scope.hpp>
+#include <launchwatch/observe.hpp>
+
+#include "backend/cuda/own_submit.hpp"
+#include "fake_cupti.hpp"
+#include "support/capturing_sink.hpp"
+#include "support/observers.hpp"
+
+namespace launchwatch {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::captured_log;
+using testing::fake_cupti;
+
+/// What the recording observer was told of one launch.
+struct reported_launch {
+  std::string kernel;
+  bool capturing = false;
+  std::uint64_t launch_id = 0;
+  std::thread::id thread;
+  /// Launches the fake had submitted when this one was reported.
+  std::uint64_t submitted_before = 0;
+};
+
+/// Records launched_with, keeps profiled measurements unread, and records replayed nodes.
+class recording_observer final : public launch_observer, public graph_replay_observer {
+ public:
+  recording_observer(const fake_cupti& cupti, timing_request timing)
+      : cupti_{cupti}, timing_{timing} {}
+
+  void launched(std::string_view) override {}
+  void launched_with(const launch_info& info) override {
+    std::lock_guard lock{mutex_};
+    launches_.push_back(reported_launch{std::string{info.kernel}, info.capturing, info.launch_id,
+                                        std::this_thread::get_id(), cupti_.submitted()});
+  }
+  timing_request timing() const override { return timing_; }
+  void profiled(std::string_view kernel, profile_duration profile) override {
+    std::lock_guard lock{mutex_};
+    profiles_.emplace_back(std::string{kernel}, std::move(profile));
+  }
+  void timed(std::string_view kernel, std::chrono::nanoseconds length, timing_method) override {
+    std::lock_guard lock{mutex_};
+    timed_.emplace_back(std::string{kernel}, length);
+  }
+  void replayed(const replayed_node& node) override {
+    std::lock_guard lock{mutex_};
+    replayed_.push_back(node);
+  }
+
+  std::vector<reported_launch> launches() {
+    std::lock_guard lock{mutex_};
+    return launches_;
+  }
+  std::vector<std::pair<std::string, profile_duration>> take_profiles() {
+    std::lock_guard lock{mutex_};
+    return std::exchange(profiles_, {});
+  }
+  std::vector<std::pair<std::string, std::chrono::nanoseconds>> timed_calls() {
+    std::lock_guard lock{mutex_};
+    return timed_;
+  }
+  std::vector<replayed_node> replayed_nodes() {
+    std::lock_guard lock{mutex_};
+    return replayed_;
+  }
+
+ private:
+  const fake_cupti& cupti_;
+  const timing_request timing_;
+  std::mutex mutex_;
+  std::vector<reported_launch> launches_;
+  std::vector<std::pair<std::string, profile_duration>> profiles_;
+  std::vector<std::pair<std::string, std::chrono::nanoseconds>> timed_;
+  std::vector<replayed_node> replayed_;
+};
+
+cuda_bridge_options per_node() {
+  cuda_bridge_options options;
+  options.graph_replays = cuda_graph_replays::per_node;
+  return options;
+}
+
+/// Captures one launch of `attention` on stream 7 and instantiates the graph: its executable.
+const void* captured_attention(fake_cupti& cupti) {
+  cupti.begin_capture(fake_cupti::stream(7));
+  cupti.launch("attention");
+  return cupti.instantiate(cupti.end_capture(fake_cupti::stream(7)));
+}
+
+// ---- ENTER/EXIT pairing ----
+
+TEST(BridgeCore, ALaunchIsReportedOnceOnTheIssuingThreadBeforeItIsSubmitted) {
+  fake_cupti cupti;
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::none);
+  launch_observation watching{observer};
+  std::thread::id issuing;
+  std::thread program{[&] {
+    issuing = std::this_thread::get_id();
+    cupti.launch("_Z6axpy_kPf");
+  }};
+  program.join();
+
+  const auto launches = observer->launches();
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0].kernel, "axpy_k(float*)");
+  EXPECT_EQ(launches[0].thread, issuing);
+  EXPECT_EQ(launches[0].submitted_before, 0u);
+  EXPECT_FALSE(launches[0].capturing);
+  EXPECT_EQ(cupti.core().stats().launches_reported, 1u);
+}
+
+TEST(BridgeCore, AResolvedLaunchIsTimedAtItsExitWithTheWindowItsEnterOpened) {
+  fake_cupti cupti;
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::resolved);
+  launch_observation watching{observer};
+  cupti.launch("gemm");
+  const auto timed = observer->timed_calls();
+  ASSERT_EQ(timed.size(), 1u);
+  EXPECT_EQ(timed[0].first, "gemm");
+  EXPECT_EQ(timed[0].second, fake_cupti::resolved_length);
+}
+
+TEST(BridgeCore, ADeferredLaunchHandsOverAMeasurementThatResolvesFromItsKernelRecord) {
+  fake_cupti cupti;
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::deferred);
+  launch_observation watching{observer};
+  cupti.launch("gemm", fake_cupti::stream(7), 12us);
+  auto profiles = observer->take_profiles();
+  ASSERT_EQ(profiles.size(), 1u);
+  const std::optional<profile_ticks> ticks = std::move(profiles[0].second).resolve();
+  ASSERT_TRUE(ticks.has_value());
+  EXPECT_EQ(ticks->length(), 12us);
+  EXPECT_EQ(cupti.core().stats().measurements_delivered, 1u);
+}
+
+TEST(BridgeCore, AnExitOfAnotherLaunchDoesNotCloseTheOpenOne) {
+  fake_cupti cupti;
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::resolved);
+  launch_observation watching{observer};
+  detail::cuda_bridge::launch_call enter;
+  enter.correlation = 41;
+  enter.symbol = "gemm";
+  enter.context = fake_cupti::context;
+  cupti.core().launch_entered(enter);
+  detail::cuda_bridge::launch_call stranger = enter;
+  stranger.correlation = 40;
+  cupti.core().launch_exited(stranger);
+  EXPECT_TRUE(observer->timed_calls().empty());
+  EXPECT_TRUE(fake_cupti::core_type::wants_launch_exit());
+  cupti.core().launch_exited(enter);
+  EXPECT_EQ(observer->timed_calls().size(), 1u);
+  EXPECT_FALSE(fake_cupti::core_type::wants_launch_exit());
+}
+
+TEST(BridgeCore, ALaunchLaunchwatchsOwnBackendReportedIsSkipped) {
+  fake_cupti cupti;
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::deferred);
+  launch_observation watching{observer};
+  {
+    detail::cuda::own_submit own;
+    cupti.launch("launchwatch_own_kernel");
+  }
+  cupti.launch("foreign_kernel");
+  const auto launches = observer->launches();
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0].kernel, "foreign_kernel");
+  EXPECT_EQ(cupti.core().stats().own_launches_skipped, 1u);
+  EXPECT_EQ(observer->take_profiles().size(), 1u);
+}
+
+// ---- stream capture ----
+
+TEST(BridgeCore, ALaunchInsideAStreamCaptureIsReportedAsRecordedIntoAGraphAndItsProfileRefused) {
+  captured_log log;
+  fake_cupti cupti;
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::deferred);
+  launch_observation watching{observer};
+  cupti.begin_capture(fake_cupti::stream(7));
+  cupti.launch("attention");
+  (void)cupti.end_capture(fake_cupti::stream(7));
+
+  const auto launches = observer->launches();
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_TRUE(launches[0].capturing);
+  EXPECT_TRUE(observer->take_profiles().empty());
+  EXPECT_EQ(log->count_containing("recording a CUDA graph"), 1u);
+}
+
+// ---- graph replays ----
+
+TEST(BridgeCore, GraphReplaysChargeEachNodeToTheScopeItsCaptureTimeLaunchHad) {
+  fake_cupti cupti{per_node()};
+  attribution_options options;
+  options.timing = timing_request::deferred;
+  auto observer = std::make_shared<attribution>(options);
+  {
+    launch_observation watching{observer};
+    cupti.begin_capture(fake_cupti::stream(7));
+    {
+      scope decode{"decode"};
+      cupti.launch("attention");
+    }
+    {
+      scope mlp{"mlp"};
+      cupti.launch("gemm");
+    }
+    const void* exec = cupti.instantiate(cupti.end_capture(fake_cupti::stream(7)));
+    {
+      scope elsewhere{"elsewhere"};
+      cupti.replay(exec, fake_cupti::stream(7), 3us);
+    }
+    cupti.core().deliver_pending(2s);
+  }
+  const auto pass = observer->collect();
+  std::vector<std::pair<std::string, std::string>> replayed;
+  for (const auto& launch : pass.launches) {
+    if (!launch.replayed) continue;
+    ASSERT_TRUE(launch.scope.has_value());
+    ASSERT_TRUE(launch.timing.has_value());
+    EXPECT_EQ(launch.timing->length, 3us);
+    replayed.emplace_back(pass.kernels.at(launch.kernel), pass.scope_path_text(*launch.scope));
+  }
+  using kernel_in_scope = std::pair<std::string, std::string>;
+  EXPECT_THAT(replayed, ::testing::UnorderedElementsAre(kernel_in_scope{"attention", "decode"},
+                                                        kernel_in_scope{"gemm", "mlp"}));
+  EXPECT_EQ(cupti.core().stats().replayed_nodes_delivered, 2u);
+}
+
+TEST(BridgeCore, EachReplayTellsItsNodesWithTheCaptureTimeLaunchIdAndItsOwnReplayNumber) {
+  fake_cupti cupti{per_node()};
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::none);
+  launch_observation watching{observer};
+  const void* exec = captured_attention(cupti);
+  cupti.replay(exec);
+  cupti.replay(exec);
+  cupti.core().deliver_pending(2s);
+
+  const auto captured = observer->launches();
+  ASSERT_EQ(captured.size(), 1u);
+  const auto nodes = observer->replayed_nodes();
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes[0].captured_launch, captured[0].launch_id);
+  EXPECT_EQ(nodes[1].captured_launch, captured[0].launch_id);
+  EXPECT_EQ(nodes[0].kernel, "attention");
+  EXPECT_NE(nodes[0].replay, nodes[1].replay);
+}
+
+// ---- late and missing records ----
+
+TEST(BridgeCore, ALateRecordIsDeliveredToTheObservationItBelongsToAndNotToANewerOne) {
+  fake_cupti cupti;
+  auto first = std::make_shared<recording_observer>(cupti, timing_request::deferred);
+  auto newer = std::make_shared<recording_observer>(cupti, timing_request::deferred);
+  std::vector<std::pair<std::string, profile_duration>> kept;
+  std::uint32_t late = 0;
+  {
+    launch_observation watching{first};
+    late = cupti.next_correlation();
+    cupti.withhold(late);  // the kernel is still running when the observation ends
+    cupti.launch("slow", fake_cupti::stream(7), 40us);
+    kept = first->take_profiles();
+  }
+  launch_observation watching{newer};
+  cupti.launch("fast", fake_cupti::stream(7), 2us);
+  cupti.release(late);
+
+  ASSERT_EQ(kept.size(), 1u);
+  const auto ticks = std::move(kept[0].second).resolve();
+  ASSERT_TRUE(ticks.has_value());
+  EXPECT_EQ(ticks->length(), 40us);
+  auto newer_profiles = newer->take_profiles();
+  ASSERT_EQ(newer_profiles.size(), 1u);
+  EXPECT_EQ(newer_profiles[0].first, "fast");
+  EXPECT_EQ(std::move(newer_profiles[0].second).resolve()->length(), 2us);
+}
+
+TEST(BridgeCore, ALateReplayRecordIsToldToTheObservationOfItsReplay) {
+  fake_cupti cupti{per_node()};
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::none);
+  launch_observation watching{observer};
+  const void* exec = captured_attention(cupti);
+  const std::uint32_t replay = cupti.next_correlation();
+  cupti.withhold(replay);
+  cupti.replay(exec);
+  cupti.launch("after", fake_cupti::stream(8));  // later work whose records come first
+  cupti.core().deliver_pending(20ms);
+  EXPECT_TRUE(observer->replayed_nodes().empty());
+  cupti.release(replay);
+  cupti.core().deliver_pending(2s);
+  const auto nodes = observer->replayed_nodes();
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_EQ(nodes[0].kernel, "attention");
+}
+
+TEST(BridgeCore, ALateReplayRecordIsNotToldToAnObservationNewerThanItsReplay) {
+  fake_cupti cupti{per_node()};
+  auto first = std::make_shared<recording_observer>(cupti, timing_request::none);
+  auto newer = std::make_shared<recording_observer>(cupti, timing_request::none);
+  std::uint32_t replay = 0;
+  {
+    launch_observation watching{first};
+    const void* exec = captured_attention(cupti);
+    replay = cupti.next_correlation();
+    cupti.withhold(replay);
+    cupti.replay(exec);
+  }
+  launch_observation watching{newer};
+  cupti.release(replay);
+  cupti.core().deliver_pending(2s);
+  EXPECT_TRUE(first->replayed_nodes().empty());  // its observation ended before the record came
+  EXPECT_TRUE(newer->replayed_nodes().empty());
+  EXPECT_EQ(cupti.core().stats().replayed_nodes_delivered, 0u);
+}
+
+TEST(BridgeCore, AMissingRecordIsCountedLostAndItsReadReturnsEmptyAfterTheTimeout) {
+  captured_log log;
+  cuda_bridge_options options;
+  options.record_timeout = 50ms;
+  fake_cupti cupti{options};
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::deferred);
+  launch_observation watching{observer};
+  cupti.lose(cupti.next_correlation());
+  cupti.launch("lost");
+  auto profiles = observer->take_profiles();
+  ASSERT_EQ(profiles.size(), 1u);
+  const auto began = std::chrono::steady_clock::now();
+  EXPECT_FALSE(std::move(profiles[0].second).resolve().has_value());
+  EXPECT_LT(std::chrono::steady_clock::now() - began, 2s);
+  EXPECT_EQ(cupti.core().stats().measurements_missing, 1u);
+  EXPECT_EQ(cupti.core().stats().measurements_delivered, 0u);
+  EXPECT_EQ(log->count_containing("did not arrive in time"), 1u);
+}
+
+// Issue 23, finding 5: today each missing record costs its own timeout, one after the other. When
+// reads share one deadline per flush, this test changes with them.
+TEST(BridgeCore, TodayEachMissingRecordWaitsItsOwnTimeout) {
+  cuda_bridge_options options;
+  options.record_timeout = 60ms;
+  fake_cupti cupti{options};
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::deferred);
+  launch_observation watching{observer};
+  for (int i = 0; i < 3; ++i) {
+    cupti.lose(cupti.next_correlation());
+    cupti.launch("lost");
+  }
+  auto profiles = observer->take_profiles();
+  ASSERT_EQ(profiles.size(), 3u);
+  const auto began = std::chrono::steady_clock::now();
+  for (auto& [kernel, profile] : profiles) EXPECT_FALSE(std::move(profile).resolve().has_value());
+  EXPECT_GE(std::chrono::steady_clock::now() - began, 3 * 60ms);
+  EXPECT_EQ(cupti.core().stats().measurements_missing, 3u);
+}
+
+TEST(BridgeCore, ARecordOfAKernelStillRunningAtCloseResolvesEmptyRatherThanZero) {
+  captured_log log;
+  std::vector<std::pair<std::string, profile_duration>> kept;
+  {
+    fake_cupti cupti;
+    auto observer = std::make_shared<recording_observer>(cupti, timing_request::deferred);
+    launch_observation watching{observer};
+    cupti.withhold(cupti.next_correlation());
+    cupti.launch("running");
+    kept = observer->take_profiles();
+  }  // the bridge closes: a forced flush hands the record over with no timestamps
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_FALSE(std::move(kept[0].second).resolve().has_value());
+  EXPECT_EQ(log->count_containing("carried no timestamps"), 1u);
+}
+
+}  // namespace
+}  // namespace launchwatch

@@ -1,0 +1,239 @@
+// A fake CUPTI for the bridge's core (src/cuda_bridge/bridge_core.hpp), after kineto's
+// CuptiCallbackApiMock: a program's CUDA calls become the callback events CUPTI would send, in the
+// order CUPTI sends them, and kernels leave records in a buffer that is handed over only when the
+// core's record table flushes, as CUPTI's buffers are (research/cuda-bridge.md §1-2). It also
+// answers the core's questions about CUDA (bridge_device): which stream is capturing, a resolved
+// window.
+//
+// What it models, from measurements on the H200: launch callbacks run on the issuing thread,
+// ENTER before submission and EXIT after; GRAPHNODE_CREATED fires inside a capturing launch's
+// ENTER..EXIT; instantiating a graph clones each node (GRAPHNODE_CLONED); a replay fires only the graph launch,
+// and its kernels' records carry the replay's correlation id and the clones' node ids.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include <launchwatch/cuda_bridge.hpp>
+
+#include "cuda_bridge/bridge_core.hpp"
+
+namespace launchwatch::testing {
+
+class fake_cupti final : public detail::cuda_bridge::bridge_device {
+ public:
+  using core_type = detail::cuda_bridge::bridge_core;
+  using kernel_record = detail::cuda_bridge::kernel_record;
+
+  explicit fake_cupti(const cuda_bridge_options& options = {})
+      : core_{options, *this, [this](bool forced) { flush(forced); }} {
+    core_.start_collecting();
+  }
+  ~fake_cupti() { core_.close(); }
+  fake_cupti(const fake_cupti&) = delete;
+  fake_cupti& operator=(const fake_cupti&) = delete;
+
+  core_type& core() noexcept { return core_; }
+
+  /// A stream handle of the fake program (never dereferenced).
+  static void* stream(std::uintptr_t number) noexcept { return reinterpret_cast<void*>(number); }
+
+  /// Launches `symbol` on `on` as cuLaunchKernel would: ENTER, submission, EXIT on this thread. A
+  /// kernel launched outside a capture runs at once for `length` and leaves its record in the
+  /// buffer; inside a capture it becomes a node of the graph being recorded. Returns the launch's
+  /// correlation id.
+  std::uint32_t launch(const char* symbol, void* on = stream(7),
+                       std::chrono::nanoseconds length = std::chrono::microseconds{5}) {
+    const std::uint32_t correlation = next_correlation_.fetch_add(1) + 1;
+    detail::cuda_bridge::launch_call call;
+    call.correlation = correlation;
+    call.symbol = symbol;
+    call.context = context;
+    call.stream = on;
+    call.stream_number = reinterpret_cast<std::uintptr_t>(on);
+    if (core_type::wants_launch_enter()) core_.launch_entered(call);
+    const std::optional<std::uint64_t> captured_into = capture_of(on);
+    if (captured_into) {
+      // GRAPHNODE_CREATED, inside the launch's ENTER..EXIT.
+      const std::uint64_t node = next_node_id(*captured_into);
+      core_.node_created({reinterpret_cast<const void*>(node), node, true});
+      std::lock_guard lock{mutex_};
+      graphs_[*captured_into].push_back(node);
+    } else {
+      complete(kernel_record{correlation, 0, 0, 0, 0, 0}, length);
+    }
+    submitted_.fetch_add(1);
+    if (core_type::wants_launch_exit()) core_.launch_exited(call);
+    return correlation;
+  }
+
+  /// cudaStreamBeginCapture on `on`: launches on it are recorded into a new graph.
+  void begin_capture(void* on) {
+    std::lock_guard lock{mutex_};
+    capturing_[on] = next_graph_++;
+  }
+  /// cudaStreamEndCapture: returns the graph recorded.
+  std::uint64_t end_capture(void* on) {
+    std::lock_guard lock{mutex_};
+    const std::uint64_t graph = capturing_.at(on);
+    capturing_.erase(on);
+    return graph;
+  }
+  /// cudaGraphInstantiate: clones every node of `graph` (GRAPHNODE_CLONED) into a new executable
+  /// graph, returned.
+  const void* instantiate(std::uint64_t graph) {
+    std::vector<std::uint64_t> originals;
+    std::uint64_t exec_graph = 0;
+    {
+      std::lock_guard lock{mutex_};
+      originals = graphs_[graph];
+      exec_graph = next_graph_++;
+    }
+    const void* exec = reinterpret_cast<const void*>(exec_graph);
+    for (const std::uint64_t original : originals) {
+      const std::uint64_t clone = next_node_id(exec_graph);
+      core_.node_cloned(original, clone, exec);
+      std::lock_guard lock{mutex_};
+      clones_[exec].push_back(clone);
+    }
+    return exec;
+  }
+  /// cuGraphLaunch of `exec` on `on`: only the graph launch's callback fires; each node's kernel
+  /// runs for `length` and leaves a record with the replay's correlation id and the clone's id.
+  std::uint32_t replay(const void* exec, void* on = stream(7),
+                       std::chrono::nanoseconds length = std::chrono::microseconds{3}) {
+    const std::uint32_t correlation = next_correlation_.fetch_add(1) + 1;
+    core_.graph_launch_entered(
+        {correlation, exec, context, reinterpret_cast<std::uintptr_t>(on)});
+    std::vector<std::uint64_t> nodes;
+    {
+      std::lock_guard lock{mutex_};
+      nodes = clones_[exec];
+    }
+    for (const std::uint64_t node : nodes) {
+      complete(kernel_record{correlation, node, 0, 0, 0, 0}, length);
+    }
+    return correlation;
+  }
+
+  /// The kernel of `correlation` is still running: its record stays out of every flush until
+  /// release(). Call before the launch.
+  void withhold(std::uint32_t correlation) {
+    std::lock_guard lock{mutex_};
+    withheld_.insert(correlation);
+  }
+  /// The record of `correlation` may be handed over again (at the next flush).
+  void release(std::uint32_t correlation) {
+    std::lock_guard lock{mutex_};
+    withheld_.erase(correlation);
+  }
+  /// The record of `correlation` never comes (another CUPTI client took it). Call before the
+  /// launch.
+  void lose(std::uint32_t correlation) {
+    std::lock_guard lock{mutex_};
+    lost_.insert(correlation);
+  }
+  /// The correlation id the next launch or replay will get.
+  std::uint32_t next_correlation() const noexcept { return next_correlation_.load() + 1; }
+
+  /// Launches submitted so far (counted between ENTER and EXIT).
+  std::uint64_t submitted() const noexcept { return submitted_.load(); }
+  /// Flushes the core's table asked for.
+  std::uint64_t flushes() const noexcept { return flushes_.load(); }
+
+  // bridge_device
+  int device_of(void*) noexcept override { return 0; }
+  bool capturing(void* on) noexcept override { return capture_of(on).has_value(); }
+  bool kernel_records_on() noexcept override { return true; }
+  bool open_window(void*, void*) noexcept override { return true; }
+  std::optional<profile_duration> close_window(void*) override {
+    const auto start = std::chrono::steady_clock::now();
+    const auto ticks = profile_ticks::from_start_end(start, start + resolved_length);
+    return profile_duration{[ticks]() -> std::optional<profile_ticks> { return ticks; },
+                            timing_method::device};
+  }
+  std::optional<detail::cuda_bridge::kernel_node> describe_kernel_node(
+      const void*) noexcept override {
+    return std::nullopt;
+  }
+
+  /// What a resolved window measures.
+  static constexpr std::chrono::nanoseconds resolved_length{4200};
+  /// The fake program's one context.
+  static inline int context_storage = 0;
+  static inline void* const context = &context_storage;
+
+ private:
+  static std::uint64_t now_nanoseconds() {
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                          std::chrono::steady_clock::now().time_since_epoch())
+                                          .count());
+  }
+
+  std::optional<std::uint64_t> capture_of(void* on) {
+    std::lock_guard lock{mutex_};
+    const auto found = capturing_.find(on);
+    if (found == capturing_.end()) return std::nullopt;
+    return found->second;
+  }
+
+  /// CUPTI's node ids: the graph's id in the upper half, the node's number in the lower.
+  std::uint64_t next_node_id(std::uint64_t graph) {
+    std::lock_guard lock{mutex_};
+    return (graph << 32) | node_counts_[graph]++;
+  }
+
+  /// A kernel ran for `length` just now: its record waits in the buffer for a flush.
+  void complete(kernel_record record, std::chrono::nanoseconds length) {
+    record.end = now_nanoseconds();
+    record.start = record.end - static_cast<std::uint64_t>(length.count());
+    std::lock_guard lock{mutex_};
+    if (lost_.count(record.correlation) != 0) return;
+    buffer_.push_back(record);
+  }
+
+  /// cuptiActivityFlushAll: hands the buffer's records over, but none of a kernel still running
+  /// (a FORCED flush hands those over with no timestamps, as CUPTI does).
+  void flush(bool forced) {
+    flushes_.fetch_add(1);
+    std::vector<kernel_record> handed;
+    {
+      std::lock_guard lock{mutex_};
+      std::vector<kernel_record> kept;
+      for (const kernel_record& record : buffer_) {
+        if (withheld_.count(record.correlation) == 0) {
+          handed.push_back(record);
+        } else if (forced) {
+          handed.push_back(kernel_record{record.correlation, record.graph_node, 0, 0, 0, 0});
+        } else {
+          kept.push_back(record);
+        }
+      }
+      buffer_ = std::move(kept);
+    }
+    if (!handed.empty()) core_.records()->on_records(handed, 0);
+  }
+
+  std::mutex mutex_;
+  std::map<void*, std::uint64_t> capturing_;
+  std::map<std::uint64_t, std::vector<std::uint64_t>> graphs_;
+  std::map<const void*, std::vector<std::uint64_t>> clones_;
+  std::map<std::uint64_t, std::uint32_t> node_counts_;
+  std::uint64_t next_graph_ = 1;
+  std::vector<kernel_record> buffer_;
+  std::set<std::uint32_t> withheld_;
+  std::set<std::uint32_t> lost_;
+  std::atomic<std::uint32_t> next_correlation_{0};
+  std::atomic<std::uint64_t> submitted_{0};
+  std::atomic<std::uint64_t> flushes_{0};
+  core_type core_;
+};
+
+}  // namespace launchwatch::testing

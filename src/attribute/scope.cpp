@@ -192,7 +192,11 @@ path_id sole_scoped_thread_path() noexcept {
 
 std::size_t open_scope_depth() noexcept { return open_scopes.frames.size(); }
 
-scope_token enter_scope(std::string_view name) noexcept {
+namespace {
+
+/// enter_scope and enter_scope_under: `name` under `*parent`, or under the thread's innermost
+/// open scope when `parent` is null.
+scope_token enter(std::string_view name, const path_id* parent) noexcept {
   const std::uint32_t nvtx = scopes_go_to_nvtx() && push_nvtx_range(name) ? nvtx_range_bit : 0;
   const scope_token only_nvtx = nvtx != 0 ? scope_token{nvtx | no_frame, 1} : scope_token{};
   // An NVTX tool alone keeps the flag set: scopes then go to it, and only an attribution's
@@ -200,8 +204,8 @@ scope_token enter_scope(std::string_view name) noexcept {
   if (!recording_scopes.load(std::memory_order_relaxed)) return only_nvtx;
   try {
     auto& stack = open_scopes;
-    const path_id parent = stack.frames.empty() ? no_path : stack.frames.back().path;
-    const path_id path = intern_path(parent, name);
+    const path_id innermost = stack.frames.empty() ? no_path : stack.frames.back().path;
+    const path_id path = intern_path(parent != nullptr ? *parent : innermost, name);
     thread_log* log = scope_log();
     const instant start = log != nullptr ? log->clock() : steady_now();
     const std::uint32_t serial = stack.next_serial;
@@ -220,6 +224,14 @@ scope_token enter_scope(std::string_view name) noexcept {
   } catch (...) {
     return only_nvtx;
   }
+}
+
+}  // namespace
+
+scope_token enter_scope(std::string_view name) noexcept { return enter(name, nullptr); }
+
+scope_token enter_scope_under(path_id parent, std::string_view name) noexcept {
+  return enter(name, &parent);
 }
 
 void leave_scope(scope_token token) noexcept {

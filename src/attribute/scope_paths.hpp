@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <string_view>
 
+#include <launchwatch/attribute/scope.hpp>
+
 namespace launchwatch::detail {
 
 /// Set while at least one attribution lives: scopes entered then are pushed onto their thread's
@@ -36,6 +38,17 @@ path_node read_path(path_id id);
 
 /// The calling thread's innermost open scope path, or no_path. Cost: a thread-local read.
 path_id current_path() noexcept;
+
+/// Enters `name` on the calling thread's scope stack as a child of `parent`, a path another
+/// thread read with current_path() (no_path: at the root), rather than of this thread's innermost
+/// scope; scopes this thread enters inside it nest below it, and leave_scope(token) leaves it as
+/// it leaves any scope. For work one thread does on behalf of another: PyTorch's autograd engine
+/// runs the backward pass on a thread of its own while the thread that called backward() waits in
+/// its `backward` scope, and the backward ranges of the modules belong under that scope.
+///
+/// Never throws (a scope that cannot be recorded is not entered, as enter_scope). Thread safety:
+/// path ids are the process's, so `parent` may come from any thread. Cost: enter_scope's.
+scope_token enter_scope_under(path_id parent, std::string_view name) noexcept;
 
 /// How many live attributions charge unscoped launches to the sole scoped thread. Only while one
 /// does are threads listed as they enter their first scope and leave their last (a process-wide

@@ -176,6 +176,57 @@ TEST(Scope, EachThreadHasItsOwnPath) {
   EXPECT_NE(pass.launches[0].thread, pass.launches[1].thread);
 }
 
+TEST(Scope, AScopeEnteredUnderAnotherThreadsPathNestsBelowThatPathAndTakesItsOwnInnerScopes) {
+  const auto pass = attribute_pass([] {
+    scope step{"step"};
+    scope backward{"backward"};
+    const detail::path_id caller = detail::current_path();
+    std::thread autograd{[caller] {
+      const auto token = detail::enter_scope_under(caller, "ResNet");
+      {
+        scope fc{"fc"};
+        launch("fc backward");
+      }
+      launch("ResNet backward");
+      detail::leave_scope(token);
+    }};
+    autograd.join();
+    launch("on caller");
+  });
+  EXPECT_THAT(launch_paths(pass),
+              ElementsAre("step/backward/ResNet/fc", "step/backward/ResNet", "step/backward"));
+}
+
+TEST(Scope, LeavingAScopeEnteredUnderAnotherThreadsPathLeavesTheThreadOutsideAnyScope) {
+  const auto pass = attribute_pass([] {
+    scope backward{"backward"};
+    const detail::path_id caller = detail::current_path();
+    std::thread autograd{[caller] {
+      detail::leave_scope(detail::enter_scope_under(caller, "ResNet"));
+      EXPECT_EQ(detail::open_scope_depth(), 0u);
+      launch("after");
+    }};
+    autograd.join();
+  });
+  EXPECT_THAT(launch_paths(pass), ElementsAre(""));
+}
+
+TEST(Scope, AScopeEnteredUnderNoPathIsARootScope) {
+  const auto pass = attribute_pass([] {
+    scope outer{"outer"};
+    const auto token = detail::enter_scope_under(detail::no_path, "root");
+    launch("k");
+    detail::leave_scope(token);
+  });
+  EXPECT_THAT(launch_paths(pass), ElementsAre("root"));
+}
+
+TEST(Scope, WithNoAttributionAliveAScopeUnderAnotherPathIsNotEntered) {
+  const auto token = detail::enter_scope_under(detail::no_path, "root");
+  EXPECT_EQ(token.serial, 0u);
+  EXPECT_EQ(detail::open_scope_depth(), 0u);
+}
+
 attribution_options sole_scoped_thread() {
   attribution_options options;
   options.unscoped = unscoped_launches::sole_scoped_thread;

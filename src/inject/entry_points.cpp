@@ -1,11 +1,14 @@
-// liblaunchwatch_inject.so's two exported functions, the only symbols it exports (inject.map):
-// CUDA's driver calls InitializeInjection at cuInit when CUDA_INJECTION64_PATH names this library,
-// NVTX calls InitializeInjectionNvtx2 once per module when NVTX_INJECTION64_PATH does. `launchwatch
-// run` sets both. Everything else in the library (launchwatch itself included) is private to it, so
-// a program that links launchwatch too keeps its own copy apart from this one.
+// liblaunchwatch_inject.so's entry points, which with the C API (c_api.hpp) are the only symbols
+// it exports (inject.map): CUDA's driver calls InitializeInjection at cuInit when
+// CUDA_INJECTION64_PATH names this library, NVTX calls InitializeInjectionNvtx2 once per module
+// when NVTX_INJECTION64_PATH does (`launchwatch run` sets both), and launchwatch's Python package
+// calls launchwatch_attach when it loads the library. Everything else in the library (launchwatch
+// itself included) is private to it, so a program that links launchwatch too keeps its own copy
+// apart from this one.
 
 #include <nvtx3/nvToolsExt.h>
 
+#include "c_api.hpp"
 #include "nvtx_ranges.hpp"
 #include "run_session.hpp"
 
@@ -22,6 +25,11 @@ __attribute__((visibility("default"))) int InitializeInjection() {
 __attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table) {
   launchwatch::detail::start_run_session();
   return launchwatch::detail::fill_nvtx_export_table(get_export_table);
+}
+
+int launchwatch_attach() {
+  launchwatch::detail::start_run_session();
+  return launchwatch_c_api_version();
 }
 
 }  // extern "C"

@@ -9,6 +9,7 @@
 #include <launchwatch/attribute/scope.hpp>
 
 #include "attribute/scope_nvtx.hpp"
+#include "attribute/scope_paths.hpp"
 #include "range_names.hpp"
 
 namespace launchwatch::detail {
@@ -107,6 +108,34 @@ void fill(NvtxFunctionTable table, unsigned int size, unsigned int id, F handler
 }
 
 }  // namespace
+
+int push_domain_range(nvtxDomainHandle_t domain, std::string_view name) noexcept {
+  return push(domain, name);
+}
+
+int push_domain_range_under(nvtxDomainHandle_t domain, path_id parent,
+                            std::string_view name) noexcept {
+  try {
+    auto& stack = ranges.stacks[domain];
+    stack.push_back(enter_scope_under(parent, name));
+    return static_cast<int>(stack.size() - 1);
+  } catch (...) {
+    return -1;
+  }
+}
+
+int pop_domain_ranges_to(nvtxDomainHandle_t domain, int depth) noexcept {
+  const auto found = ranges.stacks.find(domain);
+  if (found == ranges.stacks.end()) return 0;
+  auto& stack = found->second;
+  const std::size_t keep = depth < 0 ? 0 : static_cast<std::size_t>(depth);
+  if (stack.size() <= keep) return static_cast<int>(stack.size());
+  // The outermost of them first: leave_scope ends every scope still open inside it at once.
+  const scope_token outermost = stack[keep];
+  stack.resize(keep);
+  if (outermost.serial != 0) leave_scope(outermost);
+  return static_cast<int>(keep);
+}
 
 int fill_nvtx_export_table(NvtxGetExportTableFunc_t get_export_table) noexcept {
   if (get_export_table == nullptr) return 0;

@@ -6,6 +6,9 @@
 // paths are the program's own NVTX nesting.
 #pragma once
 
+#include <cstdint>
+#include <string_view>
+
 #include <nvtx3/nvToolsExt.h>
 
 namespace launchwatch::detail {
@@ -26,5 +29,19 @@ namespace launchwatch::detail {
 /// (a program linking launchwatch itself) is, so its scopes reach this injection's report once.
 /// Names follow range_names.hpp. Thread safety: the handlers run on any thread at once.
 int fill_nvtx_export_table(NvtxGetExportTableFunc_t get_export_table) noexcept;
+
+/// The calling thread's ranges in `domain` as the handlers above keep them, for the injection's C
+/// API (c_api.hpp), which opens ranges for Python without going through an NVTX module.
+///
+/// push_domain_range is a push as above. push_domain_range_under pushes `name` as a child of
+/// `parent`, a path another thread is in (enter_scope_under): the autograd thread's module ranges
+/// below the `backward` range of the thread that called backward(). pop_domain_ranges_to pops the
+/// domain's ranges until `depth` are left (none when fewer are open; a negative depth is 0), so an
+/// exception that skipped some pops cannot leave ranges open, and returns how many are left.
+/// Never throw; thread safety as the handlers.
+int push_domain_range(nvtxDomainHandle_t domain, std::string_view name) noexcept;
+int push_domain_range_under(nvtxDomainHandle_t domain, std::uint32_t parent,
+                            std::string_view name) noexcept;
+int pop_domain_ranges_to(nvtxDomainHandle_t domain, int depth) noexcept;
 
 }  // namespace launchwatch::detail

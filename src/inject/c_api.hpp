@@ -1,0 +1,50 @@
+// The injection's C API: ranges for a language without NVTX bindings of its own.
+//
+// launchwatch's Python package (python/launchwatch) opens a range around each nn.Module's forward
+// and backward and each optimizer step. NVTX is a header-only C library, so Python cannot call it;
+// PyTorch's own NVTX bindings reach only the default domain and need a CUDA build. The package
+// loads this library with ctypes instead (`launchwatch run` names it in NVTX_INJECTION64_PATH) and
+// calls these functions, which push and pop ranges on the domain `launchwatch` exactly as an NVTX
+// module's nvtxDomainRangePushEx and nvtxDomainRangePop would: they nest with every other NVTX
+// range of the thread into one scope path. Exported from liblaunchwatch_inject.so (inject.map).
+//
+// Thread safety: any thread at once; each thread has its own ranges. Never throw. Cost (measured
+// from Python, docs/benchmarks.md): a thread-local map lookup and what a scope costs.
+#pragma once
+
+#include <cstdint>
+
+extern "C" {
+
+/// The version of this API: 1. A caller checks it before using the rest.
+__attribute__((visibility("default"))) int launchwatch_c_api_version();
+
+/// Starts the injection's session, as an NVTX module's first call would (a program that makes no
+/// NVTX call of its own, such as PyTorch on the CPU, still gets its report); returns the API
+/// version. Defined with the entry points (entry_points.cpp).
+__attribute__((visibility("default"))) int launchwatch_attach();
+
+/// Opens a range named `name` (UTF-8, cut at 256 bytes; null is "(unnamed range)") on the calling
+/// thread; returns its 0-based depth among the thread's `launchwatch` ranges, or -1 when it was
+/// lost (out of memory).
+__attribute__((visibility("default"))) int launchwatch_range_push(const char* name);
+
+/// Opens a range named `name` on the calling thread as a child of `parent`, a path another thread
+/// is in (launchwatch_current_path on that thread), rather than of this thread's innermost range:
+/// work done on behalf of that thread, such as the backward pass PyTorch's autograd engine runs on
+/// its own thread while the caller waits in backward(). Ranges this thread opens inside it nest
+/// below it. Returns its depth as launchwatch_range_push does.
+__attribute__((visibility("default"))) int launchwatch_range_push_under(std::uint32_t parent,
+                                                                        const char* name);
+
+/// Closes the calling thread's `launchwatch` ranges until `depth` are left (a range opened at depth
+/// d is closed by launchwatch_range_pop_to(d)); does nothing when no more than `depth` are open.
+/// Returns how many are left. Closing to a depth rather than one range at a time means a hook that
+/// never ran (an exception inside a module's forward) cannot leave ranges open.
+__attribute__((visibility("default"))) int launchwatch_range_pop_to(int depth);
+
+/// The calling thread's innermost open range path, for launchwatch_range_push_under on another
+/// thread; 0 when it has none open (or nothing is recorded). Ids are the process's.
+__attribute__((visibility("default"))) std::uint32_t launchwatch_current_path();
+
+}  // extern "C"

@@ -1,0 +1,88 @@
+// The injection's C API (src/inject/c_api.hpp), in-process: the ranges launchwatch's Python package
+// opens around modules and optimizer steps, and the backward pass's ranges on another thread.
+
+#include <string>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <launchwatch/attribute/attribution.hpp>
+
+#include "attribute/launch_paths.hpp"
+#include "c_api.hpp"
+
+namespace launchwatch {
+namespace {
+
+using ::testing::ElementsAre;
+using testing::launch;
+using testing::launch_paths;
+
+TEST(InjectCApi, SaysItsVersion) { EXPECT_EQ(launchwatch_c_api_version(), 1); }
+
+TEST(InjectCApi, PushedRangesNestIntoThePathALaunchIsPairedWith) {
+  const auto pass = attribute_pass([] {
+    EXPECT_EQ(launchwatch_range_push("ResNet"), 0);
+    EXPECT_EQ(launchwatch_range_push("layer1"), 1);
+    launch("conv");
+    EXPECT_EQ(launchwatch_range_pop_to(1), 1);
+    launch("fc");
+    EXPECT_EQ(launchwatch_range_pop_to(0), 0);
+    launch("after");
+  });
+  EXPECT_THAT(launch_paths(pass), ElementsAre("ResNet/layer1", "ResNet", ""));
+}
+
+TEST(InjectCApi, PopToADepthClosesEveryRangeAboveItAtOnce) {
+  const auto pass = attribute_pass([] {
+    launchwatch_range_push("ResNet");
+    launchwatch_range_push("layer1");
+    launchwatch_range_push("conv1");  // its forward raised: no hook closed it
+    EXPECT_EQ(launchwatch_range_pop_to(1), 1);
+    launch("k");
+    launchwatch_range_pop_to(0);
+  });
+  EXPECT_THAT(launch_paths(pass), ElementsAre("ResNet"));
+}
+
+TEST(InjectCApi, PopToADepthDeeperThanWhatIsOpenDoesNothing) {
+  const auto pass = attribute_pass([] {
+    launchwatch_range_push("a");
+    EXPECT_EQ(launchwatch_range_pop_to(5), 1);
+    launch("k");
+    EXPECT_EQ(launchwatch_range_pop_to(-3), 0);
+  });
+  EXPECT_THAT(launch_paths(pass), ElementsAre("a"));
+}
+
+TEST(InjectCApi, ARangePushedUnderAnotherThreadsPathNestsBelowIt) {
+  const auto pass = attribute_pass([] {
+    launchwatch_range_push("step");
+    launchwatch_range_push("backward");
+    const auto caller = launchwatch_current_path();
+    EXPECT_NE(caller, 0u);
+    std::thread autograd{[caller] {
+      EXPECT_EQ(launchwatch_range_push_under(caller, "ResNet"), 0);
+      launchwatch_range_push("fc");
+      launch("fc backward");
+      launchwatch_range_pop_to(0);
+      EXPECT_EQ(launchwatch_current_path(), 0u);
+    }};
+    autograd.join();
+    launchwatch_range_pop_to(0);
+  });
+  EXPECT_THAT(launch_paths(pass), ElementsAre("step/backward/ResNet/fc"));
+}
+
+TEST(InjectCApi, ANullNameIsAnUnnamedRange) {
+  const auto pass = attribute_pass([] {
+    launchwatch_range_push(nullptr);
+    launch("k");
+    launchwatch_range_pop_to(0);
+  });
+  EXPECT_THAT(launch_paths(pass), ElementsAre("(unnamed range)"));
+}
+
+}  // namespace
+}  // namespace launchwatch

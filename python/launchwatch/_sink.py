@@ -1,0 +1,98 @@
+"""Where launchwatch's ranges go: the injection library `launchwatch run` loaded, or nowhere.
+
+A sink has five members: `active` (whether ranges go anywhere), `push(name: bytes) -> depth`,
+`push_under(parent: int, name: bytes) -> depth` (a range on this thread as a child of `parent`, a
+path another thread read with `current_path()`), `pop_to(depth) -> depth left` and
+`current_path() -> int`. Depths count the calling thread's open `launchwatch` ranges; closing to a
+depth rather than one range at a time means a hook that never ran (an exception inside a forward)
+cannot leave a range open. Tests install a recording sink with `set_sink` (the fake NVTX sink).
+"""
+
+import ctypes
+import os
+
+
+class NullSink:
+    """No tool listens: every call returns at once and nothing is recorded."""
+
+    active = False
+
+    def push(self, name):
+        return 0
+
+    def push_under(self, parent, name):
+        return 0
+
+    def pop_to(self, depth):
+        return 0
+
+    def current_path(self):
+        return 0
+
+
+class InjectionSink:
+    """The injection library's C API (src/inject/c_api.hpp), through ctypes: each range is a
+    range on the NVTX domain `launchwatch`, a scope of the run's report."""
+
+    active = True
+
+    def __init__(self, library):
+        push = library.launchwatch_range_push
+        push.argtypes = [ctypes.c_char_p]
+        push.restype = ctypes.c_int
+        push_under = library.launchwatch_range_push_under
+        push_under.argtypes = [ctypes.c_uint32, ctypes.c_char_p]
+        push_under.restype = ctypes.c_int
+        pop_to = library.launchwatch_range_pop_to
+        pop_to.argtypes = [ctypes.c_int]
+        pop_to.restype = ctypes.c_int
+        current_path = library.launchwatch_current_path
+        current_path.argtypes = []
+        current_path.restype = ctypes.c_uint32
+        # The foreign functions themselves, so a hook's call is one ctypes call.
+        self.push = push
+        self.push_under = push_under
+        self.pop_to = pop_to
+        self.current_path = current_path
+
+
+def _injection_sink():
+    """The sink of the injection `launchwatch run` put into this process, or None: only under
+    `run` (LAUNCHWATCH_RUN_OUT is set), only a library that has the C API, never an exception."""
+    if not os.environ.get("LAUNCHWATCH_RUN_OUT"):
+        return None
+    path = os.environ.get("NVTX_INJECTION64_PATH")
+    if not path:
+        return None
+    try:
+        library = ctypes.CDLL(path)
+        attach = library.launchwatch_attach
+        attach.restype = ctypes.c_int
+        version = library.launchwatch_c_api_version
+        version.restype = ctypes.c_int
+        if version() != 1:
+            return None
+        attach()  # starts the report, as an NVTX module's first call would
+        return InjectionSink(library)
+    except (OSError, AttributeError):
+        return None
+
+
+_sink = None
+
+
+def get():
+    """The process's sink (looked for once)."""
+    global _sink
+    if _sink is None:
+        _sink = _injection_sink() or NullSink()
+    return _sink
+
+
+def set_sink(sink):
+    """Makes `sink` the process's sink (tests: a recording one); returns the one it replaces.
+    Hooks read the sink when they run, so it applies to hooks already installed."""
+    global _sink
+    previous = _sink
+    _sink = sink
+    return previous

@@ -1,0 +1,604 @@
+"""PyTorch's modules and optimizer steps as launchwatch scopes (DESIGN.md section 12).
+
+`install(mode)` (what `launchwatch run --torch modules|ops` does, through the package's
+sitecustomize, once the program imports torch) installs torch's global hooks; `annotate(module)`
+does the same for one model. Each hook opens or closes a range on the NVTX domain `launchwatch`
+(_sink.py), so every kernel a module's forward or backward launches is in that module's scope:
+
+- forward: the root module's class name, then each child's attribute name in its parent, so the
+  path is the module's `named_modules()` path (`ResNet/layer1/0/conv1`), nested inside whatever
+  range is open (`step/forward/ResNet/...`). A module called from an ancestor that is not its
+  parent gets its whole relative path; one that is in no open module's tree is a root.
+- backward: `backward()` (`torch.autograd.backward`, which `Tensor.backward` calls, and
+  `torch.autograd.grad`) runs under a `backward` scope where it was called; each module's
+  backward is under it by the module's path (`step/backward/ResNet/layer4/1`), on whichever
+  thread autograd runs it: PyTorch's autograd engine runs a CUDA backward on a thread of its own,
+  whose ranges are opened under the calling thread's path (launchwatch_range_push_under).
+  A module's backward range opens at its full backward pre hook (torch >= 2.0; before, at a hook
+  on its output's gradient) and closes at its full backward hook, or, when none of its inputs
+  needs a gradient (the first layer; the root taking images) and torch calls that hook before the
+  module's backward has run, when a module outside it starts its backward or the backward pass
+  ends.
+- optimizer: each step under `optimizer/<class name>` (global step hooks on torch >= 2.0, a
+  wrapped `step` before).
+- torch.compile: a module compiled with `torch.compile(module)` is one scope, `<class name>
+  [compiled]`, holding its compiled (Triton) kernels, forward and backward; the global hooks are
+  hidden from Dynamo while it runs, so it compiles the module as it would unwatched. Eager code a
+  graph break leaves runs its modules' hooks as usual, inside that scope.
+- ops mode adds a range per aten op (`aten::addmm`), through a TorchDispatchMode: in eager code,
+  on torch >= 1.13, at a measured extra cost (docs/benchmarks.md).
+
+Outside `launchwatch run` (no sink active) `install` and `annotate` install nothing.
+Thread safety: hooks may run on any threads at once; each thread has its own ranges.
+"""
+
+import threading
+import weakref
+
+import torch
+
+from . import _sink
+
+_COMPILED_SUFFIX = " [compiled]"
+_BACKWARD = b"backward"
+_OPTIMIZER = b"optimizer"
+_EVERYTHING = 1 << 30  # pop_to(_EVERYTHING) pops nothing and says how many ranges are open
+
+
+class _Thread(threading.local):
+    """One thread's open module, optimizer and backward ranges."""
+
+    def __init__(self):
+        self.forward = []  # (module, depth, path): open forward calls, innermost last
+        self.optimizer = []  # (optimizer, depth)
+        self.backward = []  # (segment, depth): open backward ranges under the pass's base
+        self.generation = 0  # the backward pass `backward` belongs to
+        self.callback_queued = 0  # the generation whose end callback this thread queued
+
+
+_thread = _Thread()
+
+
+def _version_tuple():
+    parts = []
+    for part in torch.__version__.split("+")[0].split(".")[:2]:
+        digits = "".join(c for c in part if c.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+def _compiling_check():
+    """Whether Dynamo is tracing the caller: a hook Dynamo traces must do nothing (it would be a
+    graph break). False where torch has no Dynamo."""
+    compiler = getattr(torch, "compiler", None)
+    check = getattr(compiler, "is_compiling", None)
+    if check is None:
+        dynamo = getattr(torch, "_dynamo", None)
+        check = getattr(dynamo, "is_compiling", None)
+    return check or (lambda: False)
+
+
+_compiling = _compiling_check()
+
+
+# ---- names ----------------------------------------------------------------------------------
+
+_names_cache = {}  # id(module) -> (module ref, parent ref, parent path, names, path)
+
+
+def _encode(name):
+    return name.encode("utf-8", "replace")
+
+
+def _optimized_module_type():
+    try:
+        from torch._dynamo.eval_frame import OptimizedModule
+
+        return OptimizedModule
+    except Exception:  # no Dynamo (torch < 2.0), or it failed to import: nothing is compiled
+        return None
+
+
+_OptimizedModule = _optimized_module_type()
+
+
+def _root_names(module):
+    if _OptimizedModule is not None and isinstance(module, _OptimizedModule):
+        inner = getattr(module, "_orig_mod", module)
+        return (_encode(type(inner).__name__ + _COMPILED_SUFFIX),)
+    return (_encode(type(module).__name__),)
+
+
+def _relative_names(module, parent):
+    """The names `module` is entered under inside `parent`'s scope: its attribute path from
+    `parent` (`("layer1", "0", "conv1")`), nothing for `parent` itself (recursion) or a compiled
+    module's own original, or its root name when it is not in `parent`'s tree."""
+    if parent is None:
+        return _root_names(module)
+    if parent is module:
+        return ()
+    if _OptimizedModule is not None and isinstance(parent, _OptimizedModule):
+        if getattr(parent, "_orig_mod", None) is module:
+            return ()
+    for name, child in parent._modules.items():
+        if child is module:
+            return (_encode(name),)
+    for name, child in parent.named_modules():
+        if child is module and name:
+            return tuple(_encode(part) for part in name.split("."))
+    return _root_names(module)
+
+
+def _no_parent():
+    return None
+
+
+def _names(module, parent, parent_path):
+    """(names to enter, the module's whole module path), cached per module for its last parent."""
+    key = id(module)
+    cached = _names_cache.get(key)
+    if (cached is not None and cached[1]() is parent and cached[2] is parent_path
+            and cached[0]() is module):
+        return cached[3], cached[4]
+    names = _relative_names(module, parent)
+    path = parent_path + names
+    parent_ref = weakref.ref(parent) if parent is not None else _no_parent
+    try:
+        module_ref = weakref.ref(module, lambda _, key=key: _names_cache.pop(key, None))
+    except TypeError:  # not weakly referable: not cached
+        return names, path
+    _names_cache[key] = (module_ref, parent_ref, parent_path, names, path)
+    return names, path
+
+
+# ---- forward --------------------------------------------------------------------------------
+
+
+def _forward_pre(module, args):
+    if _compiling():
+        return None
+    sink = _sink.get()
+    if not sink.active:
+        return None
+    forward = _thread.forward
+    if forward:
+        parent, _, parent_path = forward[-1]
+    else:
+        parent, parent_path = None, ()
+    names, path = _names(module, parent, parent_path)
+    if names:
+        depth = sink.push(names[0])
+        for name in names[1:]:
+            sink.push(name)
+    else:
+        depth = sink.pop_to(_EVERYTHING)
+    forward.append((module, depth, path))
+    return None
+
+
+def _close_forward(module):
+    forward = _thread.forward
+    for i in range(len(forward) - 1, -1, -1):
+        if forward[i][0] is module:
+            _sink.get().pop_to(forward[i][1])
+            del forward[i:]
+            return
+
+
+def _forward_post(module, args, result):
+    if _compiling():
+        return None
+    _close_forward(module)
+    if _backward_pre_by_output:
+        _open_backward_at_gradient(module, result)
+    return None
+
+
+# ---- backward -------------------------------------------------------------------------------
+
+_passes_lock = threading.Lock()
+_passes = []  # (generation, caller path, caller thread): backward passes running, newest last
+_generation = [0]
+
+
+def _current_pass():
+    passes = _passes
+    return passes[-1] if passes else None
+
+
+def _close_backward_to(count):
+    """Closes this thread's backward ranges until `count` are open."""
+    backward = _thread.backward
+    if len(backward) > count:
+        _sink.get().pop_to(backward[count][1])
+        del backward[count:]
+
+
+def _end_of_pass(generation, thread_id):
+    """The engine's callback at the end of a backward pass: closes the ranges the pass left open on
+    the thread it runs on (a module whose full backward hook came before its backward ran)."""
+
+    def callback():
+        if threading.get_ident() == thread_id and _thread.generation == generation:
+            _close_backward_to(0)
+
+    return callback
+
+
+def _reconcile(path):
+    """Makes this thread's open backward ranges exactly `path` (a module's path), closing those
+    that are not on it and opening the rest, under the running pass's base."""
+    current = _current_pass()
+    if current is None:
+        return
+    generation, caller_path, caller_thread = current
+    t = _thread
+    backward = t.backward
+    if t.generation != generation:
+        _close_backward_to(0)  # a finished pass's leftovers, if its callback ran elsewhere
+        t.generation = generation
+    if t.callback_queued != generation:
+        t.callback_queued = generation
+        try:
+            torch.autograd.Variable._execution_engine.queue_callback(
+                _end_of_pass(generation, threading.get_ident()))
+        except Exception:  # not inside the engine (a hook called directly): nothing to queue
+            pass
+    common = 0
+    limit = min(len(backward), len(path))
+    while common < limit and backward[common][0] == path[common]:
+        common += 1
+    _close_backward_to(common)
+    if common == len(path):
+        return
+    sink = _sink.get()
+    for name in path[common:]:
+        if not backward and threading.get_ident() != caller_thread:
+            depth = sink.push_under(caller_path, name)
+        else:
+            depth = sink.push(name)
+        backward.append((name, depth))
+
+
+def _module_path(module):
+    cached = _names_cache.get(id(module))
+    if cached is not None and cached[0]() is module:
+        return cached[4]
+    return _root_names(module)
+
+
+def _backward_pre(module, grad_output):
+    if _compiling() or not _sink.get().active:
+        return None
+    _reconcile(_module_path(module))
+    return None
+
+
+def _backward_post(module, grad_input, grad_output):
+    if _compiling() or not _sink.get().active:
+        return None
+    if all(g is None for g in grad_input):
+        # None of its inputs needs a gradient: torch calls this before the module's backward ran.
+        # Its range stays open until a module outside it starts, or the pass ends.
+        return None
+    path = _module_path(module)
+    backward = _thread.backward
+    if len(backward) >= len(path) and all(backward[i][0] == path[i] for i in range(len(path))):
+        _close_backward_to(len(path) - 1 if path else 0)
+    return None
+
+
+def _first_tensor(value):
+    if isinstance(value, torch.Tensor):
+        return value if value.requires_grad else None
+    if isinstance(value, (tuple, list)):
+        for item in value:
+            found = _first_tensor(item)
+            if found is not None:
+                return found
+    elif isinstance(value, dict):
+        for item in value.values():
+            found = _first_tensor(item)
+            if found is not None:
+                return found
+    return None
+
+
+def _open_backward_at_gradient(module, result):
+    """Where torch has no full backward pre hook (< 2.0), and for a compiled module: the module's
+    backward range opens when its output's gradient is computed, the moment its backward begins."""
+    if not torch.is_grad_enabled() or not _sink.get().active:
+        return
+    output = _first_tensor(result)
+    if output is None or output.grad_fn is None:
+        return
+    reference = weakref.ref(module)
+
+    def at_gradient(grad):
+        target = reference()
+        if target is not None:
+            _backward_pre(target, (grad,))
+
+    output.register_hook(at_gradient)
+
+
+def _wrap_backward(original):
+    def backward(*args, **kwargs):
+        sink = _sink.get()
+        if not sink.active:
+            return original(*args, **kwargs)
+        depth = sink.push(_BACKWARD)
+        with _passes_lock:
+            _generation[0] += 1
+            entry = (_generation[0], sink.current_path(), threading.get_ident())
+            _passes.append(entry)
+        try:
+            return original(*args, **kwargs)
+        finally:
+            with _passes_lock:
+                _passes.remove(entry)
+            if _thread.generation == entry[0]:
+                del _thread.backward[:]  # on this thread, inside `backward`: closed with it
+            sink.pop_to(depth)
+
+    backward.__wrapped__ = original
+    backward.__name__ = getattr(original, "__name__", "backward")
+    backward.__doc__ = getattr(original, "__doc__", None)
+    backward._launchwatch = True
+    return backward
+
+
+def _install_backward_scope():
+    """`backward` scopes around torch.autograd.backward (Tensor.backward calls it) and grad."""
+    autograd = torch.autograd
+    for name in ("backward", "grad"):
+        original = getattr(autograd, name)
+        if not getattr(original, "_launchwatch", False):
+            setattr(autograd, name, _wrap_backward(original))
+
+
+# ---- optimizer ------------------------------------------------------------------------------
+
+
+def _optimizer_pre(optimizer, args, kwargs):
+    sink = _sink.get()
+    if not sink.active or _compiling():
+        return None
+    stack = _thread.optimizer
+    while stack and stack[-1][0] is optimizer:  # a step that raised: its post hook never ran
+        sink.pop_to(stack.pop()[1])
+    depth = sink.push(_OPTIMIZER)
+    sink.push(_encode(type(optimizer).__name__))
+    stack.append((optimizer, depth))
+    return None
+
+
+def _optimizer_post(optimizer, args, kwargs):
+    if _compiling():
+        return None
+    stack = _thread.optimizer
+    for i in range(len(stack) - 1, -1, -1):
+        if stack[i][0] is optimizer:
+            _sink.get().pop_to(stack[i][1])
+            del stack[i:]
+            return None
+    return None
+
+
+def _wrap_step(step):
+    def wrapped(self, *args, **kwargs):
+        _optimizer_pre(self, args, kwargs)
+        try:
+            return step(self, *args, **kwargs)
+        finally:
+            _optimizer_post(self, args, kwargs)
+
+    wrapped.__wrapped__ = step
+    wrapped.__name__ = getattr(step, "__name__", "step")
+    wrapped._launchwatch = True
+    return wrapped
+
+
+def _install_optimizer_hooks():
+    import importlib
+
+    optimizer_module = importlib.import_module("torch.optim.optimizer")
+    pre = getattr(optimizer_module, "register_optimizer_step_pre_hook", None)
+    post = getattr(optimizer_module, "register_optimizer_step_post_hook", None)
+    if pre is not None and post is not None:
+        pre(_optimizer_pre)
+        post(_optimizer_post)
+        return
+    # torch < 2.0: each optimizer class's step, wrapped when the first of its kind is made.
+    base = torch.optim.Optimizer
+    original_init = base.__init__
+
+    def __init__(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        cls = type(self)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "_launchwatch", False):
+            cls.step = _wrap_step(step)
+
+    base.__init__ = __init__
+
+
+# ---- exceptions inside forward ---------------------------------------------------------------
+
+
+def _install_exception_closing():
+    """Where global forward hooks cannot be always called (torch < 2.1), a forward that raises
+    would skip its post hook: Module.__call__ closes the ranges of the calls it left open."""
+    module_type = torch.nn.Module
+    original = module_type.__call__
+
+    def __call__(self, *args, **kwargs):
+        open_calls = len(_thread.forward)
+        try:
+            return original(self, *args, **kwargs)
+        except BaseException:
+            forward = _thread.forward
+            if len(forward) > open_calls:
+                _sink.get().pop_to(forward[open_calls][1])
+                del forward[open_calls:]
+            raise
+
+    __call__._launchwatch = True
+    module_type.__call__ = __call__
+
+
+# ---- torch.compile --------------------------------------------------------------------------
+
+_hidden = threading.local()
+_our_hooks = []  # (registry dict, hook id): the global hooks install() registered
+
+
+def _install_compiled_scope():
+    """A `torch.compile`d module: one scope `<class> [compiled]`, the global hooks hidden from
+    Dynamo while it runs (Dynamo would graph-break at each module's backward hooks)."""
+    if _OptimizedModule is None:
+        return
+    original = _OptimizedModule.__call__
+    if getattr(original, "_launchwatch", False):
+        return
+
+    def __call__(self, *args, **kwargs):
+        sink = _sink.get()
+        if not sink.active or getattr(_hidden, "depth", 0) > 0 or _compiling():
+            return original(self, *args, **kwargs)
+        _forward_pre(self, args)
+        saved = [(registry, key, registry.pop(key))
+                 for registry, key in _our_hooks if key in registry]
+        _hidden.depth = 1
+        try:
+            result = original(self, *args, **kwargs)
+        finally:
+            _hidden.depth = 0
+            for registry, key, hook in saved:
+                registry[key] = hook
+            _close_forward(self)
+        _open_backward_at_gradient(self, result)
+        return result
+
+    __call__._launchwatch = True
+    _OptimizedModule.__call__ = __call__
+
+
+# ---- ops ------------------------------------------------------------------------------------
+
+
+def _install_op_ranges():
+    """A range per aten op, by a TorchDispatchMode entered for good. Returns why not, or None."""
+    try:
+        from torch.utils._python_dispatch import TorchDispatchMode
+    except ImportError as missing:
+        return f"this torch has no TorchDispatchMode ({missing})"
+
+    names = {}
+
+    class _OpRanges(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = names.get(func)
+            if name is None:
+                packet = getattr(func, "overloadpacket", func)
+                name = names[func] = _encode("aten::" + getattr(packet, "__name__", str(func)))
+            sink = _sink.get()
+            depth = sink.push(name)
+            try:
+                return func(*args, **(kwargs or {}))
+            finally:
+                sink.pop_to(depth)
+
+    try:
+        _OpRanges().__enter__()
+    except Exception as failed:
+        return f"the op mode could not be entered ({failed})"
+    return None
+
+
+# ---- installing -----------------------------------------------------------------------------
+
+_installed = []
+_backward_pre_by_output = False
+
+
+def _register_global_hooks():
+    global _backward_pre_by_output
+    hooks = torch.nn.modules.module
+    handles = [hooks.register_module_forward_pre_hook(_forward_pre)]
+    always_call = False
+    try:
+        handles.append(hooks.register_module_forward_hook(_forward_post, always_call=True))
+        always_call = True
+    except TypeError:  # torch < 2.1
+        handles.append(hooks.register_module_forward_hook(_forward_post))
+    pre = getattr(hooks, "register_module_full_backward_pre_hook", None)
+    if pre is not None:
+        handles.append(pre(_backward_pre))
+    else:
+        _backward_pre_by_output = True
+    handles.append(hooks.register_module_full_backward_hook(_backward_post))
+    for handle in handles:
+        for registry in _hook_registries(hooks):
+            if handle.id in registry:
+                _our_hooks.append((registry, handle.id))
+    return always_call
+
+
+def _hook_registries(hooks):
+    names = ("_global_forward_pre_hooks", "_global_forward_hooks", "_global_backward_pre_hooks",
+             "_global_backward_hooks", "_global_forward_hooks_always_called")
+    return [getattr(hooks, name) for name in names if isinstance(getattr(hooks, name, None), dict)]
+
+
+def install(mode="modules"):
+    """Installs the global hooks (`launchwatch run --torch modules|ops` calls this once torch is
+    imported): every module's forward and backward and every optimizer step, and with
+    mode="ops" every aten op, as scopes. Returns a list of what could not be installed (empty
+    when everything was). Installs nothing outside `launchwatch run`; a second call does nothing.
+    """
+    if mode not in ("modules", "ops"):
+        raise ValueError(f"launchwatch.torch.install: mode is {mode!r}; use 'modules' or 'ops'")
+    if _installed or not _sink.get().active:
+        return []
+    _installed.append(mode)
+    missing = []
+    always_call = _register_global_hooks()
+    if not always_call:
+        _install_exception_closing()
+    _install_backward_scope()
+    _install_optimizer_hooks()
+    _install_compiled_scope()
+    if mode == "ops":
+        why = _install_op_ranges()
+        if why:
+            missing.append(f"ops: {why}; modules only")
+    return missing
+
+
+def annotate(module):
+    """Makes one model's modules scopes, as `launchwatch run --torch modules` does for all: its
+    forward and backward by module path (the root is `module`'s class name), and the `backward`
+    scope where backward() is called. For a program run with `--torch off`, or to name one model
+    only. Returns `module`. Outside `launchwatch run` it installs nothing."""
+    if not isinstance(module, torch.nn.Module):
+        raise TypeError(
+            f"launchwatch.torch.annotate takes an nn.Module, not {type(module).__name__}")
+    if not _sink.get().active or getattr(module, "_launchwatch_annotated", False):
+        return module
+    global _backward_pre_by_output
+    has_pre = hasattr(torch.nn.Module, "register_full_backward_pre_hook")
+    for child in module.modules():
+        child.register_forward_pre_hook(_forward_pre)
+        try:
+            child.register_forward_hook(_forward_post, always_call=True)
+        except TypeError:  # torch < 2.1: a forward that raises leaves its ranges to its caller's
+            child.register_forward_hook(_forward_post)
+        if has_pre:
+            child.register_full_backward_pre_hook(_backward_pre)
+        child.register_full_backward_hook(_backward_post)
+    if not has_pre:
+        _backward_pre_by_output = True
+    object.__setattr__(module, "_launchwatch_annotated", True)
+    _install_backward_scope()
+    return module

@@ -1,0 +1,211 @@
+"""launchwatch's torch hooks against the fake NVTX sink, on the CPU (Debian's python3-torch)."""
+
+import threading
+
+import pytest
+
+torch = pytest.importorskip("torch",
+                            reason="torch is not installed for this Python (python3-torch)")
+
+import launchwatch  # noqa: E402
+import launchwatch.torch as lwtorch  # noqa: E402
+from torch import nn  # noqa: E402
+
+
+@pytest.fixture
+def hooks(sink):
+    """The global hooks, installed once for the process (they read the sink when they run)."""
+    assert lwtorch.install("modules") == []
+    yield sink
+    assert sink.open_ranges() == {}, "a range was left open"
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Linear(4, 4)
+        self.relu = nn.ReLU()
+
+    def forward(self, x):
+        return self.relu(self.conv1(x))
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer1 = nn.Sequential(Block(), Block())
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(self.layer1(x))
+
+
+def inputs(requires_grad=False):
+    torch.manual_seed(0)
+    return torch.randn(3, 4, requires_grad=requires_grad)
+
+
+def test_forward_scopes_are_the_named_modules_paths_under_the_roots_class_name(hooks):
+    Net()(inputs())
+    assert hooks.paths() == [
+        "Net", "Net/layer1", "Net/layer1/0", "Net/layer1/0/conv1", "Net/layer1/0/relu",
+        "Net/layer1/1", "Net/layer1/1/conv1", "Net/layer1/1/relu", "Net/fc",
+    ]
+
+
+def test_a_module_called_from_an_ancestor_not_its_parent_gets_its_whole_relative_path(hooks):
+    class Skips(Net):
+        def forward(self, x):
+            return self.layer1[1].conv1(x)
+
+    Skips()(inputs())
+    assert hooks.paths() == ["Skips", "Skips/layer1", "Skips/layer1/1", "Skips/layer1/1/conv1"]
+    assert [path for _, path in hooks.closed][0] == ("Skips", "layer1", "1", "conv1")
+
+
+def test_modules_nest_under_the_programs_own_ranges(hooks):
+    with launchwatch.scope("step"), launchwatch.scope("forward"):
+        nn.Sequential(nn.Linear(4, 4))(inputs())
+    assert hooks.paths() == ["step", "step/forward", "step/forward/Sequential",
+                             "step/forward/Sequential/0"]
+
+
+def test_a_module_called_twice_opens_and_closes_its_range_each_time(hooks):
+    class Twice(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.shared = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.shared(self.shared(x))
+
+    Twice()(inputs())
+    assert hooks.paths() == ["Twice", "Twice/shared", "Twice/shared"]
+    closed = [path for _, path in hooks.closed]
+    assert closed == [("Twice", "shared"), ("Twice", "shared"), ("Twice",)]
+
+
+def test_a_recursive_module_stays_in_its_own_scope_and_closes_every_call(hooks):
+    class Recursive(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x, depth=2):
+            return self.fc(x) if depth == 0 else self(self.fc(x), depth - 1)
+
+    Recursive()(inputs())
+    assert set(hooks.paths()) == {"Recursive", "Recursive/fc"}
+    assert hooks.paths().count("Recursive/fc") == 3
+
+
+def test_an_exception_inside_forward_closes_the_ranges_it_left_open(hooks):
+    class Fails(nn.Module):
+        def forward(self, x):
+            raise RuntimeError("out of memory")
+
+    class Outer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = Fails()
+
+        def forward(self, x):
+            return self.inner(x)
+
+    with launchwatch.scope("step"):
+        with pytest.raises(RuntimeError):
+            Outer()(inputs())
+        assert hooks.open_ranges() == {threading.get_ident(): [("step",)]}
+        nn.Linear(4, 4)(inputs())  # the next module is not under the failed ones
+    assert hooks.paths()[-1] == "step/Linear"
+
+
+def test_backward_is_under_a_backward_scope_where_it_was_called_with_the_modules_paths(hooks):
+    net = Net()
+    loss = net(inputs(requires_grad=True)).sum()
+    hooks.opened.clear()
+    with launchwatch.scope("step"):
+        loss.backward()
+    paths = hooks.paths()
+    assert paths[:3] == ["step", "step/backward", "step/backward/Net"]
+    assert "step/backward/Net/fc" in paths
+    assert "step/backward/Net/layer1/0/conv1" in paths
+    assert all(p.startswith("step/backward/Net") for p in paths[2:])
+
+
+def test_a_backward_whose_inputs_need_no_gradient_stays_open_until_the_pass_ends(hooks):
+    net = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+    loss = net(inputs()).sum()  # the input needs no gradient: the root's and "0"'s hooks come early
+    hooks.opened.clear()
+    hooks.closed.clear()
+    loss.backward()
+    closed = [path for _, path in hooks.closed]
+    # "0" (the first Linear) is the last module backward reaches; it closes with the pass.
+    first, last = ("backward", "Sequential", "0"), ("backward", "Sequential", "2")
+    assert closed.index(first) > closed.index(last)
+    assert closed[-1] == ("backward",)
+
+
+def test_backward_on_another_thread_nests_under_the_calling_threads_backward_scope(hooks):
+    net = Net()
+    loss = net(inputs(requires_grad=True)).sum()
+    hooks.opened.clear()
+    original = torch.autograd.backward.__wrapped__
+
+    def on_autograd_thread(*args, **kwargs):
+        # As the engine does for CUDA: the pass runs on a thread of its own, the caller waits.
+        worker = threading.Thread(target=original, args=args, kwargs=kwargs)
+        worker.start()
+        worker.join()
+
+    caller = threading.get_ident()
+    with launchwatch.scope("step"):
+        lwtorch._wrap_backward(on_autograd_thread)(loss)
+    others = [(thread, "/".join(path)) for thread, path in hooks.opened if thread != caller]
+    assert others, "no range was opened on the autograd thread"
+    assert others[0][1] == "step/backward/Net"
+    assert all(path.startswith("step/backward/Net") for _, path in others)
+    assert "step/backward/Net/layer1/1/conv1" in [path for _, path in others]
+
+
+def test_an_optimizer_step_is_under_optimizer_and_its_class_name(hooks):
+    net = nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    net(inputs()).sum().backward()
+    hooks.opened.clear()
+    optimizer.step()
+    assert hooks.paths() == ["optimizer", "optimizer/SGD"]
+
+
+def test_a_whole_training_step_closes_every_range_it_opened(hooks):
+    net = Net()
+    optimizer = torch.optim.Adam(net.parameters())
+    for _ in range(2):
+        with launchwatch.scope("step"):
+            optimizer.zero_grad()
+            nn.functional.mse_loss(net(inputs()), torch.zeros(3, 2)).backward()
+            optimizer.step()
+    paths = set(hooks.paths())
+    assert {"step/Net/fc", "step/backward/Net/fc", "step/optimizer/Adam"} <= paths
+
+
+def test_annotate_outside_launchwatch_run_installs_nothing():
+    from launchwatch import _sink
+
+    previous = _sink.set_sink(_sink.NullSink())
+    try:
+        net = nn.Linear(4, 2)
+        assert lwtorch.annotate(net) is net
+        assert len(net._forward_pre_hooks) == 0
+    finally:
+        _sink.set_sink(previous)
+
+
+def test_annotate_refuses_what_is_not_a_module_saying_what_it_takes():
+    with pytest.raises(TypeError, match="takes an nn.Module"):
+        lwtorch.annotate(lambda x: x)
+
+
+def test_install_refuses_an_unknown_mode():
+    with pytest.raises(ValueError, match="use 'modules' or 'ops'"):
+        lwtorch.install("layers")

@@ -79,8 +79,76 @@ std::optional<fs::path> find_injection_library() {
   return std::nullopt;
 }
 
-/// The program's environment: this one's, with the injection's variables set.
-std::vector<std::string> program_environment(const run_options& options, const std::optional<fs::path>& library) {
+/// The folder holding launchwatch's Python package (python/CMakeLists.txt): the build tree's
+/// `python` folder two levels above this program, or the installed share/launchwatch/python.
+std::optional<fs::path> find_python_package() {
+  std::error_code error;
+  const auto self = fs::read_symlink("/proc/self/exe", error);
+  if (error) return std::nullopt;
+  const auto prefix = self.parent_path().parent_path();
+  const auto installed = prefix / LAUNCHWATCH_INSTALL_DATADIR / "launchwatch" / "python";
+  for (const auto& candidate : {prefix.parent_path() / "python", installed}) {
+    const auto sitecustomize = candidate / "launchwatch" / "_site" / "sitecustomize.py";
+    if (fs::exists(sitecustomize, error)) return candidate;
+  }
+  return std::nullopt;
+}
+
+/// The file posix_spawnp would run for `program`: itself when it names a path, else the first
+/// match on PATH.
+std::optional<fs::path> resolve_program(const std::string& program) {
+  if (program.find('/') != std::string::npos) return fs::path{program};
+  const char* path = std::getenv("PATH");
+  std::istringstream folders{path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin"};
+  std::error_code error;
+  for (std::string folder; std::getline(folders, folder, ':');) {
+    const auto candidate = fs::path{folder.empty() ? "." : folder} / program;
+    if (fs::is_regular_file(candidate, error) && ::access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+  }
+  return std::nullopt;
+}
+
+/// Whether `program` is a Python interpreter (its name starts with `python`) or a script whose
+/// shebang line runs one (`#!/usr/bin/env python3`).
+bool is_python_program(const std::string& program) {
+  if (fs::path{program}.filename().string().starts_with("python")) return true;
+  const auto file = resolve_program(program);
+  if (!file) return false;
+  std::ifstream in{*file, std::ios::binary};
+  std::string line;
+  if (!std::getline(in, line) || !line.starts_with("#!")) return false;
+  return line.find("python") != std::string::npos;
+}
+
+}  // namespace
+
+std::string torch_mode_for(const std::string& torch, const std::string& program) {
+  if (torch != "auto") return torch;
+  return is_python_program(program) ? "modules" : "off";
+}
+
+namespace {
+
+/// The variables that make a Python program install launchwatch's torch hooks (`mode` modules or
+/// ops): the package's sitecustomize folder, then the package's folder, first on PYTHONPATH,
+/// before the program's own PYTHONPATH (kept), and LAUNCHWATCH_TORCH. Nothing for `off`.
+std::vector<std::pair<std::string, std::string>> torch_variables(const std::string& mode,
+                                                                 const fs::path& package) {
+  if (mode == "off") return {};
+  std::string python_path = (package / "launchwatch" / "_site").string() + ":" + package.string();
+  if (const char* own = std::getenv("PYTHONPATH"); own != nullptr && *own != '\0') {
+    python_path += std::string{":"} + own;
+  }
+  return {{"PYTHONPATH", python_path}, {"LAUNCHWATCH_TORCH", mode}};
+}
+
+/// The program's environment: this one's, with the injection's variables set, and
+/// `torch` (torch_variables) besides.
+std::vector<std::string> program_environment(
+    const run_options& options, const std::optional<fs::path>& library,
+    const std::vector<std::pair<std::string, std::string>>& torch) {
   std::vector<std::string> variables;
   const fs::path out = fs::absolute(options.out);
   std::vector<std::pair<std::string, std::string>> ours = {
@@ -98,6 +166,7 @@ std::vector<std::string> program_environment(const run_options& options, const s
     ours.emplace_back("NVTX_INJECTION64_PATH", library->string());
     if (cuda_bridge::built()) ours.emplace_back("CUDA_INJECTION64_PATH", library->string());
   }
+  ours.insert(ours.end(), torch.begin(), torch.end());
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string_view variable{*entry};
     const auto name = variable.substr(0, variable.find('='));
@@ -507,6 +576,12 @@ CLI::App* add_run_command(CLI::App& app, run_options& options) {
                   "job killed by its scheduler keeps it); 0 = only at exit")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  run->add_option("--torch", options.torch,
+                  "PyTorch's modules as scopes: modules (each nn.Module's forward and backward, "
+                  "and each optimizer step, by module path), ops (and each aten op), off (the "
+                  "program untouched), or auto (modules for a Python program)")
+      ->check(CLI::IsMember({"auto", "modules", "ops", "off"}))
+      ->capture_default_str();
   run->add_option("command", options.command, "-- PROGRAM [ARGS...]: the program to run, and its arguments");
   run->positionals_at_end();
   run->callback([&options] {
@@ -530,8 +605,21 @@ int run_program(const run_options& options) {
         "LAUNCHWATCH_INJECTION_LIBRARY to it); {} runs unwatched\n",
         library_name, options.command[0]);
   }
+  std::vector<std::pair<std::string, std::string>> torch;
+  const auto mode = torch_mode_for(options.torch, options.command[0]);
+  if (mode != "off" && library) {
+    if (const auto package = find_python_package()) {
+      torch = torch_variables(mode, *package);
+    } else {
+      std::cerr << fmt::format(
+          "launchwatch run: --torch {}: launchwatch's Python package was not found beside this "
+          "program or in its installed share/launchwatch/python folder; PyTorch modules are not "
+          "scopes\n",
+          mode);
+    }
+  }
   status_pipe status_pipe;
-  auto environment = program_environment(options, library);
+  auto environment = program_environment(options, library, torch);
   if (status_pipe.inherited >= 0) {
     environment.push_back(fmt::format("LAUNCHWATCH_RUN_STATUS_FD={}", status_pipe.inherited));
   }

@@ -23,8 +23,15 @@ struct run_options {
   long long trace_events = 1'000'000;
   /// Seconds between rewrites of summary.json while the program runs; 0 = only at exit.
   long long snapshot_every = 0;
+  /// --torch: auto (modules for a Python program), modules, ops or off.
+  std::string torch = "auto";
   std::vector<std::string> command;  // PROGRAM and its arguments
 };
+
+/// The --torch mode `run` uses for `program`: `torch` itself unless it is auto, which is modules
+/// for a Python program (its name starts with `python`, or it is a script whose shebang line
+/// runs Python) and off for any other. Thread safety: a pure function of the file system.
+std::string torch_mode_for(const std::string& torch, const std::string& program);
 
 /// Adds the `run` subcommand to `app`, parsing into `options`.
 CLI::App* add_run_command(CLI::App& app, run_options& options);

@@ -1,0 +1,97 @@
+"""`launchwatch run --torch` end to end on the CPU: no CUDA, but the Python package's ranges reach
+the injection (NVTX_INJECTION64_PATH), so the modules are scopes of the trace."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+LAUNCHWATCH = os.environ.get("LAUNCHWATCH_PROGRAM")
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+pytestmark = pytest.mark.skipif(
+    not LAUNCHWATCH, reason="LAUNCHWATCH_PROGRAM (the built launchwatch) is not set")
+
+SHOW_ENVIRONMENT = ("import os; "
+                    "print(os.environ.get('PYTHONPATH'), os.environ.get('LAUNCHWATCH_TORCH'))")
+
+
+def launchwatch_run(tmp_path, *arguments, **variables):
+    environment = dict(os.environ)
+    environment.update(variables)
+    done = subprocess.run([LAUNCHWATCH, "run", "--out", str(tmp_path / "report"), *arguments],
+                          env=environment, capture_output=True, text=True, timeout=300)
+    return done
+
+
+def scope_paths(trace_file):
+    with open(trace_file) as f:
+        events = json.load(f)
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    return {e["args"]["path"] for e in events if e.get("cat") == "scope"}
+
+
+def test_an_unmodified_training_script_has_its_modules_backward_and_optimizer_as_scopes(tmp_path):
+    pytest.importorskip("torch", reason="torch is not installed for this Python (python3-torch)")
+    done = launchwatch_run(tmp_path, "--", PYTHON, os.path.join(HERE, "tiny_train.py"))
+    assert done.returncode == 0, done.stderr
+    assert "trained" in done.stdout
+    paths = scope_paths(tmp_path / "report" / "trace.json")
+    assert {"TinyNet", "TinyNet/encoder", "TinyNet/encoder/0", "TinyNet/encoder/1",
+            "TinyNet/head"} <= paths
+    assert {"backward", "backward/TinyNet", "backward/TinyNet/head",
+            "backward/TinyNet/encoder/0"} <= paths
+    assert {"optimizer", "optimizer/SGD"} <= paths
+
+
+def test_ops_mode_adds_a_scope_per_aten_op_inside_its_module(tmp_path):
+    pytest.importorskip("torch", reason="torch is not installed for this Python (python3-torch)")
+    done = launchwatch_run(tmp_path, "--torch", "ops", "--", PYTHON,
+                           os.path.join(HERE, "tiny_train.py"))
+    assert done.returncode == 0, done.stderr
+    paths = scope_paths(tmp_path / "report" / "trace.json")
+    assert any(p.startswith("TinyNet/head/aten::") for p in paths), sorted(paths)[:20]
+
+
+def test_torch_off_leaves_the_programs_environment_untouched(tmp_path):
+    done = launchwatch_run(tmp_path, "--torch", "off", "--", PYTHON, "-c", SHOW_ENVIRONMENT,
+                           PYTHONPATH="/my/own")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "/my/own None"
+
+
+def test_a_python_program_gets_the_package_first_on_its_path_and_keeps_its_own_pythonpath(tmp_path):
+    done = launchwatch_run(tmp_path, "--", PYTHON, "-c", SHOW_ENVIRONMENT, PYTHONPATH="/my/own")
+    assert done.returncode == 0, done.stderr
+    python_path, mode = done.stdout.splitlines()[0].split()
+    folders = python_path.split(":")
+    assert folders[0].endswith("launchwatch/_site")
+    assert os.path.isfile(os.path.join(folders[1], "launchwatch", "__init__.py"))
+    assert folders[2:] == ["/my/own"]
+    assert mode == "modules"
+
+
+def test_a_script_with_a_python_shebang_is_a_python_program(tmp_path):
+    script = tmp_path / "script"
+    script.write_text(f"#!{PYTHON}\n{SHOW_ENVIRONMENT}\n")
+    script.chmod(0o755)
+    done = launchwatch_run(tmp_path, "--", str(script))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].endswith(" modules")
+
+
+def test_a_program_that_is_not_python_is_left_untouched_by_auto(tmp_path):
+    show = "echo \"$PYTHONPATH\" \"${LAUNCHWATCH_TORCH:-None}\""
+    done = launchwatch_run(tmp_path, "--", "/bin/sh", "-c", show,
+                           PYTHONPATH="/my/own")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "/my/own None"
+
+
+def test_an_unknown_torch_mode_is_refused_naming_the_choices(tmp_path):
+    done = launchwatch_run(tmp_path, "--torch", "layers", "--", PYTHON, "-c", "pass")
+    assert done.returncode != 0
+    assert "modules" in done.stderr and "layers" in done.stderr

@@ -1,0 +1,453 @@
+#!/usr/bin/env python3
+"""Real PyTorch models explained by module, launchwatch run --torch modules against torch.profiler
+(issue 22): for each model, one process under `launchwatch run`, one under torch.profiler with the
+same hooks recording record_function ranges (the independent reference: each kernel joined to its
+enclosing range through the profiler's launch correlation), and one plain, side by side.
+
+    bench/torch/modules_table.py --launchwatch build/gpu/apps/launchwatch/launchwatch [--models a,b]
+
+Models (random weights, built from configs: no download, no network):
+  resnet50-train            torchvision ResNet-50 training steps (SGD, CrossEntropyLoss)
+  gpt2-train                transformers GPT-2 (124M config) language-model training steps (AdamW)
+  vit-compile-infer         timm ViT-B/16 (torchvision's when timm is missing) inference under
+                            torch.compile
+  resnet50-cudagraph-infer  torchvision ResNet-50 inference captured once, replayed as a CUDA graph
+  resnet18-dataloader-train torchvision ResNet-18 training fed by a DataLoader with 4 workers
+
+Per model: kernel count and kernel time (launchwatch / profiler), the share of kernel time under a
+module or optimizer scope (both), the top-10 scopes by device time (self) and the largest relative
+difference among them against the reference, the measured steps' wall time per step (timed inside
+the program: plain / launchwatch / profiler), the process wall (plain / launchwatch / profiler) and
+the time from the program's end to launchwatch's exit (the report). Each model runs in try/except:
+one failure leaves a row saying why. Prints the details per model, then one table. Needs CUDA.
+
+Internally the same file is the worker: `modules_table.py --worker MODEL --json FILE [--profile]`.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MODELS = ["resnet50-train", "gpt2-train", "vit-compile-infer", "resnet50-cudagraph-infer",
+          "resnet18-dataloader-train"]
+RANGE_PREFIX = "lw:"
+
+# ---- the worker: one model's steps ------------------------------------------------------------
+
+
+def build(name, device):
+    """(step function, warm-up steps, measured steps, module root names, notes)."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    if name == "resnet50-train":
+        import torchvision
+
+        model = torchvision.models.resnet50().to(device)
+        x = torch.randn(64, 3, 224, 224, device=device)
+        y = torch.randint(0, 1000, (64,), device=device)
+        loss_fn = nn.CrossEntropyLoss()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+        def step():
+            optimizer.zero_grad(set_to_none=True)
+            loss_fn(model(x), y).backward()
+            optimizer.step()
+
+        return step, 3, 10, ["ResNet", "CrossEntropyLoss"], ""
+    if name == "gpt2-train":
+        from transformers import GPT2Config, GPT2LMHeadModel
+
+        model = GPT2LMHeadModel(GPT2Config()).to(device)
+        ids = torch.randint(0, 50257, (8, 512), device=device)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+        def step():
+            optimizer.zero_grad(set_to_none=True)
+            model(input_ids=ids, labels=ids).loss.backward()
+            optimizer.step()
+
+        return step, 3, 10, ["GPT2LMHeadModel"], ""
+    if name == "vit-compile-infer":
+        try:
+            import timm
+
+            model = timm.create_model("vit_base_patch16_224", pretrained=False)
+            note = "timm vit_base_patch16_224"
+        except ImportError:
+            import torchvision
+
+            model = torchvision.models.vit_b_16()
+            note = "torchvision vit_b_16 (no timm)"
+        model = model.to(device).eval()
+        root = type(model).__name__ + " [compiled]"
+        compiled = torch.compile(model)
+        x = torch.randn(64, 3, 224, 224, device=device)
+
+        def step():
+            with torch.no_grad():
+                compiled(x)
+
+        return step, 3, 20, [root], note
+    if name == "resnet50-cudagraph-infer":
+        import torchvision
+
+        model = torchvision.models.resnet50().to(device).eval()
+        static_x = torch.randn(64, 3, 224, 224, device=device)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side), torch.no_grad():
+            for _ in range(3):
+                model(static_x)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph), torch.no_grad():
+            model(static_x)
+
+        def step():
+            graph.replay()
+
+        return step, 3, 30, ["ResNet"], "replays charged to the capture's module scopes"
+    if name == "resnet18-dataloader-train":
+        import torchvision
+
+        class SyntheticImages(torch.utils.data.Dataset):
+            def __len__(self):
+                return 64 * 40
+
+            def __getitem__(self, index):
+                generator = torch.Generator().manual_seed(index)
+                return torch.randn(3, 128, 128, generator=generator), index % 10
+
+        model = torchvision.models.resnet18(num_classes=10).to(device)
+        loss_fn = nn.CrossEntropyLoss()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        loader = torch.utils.data.DataLoader(SyntheticImages(), batch_size=64, num_workers=4,
+                                             persistent_workers=True)
+        batches = iter(loader)
+
+        def step():
+            x, y = next(batches)
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            optimizer.zero_grad(set_to_none=True)
+            loss_fn(model(x), y).backward()
+            optimizer.step()
+
+        return step, 3, 20, ["ResNet", "CrossEntropyLoss"], "4 DataLoader worker processes"
+    raise ValueError(f"unknown model {name}; choose from {', '.join(MODELS)}")
+
+
+class RecordFunctionSink:
+    """launchwatch's hooks, recording into torch.profiler instead of launchwatch: each range a
+    record_function named by its whole path (`lw:step/backward/ResNet/fc`), so the innermost
+    range enclosing a launch names its scope (the sink protocol of launchwatch/_sink.py)."""
+
+    active = True
+
+    def __init__(self):
+        import torch
+
+        self._record_function = torch.autograd.profiler.record_function
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._paths = [()]
+        self._ids = {(): 0}
+
+    def _stack(self):
+        stack = getattr(self._local, "stack", None)
+        if stack is None:
+            stack = self._local.stack = []
+        return stack
+
+    def _open(self, path):
+        stack = self._stack()
+        ranges = self._record_function(RANGE_PREFIX + "/".join(path))
+        ranges.__enter__()
+        stack.append((path, ranges))
+        return len(stack) - 1
+
+    def push(self, name):
+        stack = self._stack()
+        return self._open((stack[-1][0] if stack else ()) + (name.decode(),))
+
+    def push_under(self, parent, name):
+        return self._open(self._paths[parent] + (name.decode(),))
+
+    def pop_to(self, depth):
+        stack = self._stack()
+        while len(stack) > max(depth, 0):
+            stack.pop()[1].__exit__(None, None, None)
+        return len(stack)
+
+    def current_path(self):
+        stack = self._stack()
+        if not stack:
+            return 0
+        path = stack[-1][0]
+        with self._lock:
+            if path not in self._ids:
+                self._ids[path] = len(self._paths)
+                self._paths.append(path)
+            return self._ids[path]
+
+
+def reference_by_path(trace_file):
+    """From torch.profiler's trace: each kernel's device time charged to the innermost `lw:` range
+    open on the thread that launched it (by the launch's correlation id), or, when that thread had
+    none open, to the innermost range of the one thread that had (launchwatch's sole-scoped-thread
+    rule); "" when none or several had. Returns (kernels, kernel ns, {path: self ns})."""
+    with open(trace_file) as f:
+        events = json.load(f)["traceEvents"]
+    launches = {}
+    kernels = []
+    ranges = []
+    for e in events:
+        category = e.get("cat")
+        args = e.get("args") or {}
+        if category == "kernel":
+            kernels.append((args.get("correlation"), round(float(e.get("dur", 0)) * 1000)))
+        elif category in ("cuda_runtime", "cuda_driver") and "correlation" in args:
+            launches[args["correlation"]] = (float(e["ts"]), e.get("tid"))
+        elif (str(e.get("name", "")).startswith(RANGE_PREFIX) and category != "gpu_user_annotation"
+              and e.get("ph", "X") == "X"):  # the host range (its GPU echo has its own category)
+            start = float(e["ts"])
+            end = start + float(e.get("dur", 0))
+            ranges.append((start, end, e.get("tid"), e["name"][len(RANGE_PREFIX):]))
+    ranges.sort(key=lambda r: (r[0], -r[1]))
+    placed = sorted(((launches.get(c, (float("inf"), None)), ns) for c, ns in kernels),
+                    key=lambda k: k[0][0])
+    stacks = {}
+    by_path = {}
+    next_range = 0
+
+    def top(tid, at):
+        stack = stacks.get(tid)
+        while stack and stack[-1][1] < at:
+            stack.pop()
+        return stack[-1][3] if stack else None
+
+    for (at, tid), ns in placed:
+        while next_range < len(ranges) and ranges[next_range][0] <= at:
+            r = ranges[next_range]
+            stack = stacks.setdefault(r[2], [])
+            while stack and stack[-1][1] <= r[0]:
+                stack.pop()
+            stack.append(r)
+            next_range += 1
+        path = top(tid, at)
+        if path is None:
+            others = [p for p in (top(t, at) for t in list(stacks)) if p is not None]
+            path = others[0] if len(others) == 1 else ""
+        by_path[path] = by_path.get(path, 0) + ns
+    return len(kernels), sum(ns for _, ns in kernels), by_path
+
+
+def worker(args):
+    import torch
+
+    result = {"model": args.worker}
+    if args.profile:
+        sys.path.insert(0, args.python_package)
+        from launchwatch import _sink
+        import launchwatch.torch
+
+        _sink.set_sink(RecordFunctionSink())
+        launchwatch.torch.install("modules")
+        from torch.profiler import ProfilerActivity, profile
+
+        profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        profiler.__enter__()
+    device = torch.device("cuda")
+    step, warmup, steps, roots, note = build(args.worker, device)
+    for _ in range(warmup):
+        step()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    torch.cuda.synchronize()
+    step_ms = (time.perf_counter() - start) * 1e3 / steps
+    result.update(step_ms=step_ms, steps=steps, roots=roots, note=note)
+    if args.profile:
+        profiler.__exit__(None, None, None)
+        exported = time.perf_counter()
+        trace = args.json + ".trace.json"
+        profiler.export_chrome_trace(trace)
+        kernels, kernel_ns, by_path = reference_by_path(trace)
+        os.remove(trace)
+        result.update(kernels=kernels, kernel_ns=kernel_ns, by_path=by_path,
+                      export_s=time.perf_counter() - exported)
+    result["end"] = time.time()
+    with open(args.json, "w") as out:
+        json.dump(result, out)
+    return 0  # a normal exit: launchwatch's report is written at exit
+
+
+# ---- the driver: three processes per model, one table ------------------------------------------
+
+
+def launchwatch_by_path(summary):
+    by_path = {}
+
+    def walk(nodes, prefix):
+        for node in nodes:
+            if node.get("kind") != "scope":
+                continue
+            path = prefix + node["name"]
+            own = sum(c["total_ns"] for c in node.get("children", []) if c.get("kind") == "kernel")
+            if own:
+                by_path[path] = by_path.get(path, 0) + own
+            walk(node.get("children", []), path + "/")
+
+    walk(summary.get("scopes", []), "")
+    outside = summary.get("outside_scopes") or {}
+    if outside.get("total_ns"):
+        by_path[""] = outside["total_ns"]
+    return by_path
+
+
+def module_share(by_path, roots):
+    """The share of kernel time under a module (one of `roots`, at any depth) or optimizer scope."""
+    marks = set(roots) | {"optimizer"}
+    total = sum(by_path.values())
+    inside = sum(ns for path, ns in by_path.items() if marks & set(path.split("/")))
+    return inside / total if total else 0.0
+
+
+def timed(command, environment, timeout):
+    start = time.monotonic()
+    done = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=timeout)
+    wall = time.monotonic() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command[:6])}... exited {done.returncode}:\n"
+                           f"{done.stdout[-1500:]}\n{done.stderr[-3000:]}")
+    return done, wall, time.time()
+
+
+def compare(model, args, package):
+    folder = os.path.join(args.out, model)
+    os.makedirs(folder, exist_ok=True)
+    me = [sys.executable, os.path.abspath(__file__), "--worker", model, "--python-package", package]
+    plain_env = dict(os.environ)
+    out = {}
+    _, out["plain_wall"], _ = timed(me + ["--json", os.path.join(folder, "plain.json")], plain_env,
+                                    args.timeout)
+    done, out["lw_wall"], lw_exit = timed(
+        [args.launchwatch, "run", "--torch", "modules", "--out", os.path.join(folder, "run"), "--"]
+        + me + ["--json", os.path.join(folder, "launchwatch.json")], plain_env, args.timeout)
+    out["lw_stdout"] = done.stdout
+    profiled_json = os.path.join(folder, "profiler.json")
+    _, out["pf_wall"], _ = timed(me + ["--profile", "--json", profiled_json],
+                                 plain_env, args.timeout)
+    with open(os.path.join(folder, "plain.json")) as f:
+        plain = json.load(f)
+    with open(os.path.join(folder, "launchwatch.json")) as f:
+        watched = json.load(f)
+    with open(os.path.join(folder, "profiler.json")) as f:
+        profiled = json.load(f)
+    with open(os.path.join(folder, "run", "summary.json")) as f:
+        summary = json.load(f)
+    ours = launchwatch_by_path(summary)
+    theirs = profiled["by_path"]
+    top = sorted((p for p in ours if p), key=lambda p: -ours[p])[:10]
+    worst = max((abs(ours[p] - theirs.get(p, 0)) / ours[p] for p in top), default=float("nan"))
+    out.update(
+        note=plain.get("note", ""), roots=plain["roots"],
+        lw_kernels=summary["launches"], lw_ns=summary["kernel_ns"],
+        pf_kernels=profiled["kernels"], pf_ns=profiled["kernel_ns"],
+        lw_share=module_share(ours, plain["roots"]), pf_share=module_share(theirs, plain["roots"]),
+        top=[(p, ours[p], theirs.get(p, 0)) for p in top], worst_top10=worst,
+        plain_ms=plain["step_ms"], lw_ms=watched["step_ms"], pf_ms=profiled["step_ms"],
+        end_to_report=lw_exit - watched["end"], export_s=profiled.get("export_s", 0.0),
+        outside=[(p, ns) for p, ns in sorted(ours.items(), key=lambda kv: -kv[1])
+                 if not (set(plain["roots"]) | {"optimizer"}) & set(p.split("/"))][:3])
+    return out
+
+
+def print_details(model, r):
+    print(f"\n## {model}{' (' + r['note'] + ')' if r['note'] else ''}\n")
+    print("| scope (top 10 by device time, self) | launchwatch | reference | difference |")
+    print("| --- | --- | --- | --- |")
+    for path, ns, ref in r["top"]:
+        difference = (ns - ref) / ns * 100
+        print(f"| {path[-90:]} | {ns / 1e6:.3f} ms | {ref / 1e6:.3f} ms | {difference:+.1f}% |")
+    if r["outside"]:
+        print("\nlargest kernel time outside module and optimizer scopes: "
+              + ", ".join(f"`{p or '[outside any scope]'}` {ns / 1e6:.3f} ms"
+                          for p, ns in r["outside"]))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--launchwatch")
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--out", default="launchwatch-modules-table")
+    parser.add_argument("--python-package", help="the folder holding the launchwatch package "
+                        "(default: the build tree's, beside --launchwatch)")
+    parser.add_argument("--timeout", type=int, default=240, help="seconds per process")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--json", help=argparse.SUPPRESS)
+    parser.add_argument("--profile", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        return worker(args)
+    if not args.launchwatch:
+        parser.error("--launchwatch PATH (the launchwatch program) is needed")
+    launchwatch = os.path.abspath(args.launchwatch)
+    args.launchwatch = launchwatch
+    build_tree = os.path.dirname(os.path.dirname(os.path.dirname(launchwatch)))
+    package = args.python_package or os.path.join(build_tree, "python")
+    if not os.path.isfile(os.path.join(package, "launchwatch", "__init__.py")):
+        prefix = os.path.dirname(os.path.dirname(launchwatch))
+        package = os.path.join(prefix, "share", "launchwatch", "python")
+    os.makedirs(args.out, exist_ok=True)
+    results = {}
+    started = time.monotonic()
+    for model in args.models.split(","):
+        t = time.monotonic()
+        try:
+            results[model] = compare(model, args, package)
+            print_details(model, results[model])
+        except Exception as failure:  # one model's failure keeps the others' rows
+            results[model] = {"error": f"{type(failure).__name__}: {failure}"}
+            print(f"\n## {model}: failed\n\n```\n{traceback.format_exc()[-3000:]}\n```")
+        print(f"\n({model}: {time.monotonic() - t:.0f} s)", flush=True)
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(results, f, indent=1, default=str)
+    print(f"\n# launchwatch run --torch modules vs torch.profiler, "
+          f"{time.monotonic() - started:.0f} s in all\n")
+    print("| model | kernels lw / profiler | kernel time lw / profiler | in module or optimizer "
+          "scopes lw / reference | top-10 scopes vs reference, worst | step ms plain / lw / "
+          "profiler (lw x, profiler x) | process s plain / lw / profiler | end to report |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for model, r in results.items():
+        if "error" in r:
+            print(f"| {model} | failed: {r['error'].splitlines()[0][:120]} | | | | | | |")
+            continue
+        cells = [
+            model,
+            f"{r['lw_kernels']} / {r['pf_kernels']}",
+            f"{r['lw_ns'] / 1e6:.1f} / {r['pf_ns'] / 1e6:.1f} ms "
+            f"({r['lw_ns'] / max(r['pf_ns'], 1):.3f})",
+            f"{r['lw_share'] * 100:.2f}% / {r['pf_share'] * 100:.2f}%",
+            f"{r['worst_top10'] * 100:.1f}%",
+            f"{r['plain_ms']:.2f} / {r['lw_ms']:.2f} / {r['pf_ms']:.2f} "
+            f"({r['lw_ms'] / r['plain_ms']:.3f}x, {r['pf_ms'] / r['plain_ms']:.3f}x)",
+            f"{r['plain_wall']:.1f} / {r['lw_wall']:.1f} / {r['pf_wall']:.1f}",
+            f"{r['end_to_report']:.2f} s",
+        ]
+        print("| " + " | ".join(cells) + " |")
+    print("\nThe profiler's process runs the same hooks, recording record_function ranges (the "
+          "reference); its step time includes them.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

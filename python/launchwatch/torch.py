@@ -431,6 +431,8 @@ def _install_exception_closing():
     would skip its post hook: Module.__call__ closes the ranges of the calls it left open."""
     module_type = torch.nn.Module
     original = module_type.__call__
+    if getattr(original, "_launchwatch", False):
+        return
 
     def __call__(self, *args, **kwargs):
         open_calls = len(_thread.forward)
@@ -592,8 +594,9 @@ def annotate(module):
         child.register_forward_pre_hook(_forward_pre)
         try:
             child.register_forward_hook(_forward_post, always_call=True)
-        except TypeError:  # torch < 2.1: a forward that raises leaves its ranges to its caller's
+        except TypeError:  # torch < 2.1: Module.__call__ closes what a raising forward left open
             child.register_forward_hook(_forward_post)
+            _install_exception_closing()
         if has_pre:
             child.register_full_backward_pre_hook(_backward_pre)
         child.register_full_backward_hook(_backward_post)

@@ -209,3 +209,20 @@ def test_annotate_refuses_what_is_not_a_module_saying_what_it_takes():
 def test_install_refuses_an_unknown_mode():
     with pytest.raises(ValueError, match="use 'modules' or 'ops'"):
         lwtorch.install("layers")
+
+
+def test_annotate_names_one_models_modules_and_closes_a_forward_that_raised(sink):
+    class Fails(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x):
+            self.fc(x)
+            raise RuntimeError("bad batch")
+
+    model = lwtorch.annotate(Fails())
+    with pytest.raises(RuntimeError):
+        model(inputs())
+    assert sink.paths() == ["Fails", "Fails/fc"]
+    assert sink.open_ranges() == {}

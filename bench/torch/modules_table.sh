@@ -1,24 +1,32 @@
 #!/usr/bin/env bash
-# Issue 22's table on a GPU machine in one command: builds launchwatch with CUDA (the `cuda` preset,
-# sm_90) and its Python package, then runs bench/torch/modules_table.py (five real models, each under
-# `launchwatch run --torch modules`, under torch.profiler with the same hooks, and plain) and prints
-# the table for docs/benchmarks.md. No network: the models are built from configs.
-# Usage: OUT=dir BUILD=dir [MODELS=a,b] bench/torch/modules_table.sh   (writes OUT/build.log, OUT/table.md)
+# Issue 22's table on a GPU machine in one command: builds launchwatch with CUDA (the `cuda`
+# preset, sm_90) and its Python package, then runs bench/torch/modules_table.py (five real models,
+# each under `launchwatch run --torch modules`, under torch.profiler with the same hooks, and
+# plain) and prints the table for docs/benchmarks.md. No network: the models are built from
+# configs.
+# Usage: OUT=dir BUILD=dir [MODELS=a,b] [SKIP_BUILD=1] bench/torch/modules_table.sh
+# (writes OUT/build.log, OUT/table.md). SKIP_BUILD=1 runs the table on an earlier build, so the
+# build and the table can be two commands of a machine that limits each.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-build/device-out}
 BUILD=${BUILD:-build/gpu}
-MODELS=${MODELS:-resnet50-train,gpt2-train,vit-compile-infer,resnet50-cudagraph-infer,resnet18-dataloader-train}
+ALL=resnet50-train,gpt2-train,vit-compile-infer,resnet50-cudagraph-infer,resnet18-dataloader-train
+MODELS=${MODELS:-$ALL}
 mkdir -p "$OUT"
 source scripts/find_cupti.sh
 t=$(date +%s)
-if ! { cmake --preset cuda -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES=90 "${cupti_args[@]}" &&
-       ninja -C "$BUILD" -j"$(nproc)" launchwatch launchwatch_inject; } >"$OUT/build.log" 2>&1; then
-  grep -E "error" -A3 "$OUT/build.log" | head -60
-  exit 1
+if [ -z "${SKIP_BUILD:-}" ]; then
+  if ! { cmake --preset cuda -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES=90 "${cupti_args[@]}" &&
+         ninja -C "$BUILD" -j"$(nproc)" launchwatch launchwatch_inject
+       } >"$OUT/build.log" 2>&1; then
+    grep -E "error" -A3 "$OUT/build.log" | head -60
+    exit 1
+  fi
+  echo "build: $(( $(date +%s) - t )) s"
 fi
-echo "build: $(( $(date +%s) - t )) s"
-python3 -c "import torch, sys; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'python', sys.version.split()[0])"
-timeout 540 python3 bench/torch/modules_table.py --launchwatch "$BUILD/apps/launchwatch/launchwatch" \
-  --models "$MODELS" --out "$BUILD/modules-table" 2>&1 | tee "$OUT/table.md"
+python3 -c "import sys, torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"
+timeout 540 python3 bench/torch/modules_table.py \
+  --launchwatch "$BUILD/apps/launchwatch/launchwatch" --models "$MODELS" \
+  --out "$BUILD/modules-table" 2>&1 | tee "$OUT/table.md"
 exit "${PIPESTATUS[0]}"

@@ -15,10 +15,11 @@
 // The order, outermost first. A rank may be taken while holding an earlier one, never a later one:
 // code that nests two of these locks must take them in this order.
 //
-//  1. observation_slot    the observer slot (observe.cpp). Outermost: a launch holds it shared
-//                         while it calls observer methods, and those take the attribute locks
-//                         below. Nothing below is ever held while the slot is taken (collect asks
-//                         whether its attribution is installed before it takes any lock).
+//  1. observation_slot    the observer slot (observation_slot.cpp). Outermost: a launch holds it
+//                         shared while it calls observer methods, and those take the attribute
+//                         locks below. Nothing below is ever held while the slot is taken
+//                         (collect asks whether its attribution is installed before it takes any
+//                         lock).
 //  2. recorder_registry   the live attributions (attribute/recorder.cpp). Held by the prepare step
 //                         from here to the end of the attribute ranks, so the live list, and the
 //                         recorders it names, do not change while their locks are taken.

@@ -1,7 +1,9 @@
 // The process-wide observer slot, and how the launch path calls into observers.
 //
-// Shared by observe.cpp (installing and dropping observations) and launch_path.cpp (reporting
-// launches and delivering their measurements).
+// Defined in observation_slot.cpp; shared by observe.cpp (installing and dropping observations),
+// launch_path.cpp (reporting launches and delivering their measurements) and launch_sources.cpp
+// (what other launch sources ask of the slot). Private to core: a launch source outside it uses
+// launch_path.hpp.
 #pragma once
 
 #include <launchwatch/config.hpp>
@@ -34,8 +36,8 @@ struct observation_stack {
 
   void push(launch_observation& observation);
   void remove(launch_observation& observation);
-  // Held exclusively across fork(), first of the fork's locks (fork_locks.hpp, observe.cpp), so a
-  // child never inherits a reader count of a thread it does not have.
+  // Held exclusively across fork(), first of the fork's locks (fork_locks.hpp,
+  // observation_slot.cpp), so a child never inherits a reader count of a thread it does not have.
 };
 
 /// How deep this thread is inside observer methods. An observer that launches or installs from

@@ -1,93 +1,17 @@
-// The process-wide observer slot and the observation guards that fill it.
+// The observation guards that fill the process-wide observer slot (observation_slot.cpp).
 
 #include <launchwatch/observe.hpp>
 
-#include <atomic>
-#include <cstdio>
-#include <cstdlib>
-#include <mutex>
+#include <launchwatch/launch_path.hpp>
+
+#include <memory>
+#include <shared_mutex>  // std::shared_lock
 #include <stdexcept>
 #include <utility>
 
-#include "fork_locks.hpp"
-#include "launch_watch_writer.hpp"
 #include "observation_slot.hpp"
 
 namespace launchwatch {
-namespace detail {
-
-observation_stack& observation_stack::get() {
-  // Never destroyed: threads may still launch while static destructors run.
-  static auto* const stack = new observation_stack;
-  return *stack;
-}
-
-namespace {
-
-// The distributed lock counts readers per thread: a thread caught reporting a launch at the fork
-// would leave its count behind in the child, where no thread will ever drop it, and the child's
-// first install would wait forever. Holding the lock exclusively across the fork means no reader
-// is inside. It is the outermost of the fork's locks (fork_locks.hpp): a launch holds it while its
-// observer takes the attribution's locks. (A fork from inside an observer method would wait for
-// itself: observer methods must not fork, as they must not launch.)
-[[maybe_unused]] const bool slot_enrolled = fork_locks::enroll(
-    fork_locks::rank::observation_slot,
-    fork_locks::one_lock<[]() -> auto& { return observation_stack::get().mutex; }>);
-
-}  // namespace
-
-void observation_stack::push(launch_observation& observation) {
-  static std::atomic<std::uint64_t> next_serial{1};
-  observation.serial_ = next_serial.fetch_add(1, std::memory_order_relaxed);
-  watch_change_notice notice;  // after the lock is released
-  std::unique_lock lock{mutex};
-  observation.below_ = top;
-  if (top != nullptr) top->above_ = &observation;
-  top = &observation;
-  installed = observation.observer_;
-  installed_serial = observation.serial_;
-  // Last, and under the lock, so the bit is never set over an empty slot nor left set by a drop
-  // racing with an install on another thread.
-  notice.changed = launch_watch_writer::set(launch_watch::observing, true);
-}
-
-void observation_stack::remove(launch_observation& observation) {
-  watch_change_notice notice;  // after the lock is released
-  std::unique_lock lock{mutex};
-  if (observation.above_ != nullptr) {
-    observation.above_->below_ = observation.below_;
-  } else {
-    top = observation.below_;
-  }
-  if (observation.below_ != nullptr) observation.below_->above_ = observation.above_;
-  installed = top != nullptr ? top->observer_ : nullptr;
-  installed_serial = top != nullptr ? top->serial_ : 0;
-  // Cleared only once the slot is empty: a launch that reads the bit in between finds the slot
-  // empty and does nothing, rather than an ended observer.
-  notice.changed = launch_watch_writer::set(launch_watch::observing, installed != nullptr);
-}
-
-void fail_reentry(const char* what) {
-  diagnostics().critical(
-      "A launch observer tried to {} from inside one of its own methods. Observer methods run under "
-      "the lock that guards the installed observer, so this would deadlock: record what you need in "
-      "the callback and act on it after the launch returns.",
-      what);
-  diagnostics().flush();
-  std::fprintf(stderr, "launchwatch: a launch observer tried to %s from inside a callback\n", what);
-  std::abort();
-}
-
-void report_observer_threw(const char* method, std::string_view kernel, const char* what) {
-  if (first_time(once_warning::observer_threw)) {
-    diagnostics().error(
-        "A launch observer's `{}` threw while `{}` was being launched ({}). The exception was "
-        "contained and launches go on; later exceptions from observers are not reported again.",
-        method, kernel, what);
-  }
-}
-
-}  // namespace detail
 
 launch_observation::launch_observation(std::shared_ptr<launch_observer> observer)
     : observer_{std::move(observer)} {
@@ -102,6 +26,14 @@ launch_observation::launch_observation(std::shared_ptr<launch_observer> observer
 launch_observation::~launch_observation() {
   detail::check_not_in_callback("drop a launch_observation");
   detail::observation_stack::get().remove(*this);
+}
+
+bool launch_observation::is_installed(const launch_observer& observer) noexcept {
+  if (!launch_path::is_observing()) return false;
+  detail::check_not_in_callback("ask whether an observer is installed");
+  auto& stack = detail::observation_stack::get();
+  std::shared_lock lock{stack.mutex};
+  return stack.installed.get() == &observer;
 }
 
 }  // namespace launchwatch

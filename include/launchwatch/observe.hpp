@@ -62,7 +62,8 @@ constexpr std::string_view to_string(timing_request request) noexcept {
 struct launch_info {
   /// The kernel's name, as `launched` receives it.
   std::string_view kernel;
-  /// The backend the launch was issued to: "cpu" or "cuda".
+  /// The launch source that issued it: a backend's name ("cpu", "cuda", "vulkan"), or "cuda" for
+  /// the CUDA bridge's launches.
   std::string_view backend = "cpu";
   /// The device's index within its backend.
   int device = 0;
@@ -164,6 +165,16 @@ class [[nodiscard]] launch_observation {
   explicit launch_observation(std::shared_ptr<launch_observer> observer);
   /// Puts back the observer this one replaced, or none.
   ~launch_observation();
+
+  /// Whether `observer` is the installed observer now: the one the newest live observation
+  /// installed (identity, not equality). An observer installed by an observation that a newer one
+  /// shadows is not. For an observer that does not hold the observation installing it (attribution)
+  /// and needs to know whether measurements can still reach it.
+  ///
+  /// The answer can be stale once it returns. Safe from any thread; must not be called from inside
+  /// an observer method (aborts, with LAUNCHWATCH_CHECK_REENTRY). Cost: one relaxed load when
+  /// nothing is installed; otherwise a shared lock of the observer slot.
+  [[nodiscard]] static bool is_installed(const launch_observer& observer) noexcept;
 
   launch_observation(const launch_observation&) = delete;
   launch_observation& operator=(const launch_observation&) = delete;

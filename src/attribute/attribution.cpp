@@ -1,7 +1,7 @@
 // The attribution observer: recording on the launch path, reading and assembling in collect().
 
 #include <launchwatch/attribute/attribution.hpp>
-#include <launchwatch/launch_path.hpp>
+#include <launchwatch/observe.hpp>
 
 #include <algorithm>
 #include <exception>
@@ -126,28 +126,9 @@ void attribution::replayed(const replayed_node& node) {
   }
 }
 
-namespace {
+timing_request attribution::timing() const { return recorder_->timing; }
 
-/// The attribution whose `installed()` is asking, on this thread, and whether it was answered: the
-/// launch path asks only the installed observer for its timing, so a `timing()` call for the asker
-/// on the asker's thread while it asks means the asker is the installed one.
-thread_local const attribution* asking = nullptr;
-thread_local bool answered = false;
-
-}  // namespace
-
-timing_request attribution::timing() const {
-  if (asking == this) answered = true;
-  return recorder_->timing;
-}
-
-bool attribution::installed() const {
-  asking = this;
-  answered = false;
-  (void)launch_path::timing_wanted();
-  asking = nullptr;
-  return answered;
-}
+bool attribution::installed() const { return launch_observation::is_installed(*this); }
 
 bool attribution::measurements_may_come() const {
   return recorder_->timing != timing_request::none && installed();

@@ -235,9 +235,8 @@ class attribution final : public launch_observer, public graph_replay_observer {
   pass_summary snapshot_summary();
 
  private:
-  /// Whether this attribution is the installed observer now. Asks through the launch path, which
-  /// consults only the installed observer's `timing()`: core keeps no other way to ask, and an
-  /// attribution does not hold the observation that installs it. May be stale once it returns.
+  /// Whether this attribution is the installed observer now (launch_observation::is_installed: an
+  /// attribution does not hold the observation that installs it). May be stale once it returns.
   bool installed() const;
   // Whether a launch another thread reported may still be handed its measurement: this
   // attribution asked for timing and is the installed observer (collect and collect_summary keep

@@ -169,6 +169,127 @@ void finish_issue(const launch_info& info, const issue_decision& decision);
 void finish_issue(const launch_info& info, const issue_decision& decision,
                   measured_submission submitted);
 
+// What a launch source needs besides issue() and begin_issue()/finish_issue(), so that it reaches
+// the observer slot only through this header: the CUDA bridge (graph replays' nodes arrive on its
+// collector thread, after the fact; its CUPTI callbacks cost something while enabled; it also sees
+// the launches the CUDA backend reports itself), and any source to come.
+
+}  // namespace launch_path
+
+namespace detail {
+/// Makes and reads observation_refs (launch_sources.cpp).
+struct observation_refs;
+}  // namespace detail
+
+namespace launch_path {
+
+/// Which observation an event that arrives later belongs to: the one installed when the source saw
+/// the launch it is about (current_observation()). Behaviour 6 hands such an event only to that
+/// observation, and only while it is still installed (deliver_replayed).
+///
+/// A value (copy it freely) holding neither a lock nor the observer: the observation may end while
+/// a reference is kept, and the reference then matches nothing. Empty (the default) when no
+/// observation was installed. Two references are equal when they name the same observation; an
+/// observation installed again later, even with the same observer, is another one.
+class observation_ref {
+ public:
+  /// Names no observation: delivers nothing.
+  observation_ref() noexcept = default;
+
+  /// Whether it names no observation.
+  [[nodiscard]] bool empty() const noexcept { return serial_ == 0; }
+
+  friend bool operator==(observation_ref, observation_ref) noexcept = default;
+
+ private:
+  friend struct detail::observation_refs;
+  // The observation's serial: unique in the process, never reused, 0 for none.
+  std::uint64_t serial_ = 0;
+};
+
+/// The observation installed now (the top of the slot), or an empty reference when none is.
+///
+/// For a source that sees a launch now and hears about it later (the bridge at a graph's replay
+/// launch, whose nodes' records come afterwards). Safe from any thread; must not be called from
+/// inside an observer method (aborts, with LAUNCHWATCH_CHECK_REENTRY).
+/// Cost: one relaxed load when nothing is installed; otherwise a shared lock of the slot.
+[[nodiscard]] observation_ref current_observation() noexcept;
+
+/// Tells the observation `to` that a kernel node of a graph it saw captured was replayed: calls
+/// `replayed(node)` if that very observation is the installed one now and its observer derives
+/// from graph_replay_observer. Behaviour 6 for a measurement that arrives after the fact: identity
+/// of the observation, not equality of observers. An observation that replaced `to` never saw the
+/// replay's launch and is not told (`to` is told again once that one is dropped and `to` is back on
+/// top); one `to` replaced and that is put back when `to` ends is not told either, and nothing is
+/// once `to` ended. Returns whether it was told.
+///
+/// Safe from any thread (the bridge's collector, a flush); the observer is called with the slot's
+/// shared lock held, and an exception it throws is contained and logged once per process. Must not
+/// be called from inside an observer method (aborts, with LAUNCHWATCH_CHECK_REENTRY).
+/// Cost: one relaxed load when nothing is installed or `to` is empty; otherwise a shared lock of
+/// the slot and a dynamic_cast.
+bool deliver_replayed(observation_ref to, const replayed_node& node);
+
+/// Whether this thread is inside an observer method right now (one the launch path called).
+///
+/// An observer must not launch (behaviour 13): a source that sees a launch made from inside one
+/// (the bridge sees every CUDA launch, also a library's called by an observer) leaves it unreported
+/// rather than take the slot's lock again; begin_issue() and issue() abort saying so in builds with
+/// LAUNCHWATCH_CHECK_REENTRY. Cost: a call and a thread-local read.
+[[nodiscard]] bool inside_observer() noexcept;
+
+/// Installs `listener` as the one function told when watched() changes between "nothing watches"
+/// and "something does" (an observation installed into an empty slot or the last one dropped, the
+/// profiling logger turned on or off); nullptr removes it. Replaces the previous listener.
+///
+/// For a source whose idle cost is more than watched()'s one load (the bridge: CUPTI dispatches
+/// every enabled callback), to switch itself on while something watches and off when nothing does.
+/// The listener is called on the thread that made the change, after every launchwatch lock it took
+/// is released (so it may call into CUDA's tools interface); two changes may race, so it reads
+/// watched() itself rather than being told the new state, and the last call sees the last word. It
+/// must not throw, nor install or drop an observation. Safe from any thread.
+/// Cost: one atomic store; each change of watched() then costs a call of the listener.
+void on_watched_change(void (*listener)() noexcept) noexcept;
+
+/// Marks this thread's launch calls, for its lifetime, as reported already, so that another source
+/// that sees the same launch (the CUDA bridge sees every CUDA launch in the process) skips it, and
+/// every launch reaches the observer exactly once. The CUDA backend holds one around each launch
+/// call it makes: its kernels (reported through issue()), its graph replays (not reported, per
+/// behaviour 12) and its own clock probes (never a program's kernel).
+///
+/// Nests: the flag is restored, not cleared, when the guard ends. One flag per thread for the whole
+/// process, even when it holds two copies of launchwatch (a program linking it, run under
+/// `launchwatch run`, whose injection library carries a private copy): each copy looks up, once, a
+/// flag accessor by one name in the process's global scope, where a program that links
+/// launchwatch::core exports it, and uses the first found, else its own. The limit: when the
+/// program itself does not link launchwatch, copies inside shared objects opened with RTLD_LOCAL
+/// (the injection library, a Python extension module linking launchwatch) find none and keep one
+/// flag per copy, so launches of such a module's CUDA backend are reported by the bridge too.
+///
+/// Neither copyable nor movable; end it on the thread that made it.
+/// Cost: a call and a thread-local load and store, at each end; the first use on a thread also an
+/// indirect call, and the first in the process one dynamic symbol lookup.
+class [[nodiscard]] reported_here {
+ public:
+  /// Marks this thread's launch calls as reported until the guard ends.
+  reported_here() noexcept;
+  /// Puts back the mark as it was before the guard.
+  ~reported_here();
+
+  reported_here(const reported_here&) = delete;
+  reported_here& operator=(const reported_here&) = delete;
+  reported_here(reported_here&&) = delete;
+  reported_here& operator=(reported_here&&) = delete;
+
+ private:
+  bool was_;
+};
+
+/// Whether this thread is inside a reported_here guard (of any copy of launchwatch in the process,
+/// within reported_here's limit): the launch call a source sees now is reported already.
+/// Cost: as reported_here's construction, without the store.
+[[nodiscard]] bool reported_here_now() noexcept;
+
 /// Tells the installed observer, if any, that `kernel` is being issued. Call on the issuing thread,
 /// before the launch is submitted.
 ///

@@ -15,10 +15,10 @@
 #include <fmt/format.h>
 
 #include <launchwatch/errors.hpp>
+#include <launchwatch/launch_path.hpp>
 
 #include "capture_mode.hpp"
 #include "cuda_check.hpp"
-#include "own_submit.hpp"
 
 namespace launchwatch::detail::cuda {
 
@@ -110,7 +110,7 @@ void cuda_stream::launch(const launch_descriptor& launch, const cuda_timing_targ
   cuda_timing_target target = timing;
   void* arguments[] = {const_cast<void*>(launch.kernel), &target};
   const cudaError_t status = [&] {
-    own_submit own;  // reported by the launch path already: the CUDA bridge skips it
+    launch_path::reported_here own;  // reported by the launch path already: the bridge skips it
     return cudaLaunchKernel(launch.cuda_entry, grid, block, arguments, 0, stream_);
   }();
   if (status != cudaSuccess) [[unlikely]] {
@@ -333,7 +333,7 @@ std::uint64_t cuda_stream::replay(cudaGraphExec_t graph, std::string_view /*what
   std::lock_guard lock{mutex_};
   device_guard on{owner_->index()};
   owner_->health()->throw_if_failed();
-  own_submit own;  // the CUDA bridge neither reports nor times launchwatch's own replays
+  launch_path::reported_here own;  // the bridge neither reports nor times our own replays
   owner_->health()->check(cudaGraphLaunch(graph, stream_), "cudaGraphLaunch");
   return note_submitted(graph_replay_name);
 }

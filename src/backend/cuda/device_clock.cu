@@ -10,9 +10,9 @@
 #include <thread>
 
 #include <launchwatch/detail/cuda_entry.hpp>
+#include <launchwatch/launch_path.hpp>
 
 #include "cuda_check.hpp"
-#include "own_submit.hpp"
 
 namespace launchwatch::detail::cuda {
 
@@ -149,7 +149,8 @@ std::optional<clock_anchor> device_clock::probe(std::chrono::nanoseconds wait) {
   *mailbox_ = clock_probe_mailbox{};
   std::atomic_thread_fence(std::memory_order_seq_cst);
   {
-    own_submit own;  // launchwatch's own probe, not a program's kernel: the CUDA bridge skips it
+    // Launchwatch's own probe, not a program's kernel: the CUDA bridge skips it.
+    launch_path::reported_here own;
     clock_probe<<<1, 1, 0, stream_>>>(mailbox_on_device_, probe_budget_ns);
   }
   check(cudaGetLastError(), "cudaLaunchKernel", device_, "launchwatch clock probe");

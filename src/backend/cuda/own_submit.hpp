@@ -1,24 +1,19 @@
-// Marks the CUDA calls launchwatch's own CUDA backend makes to launch its kernels, so the CUDA
-// bridge (src/cupti), which sees every launch in the process through CUPTI, does not report a
-// launch the backend reports itself: each launch reaches the observer exactly once.
+// The CUDA bridge's old names for launch_path::reported_here (launch_path.hpp), kept only so
+// src/cupti compiles until it is ported onto the public launch path; this header goes away then.
+// The CUDA backend itself uses launch_path::reported_here.
 #pragma once
+
+#include <launchwatch/launch_path.hpp>
 
 namespace launchwatch::detail::cuda {
 
-/// True on a thread while it is inside one of the backend's own launch calls (cudaLaunchKernel,
-/// cudaGraphLaunch, its clock probe). Read by the bridge's CUPTI callback on the same thread.
-inline thread_local bool submitting_own_launch = false;
-
-/// Sets submitting_own_launch for its lifetime. Cost: a thread-local store and restore.
-class own_submit {
- public:
-  own_submit() noexcept : was_{submitting_own_launch} { submitting_own_launch = true; }
-  ~own_submit() { submitting_own_launch = was_; }
-  own_submit(const own_submit&) = delete;
-  own_submit& operator=(const own_submit&) = delete;
-
- private:
-  bool was_;
+/// Reads as true on a thread inside a launch_path::reported_here guard (launch_path::
+/// reported_here_now(): one flag for every copy of launchwatch in the process).
+struct reported_here_reader {
+  explicit operator bool() const noexcept { return launch_path::reported_here_now(); }
 };
+inline constexpr reported_here_reader submitting_own_launch{};
+
+using own_submit = launch_path::reported_here;
 
 }  // namespace launchwatch::detail::cuda

@@ -45,6 +45,10 @@ flag_accessor agreed_accessor() noexcept {
   return agreed;
 }
 
+/// Looked up while the copy is loaded, not at the first mark: a thread's first mark may come inside
+/// a CUDA call (the bridge's callback), and the dynamic linker's lock is not to be taken there.
+[[maybe_unused]] const flag_accessor looked_up_at_load = agreed_accessor();
+
 /// This thread's agreed flag, looked up on its first use (a pointer into the TLS of the copy that
 /// owns it, valid for the thread's life).
 thread_local bool* this_thread_flag = nullptr;

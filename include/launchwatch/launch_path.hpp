@@ -268,7 +268,7 @@ void on_watched_change(void (*listener)() noexcept) noexcept;
 ///
 /// Neither copyable nor movable; end it on the thread that made it.
 /// Cost: a call and a thread-local load and store, at each end; the first use on a thread also an
-/// indirect call, and the first in the process one dynamic symbol lookup.
+/// indirect call. (The one dynamic symbol lookup happens when the copy is loaded.)
 class [[nodiscard]] reported_here {
  public:
   /// Marks this thread's launch calls as reported until the guard ends.

@@ -1,5 +1,6 @@
 // The CUDA bridge's old names for launch_path::reported_here (launch_path.hpp), kept only so
-// src/cupti compiles until it is ported onto the public launch path; this header goes away then.
+// src/cuda_bridge/launch_path_access.cpp compiles until it is ported onto the public launch path;
+// this header goes away then.
 // The CUDA backend itself uses launch_path::reported_here.
 #pragma once
 
@@ -8,9 +9,10 @@
 namespace launchwatch::detail::cuda {
 
 /// Reads as true on a thread inside a launch_path::reported_here guard (launch_path::
-/// reported_here_now(): one flag for every copy of launchwatch in the process).
+/// reported_here_now(): one flag for every copy of launchwatch in the process). Converts
+/// implicitly, as the bool it replaces did (`return submitting_own_launch;`).
 struct reported_here_reader {
-  explicit operator bool() const noexcept { return launch_path::reported_here_now(); }
+  operator bool() const noexcept { return launch_path::reported_here_now(); }
 };
 inline constexpr reported_here_reader submitting_own_launch{};
 

@@ -51,6 +51,8 @@ bool deliver_replayed(observation_ref to, const replayed_node& node) {
 
 bool inside_observer() noexcept { return detail::callback_depth > 0; }
 
+void check_outside_observer(const char* what) { detail::check_not_in_callback(what); }
+
 void on_watched_change(void (*listener)() noexcept) noexcept {
   detail::launch_watch_writer::listen(listener);
 }

@@ -238,6 +238,14 @@ bool deliver_replayed(observation_ref to, const replayed_node& node);
 /// LAUNCHWATCH_CHECK_REENTRY. Cost: a call and a thread-local read.
 [[nodiscard]] bool inside_observer() noexcept;
 
+/// Refuses, loudly, `what` (a launch, a flush) attempted from inside an observer method: aborts
+/// with a message naming it when this build checks reentry (LAUNCHWATCH_CHECK_REENTRY, on by
+/// default) and this thread is inside one; returns otherwise. A source calls it where it would
+/// otherwise take the observer slot's lock again (behaviour 13), then leaves the request undone
+/// when inside_observer() is true.
+/// Cost: a thread-local read.
+void check_outside_observer(const char* what);
+
 /// Installs `listener` as the one function told when watched() changes between "nothing watches"
 /// and "something does" (an observation installed into an empty slot or the last one dropped, the
 /// profiling logger turned on or off); nullptr removes it. Replaces the previous listener.

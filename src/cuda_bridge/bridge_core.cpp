@@ -8,7 +8,7 @@
 #include <launchwatch/launch_path.hpp>
 
 #include "kernel_symbols.hpp"
-#include "launch_path_access.hpp"
+#include <launchwatch/launch_path.hpp>
 
 namespace launchwatch::detail::cuda_bridge {
 
@@ -100,16 +100,16 @@ void bridge_core::note_device(int device) noexcept {
 
 void bridge_core::launch_entered(const launch_call& call) {
   thread_state& state = this_thread;
-  if (reported_by_own_backend()) {
+  if (launch_path::reported_here_now()) {
     // Launchwatch's own backend reported this launch through the launch path already.
     own_launches_skipped_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  if (inside_observer()) {
+  if (launch_path::inside_observer()) {
     // An observer method is launching (it called a library that launches): behaviour 13. Builds
     // that check abort here saying so; others leave the nested launch unreported rather than
     // deadlock on the slot's lock.
-    forbid_inside_observer("launch a CUDA kernel");
+    launch_path::check_outside_observer("launch a CUDA kernel");
     return;
   }
   if (state.open) {
@@ -187,10 +187,10 @@ void bridge_core::launch_exited(const launch_call& call) {
 }
 
 void bridge_core::graph_launch_entered(const graph_launch_call& call) {
-  if (reported_by_own_backend() || !launch_path::is_observing()) return;
+  if (launch_path::reported_here_now() || !launch_path::is_observing()) return;
   if (!in_range_.load(std::memory_order_relaxed)) return;
-  const std::uint64_t observation = current_observation();
-  if (observation == 0) return;
+  const launch_path::observation_ref observation = launch_path::current_observation();
+  if (observation.empty()) return;
   (void)graphs_.replay_launched(call.correlation, call.exec, observation,
                                 device_of(call.context, this_thread), call.stream_number);
 }
@@ -216,7 +216,7 @@ void bridge_core::node_cloned(std::uint64_t original, std::uint64_t clone, const
 }
 
 void bridge_core::report_kernel_node(const created_node& node) {
-  if (!launch_path::watched() || reported_by_own_backend() || inside_observer()) return;
+  if (!launch_path::watched() || launch_path::reported_here_now() || launch_path::inside_observer()) return;
   if (!in_range_.load(std::memory_order_relaxed)) {
     outside_capture_range_.fetch_add(1, std::memory_order_relaxed);
     return;

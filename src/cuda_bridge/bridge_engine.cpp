@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "launch_path_access.hpp"
+#include <launchwatch/launch_path.hpp>
 
 namespace launchwatch::detail {
 
@@ -25,7 +25,7 @@ void cuda_bridge_engine::synchronize_seen_devices() noexcept {
 }
 
 void cuda_bridge_engine::flush() {
-  cuda_bridge::forbid_inside_observer("flush the CUDA bridge");
+  launch_path::check_outside_observer("flush the CUDA bridge");
   synchronize_seen_devices();
   core_.deliver_pending(std::chrono::seconds{2});
 }

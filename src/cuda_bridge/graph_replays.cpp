@@ -4,7 +4,7 @@
 #include <chrono>
 #include <optional>
 
-#include "launch_path_access.hpp"
+#include <launchwatch/launch_path.hpp>
 
 namespace launchwatch::detail::cuda_bridge {
 
@@ -24,7 +24,7 @@ void graph_replays::node_cloned(std::uint64_t original_id, std::uint64_t clone_i
 }
 
 bool graph_replays::replay_launched(std::uint32_t correlation, const void* exec,
-                                    std::uint64_t observation, int device, std::uint64_t stream) {
+                                    launch_path::observation_ref observation, int device, std::uint64_t stream) {
   std::lock_guard lock{mutex_};
   if (nodes_.empty()) return false;  // no observed capture recorded a node
   const auto known = known_nodes_of_exec_.find(exec);
@@ -44,7 +44,7 @@ bool graph_replays::replay_launched(std::uint32_t correlation, const void* exec,
 }
 
 void graph_replays::on_record(const kernel_record& record) {
-  std::uint64_t observation = 0;
+  launch_path::observation_ref observation;
   std::optional<replayed_node> node;
   {
     std::lock_guard lock{mutex_};
@@ -66,7 +66,7 @@ void graph_replays::on_record(const kernel_record& record) {
       --known_pending_;
     }
   }
-  if (node && deliver_replayed(observation, *node)) {
+  if (node && launch_path::deliver_replayed(observation, *node)) {
     delivered_.fetch_add(1, std::memory_order_relaxed);
   }
 }

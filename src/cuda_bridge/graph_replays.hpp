@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include <launchwatch/cuda_bridge.hpp>
+#include <launchwatch/launch_path.hpp>
 
 #include "kernel_records.hpp"
 
@@ -38,7 +39,7 @@ class graph_replays {
   void node_cloned(std::uint64_t original_id, std::uint64_t clone_id, const void* exec);
   /// A replay of `exec` was launched with `correlation`, while the observation `observation` was
   /// installed. Returns whether any of its nodes is known (else nothing will be told).
-  bool replay_launched(std::uint32_t correlation, const void* exec, std::uint64_t observation,
+  bool replay_launched(std::uint32_t correlation, const void* exec, launch_path::observation_ref observation,
                        int device, std::uint64_t stream);
   /// A kernel record that nobody awaited: told to the observer if it is a known replay's node.
   void on_record(const kernel_record& record);
@@ -52,7 +53,7 @@ class graph_replays {
 
  private:
   struct replay {
-    std::uint64_t observation = 0;
+    launch_path::observation_ref observation;
     std::uint64_t number = 0;
     int device = 0;
     std::uint64_t stream = 0;

@@ -15,7 +15,7 @@
 #include "bridge_engine.hpp"
 #include "cupti_calls.hpp"
 #include "inside_cuda_init.hpp"
-#include "launch_path_access.hpp"
+#include <launchwatch/launch_path.hpp>
 
 namespace launchwatch::detail {
 namespace {
@@ -114,7 +114,7 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
     std::lock_guard lock{listener_mutex};
     listening = this;
   }
-  cuda_bridge::on_watched_change(&on_watch_change);
+  launch_path::on_watched_change(&on_watch_change);
   apply_watch_state();
 }
 
@@ -124,7 +124,7 @@ void cuda_bridge_engine::teardown() noexcept {
   {
     std::lock_guard lock{listener_mutex};
     listening = nullptr;
-    cuda_bridge::on_watched_change(nullptr);
+    launch_path::on_watched_change(nullptr);
   }
   {
     std::lock_guard lock{toggle_mutex_};

@@ -16,7 +16,7 @@
 #include <launchwatch/attribute/scope.hpp>
 #include <launchwatch/observe.hpp>
 
-#include "backend/cuda/own_submit.hpp"
+#include <launchwatch/launch_path.hpp>
 #include "fake_cupti.hpp"
 #include "support/capturing_sink.hpp"
 #include "support/observers.hpp"
@@ -174,7 +174,7 @@ TEST(BridgeCore, ALaunchLaunchwatchsOwnBackendReportedIsSkipped) {
   auto observer = std::make_shared<recording_observer>(cupti, timing_request::deferred);
   launch_observation watching{observer};
   {
-    detail::cuda::own_submit own;
+    launch_path::reported_here own;
     cupti.launch("launchwatch_own_kernel");
   }
   cupti.launch("foreign_kernel");

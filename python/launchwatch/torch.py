@@ -14,11 +14,11 @@ does the same for one model. Each hook opens or closes a range on the NVTX domai
   backward is under it by the module's path (`step/backward/ResNet/layer4/1`), on whichever
   thread autograd runs it: PyTorch's autograd engine runs a CUDA backward on a thread of its own,
   whose ranges are opened under the calling thread's path (launchwatch_range_push_under).
-  A module's backward range opens at its full backward pre hook (torch >= 2.0; before, at a hook
-  on its output's gradient) and closes at its full backward hook, or, when none of its inputs
-  needs a gradient (the first layer; the root taking images) and torch calls that hook before the
-  module's backward has run, when a module outside it starts its backward or the backward pass
-  ends.
+  A module's backward range opens at a pre hook on its outputs' graph nodes and closes at one on
+  its inputs' nodes (see "backward" below): no tensor is wrapped, so what the program computes is
+  unchanged (torch's full backward hooks would wrap them, and break an in-place op after a module).
+  What backward() runs before any module's backward (a loss computed outside the model) is
+  `backward/[loss]`; `backward` itself holds only the initial gradient (torch's ones_like).
 - optimizer: each step under `optimizer/<class name>` (global step hooks on torch >= 2.0, a
   wrapped `step` before).
 - torch.compile: a module compiled with `torch.compile(module)` is one scope, `<class name>
@@ -32,6 +32,7 @@ Outside `launchwatch run` (no sink active) `install` and `annotate` install noth
 Thread safety: hooks may run on any threads at once; each thread has its own ranges.
 """
 
+import functools
 import threading
 import weakref
 
@@ -49,11 +50,12 @@ class _Thread(threading.local):
     """One thread's open module, optimizer and backward ranges."""
 
     def __init__(self):
-        self.forward = []  # (module, depth, path): open forward calls, innermost last
+        self.forward = []  # (module, depth, path, input nodes): open forward calls, innermost last
         self.optimizer = []  # (optimizer, depth)
-        self.backward = []  # (segment, depth): open backward ranges under the pass's base
+        self.backward = []  # [name, depth, owner call]: open backward ranges under `backward`
         self.generation = 0  # the backward pass `backward` belongs to
         self.callback_queued = 0  # the generation whose end callback this thread queued
+        self.node = 0  # id of the graph node whose begin hook ran last on this thread
 
 
 _thread = _Thread()
@@ -162,7 +164,7 @@ def _forward_pre(module, args):
         return None
     forward = _thread.forward
     if forward:
-        parent, _, parent_path = forward[-1]
+        parent, _, parent_path, _ = forward[-1]
     else:
         parent, parent_path = None, ()
     names, path = _names(module, parent, parent_path)
@@ -172,30 +174,48 @@ def _forward_pre(module, args):
             sink.push(name)
     else:
         depth = sink.pop_to(_EVERYTHING)
-    forward.append((module, depth, path))
+    forward.append((module, depth, path, _input_nodes(args)))
     return None
 
 
 def _close_forward(module):
+    """Closes `module`'s innermost open forward call; returns its entry, or None."""
     forward = _thread.forward
     for i in range(len(forward) - 1, -1, -1):
         if forward[i][0] is module:
-            _sink.get().pop_to(forward[i][1])
+            entry = forward[i]
+            _sink.get().pop_to(entry[1])
             del forward[i:]
-            return
+            return entry
+    return None
 
 
 def _forward_post(module, args, result):
     if _compiling():
         return None
-    _close_forward(module)
-    if _backward_pre_by_output:
-        _open_backward_at_gradient(module, result)
+    entry = _close_forward(module)
+    if entry is not None:
+        _hook_graph(entry[2], entry[3], result)
     return None
 
 
 # ---- backward -------------------------------------------------------------------------------
+#
+# A module's backward is found on the autograd graph itself, never by wrapping a tensor (torch's
+# full backward hooks put each module's inputs and outputs through a BackwardHookFunction, and an
+# in-place op on such an output, a ReLU(inplace=True) after a BatchNorm, then fails). When a
+# module's forward returns, hooks go on graph nodes (grad_fn) only, which change no gradient:
+# - a pre hook on each output's node: the module's backward begins (its range opens);
+# - a pre hook on each input's node (read when its forward began, before an in-place op in it
+#   could rebase the input): its backward has ended (its range closes, unless another one opened
+#   since). A node both input and output (a module returning its input) gets neither.
+# Several modules' hooks on one node run in the order they were registered, innermost module
+# first; a begin hook keeps the deeper ranges an earlier hook on the same node opened. A module
+# whose inputs have no node (the first layer, a root taking images) closes when another module's
+# backward begins or the pass ends. AccumulateGrad nodes run as soon as they are ready, so a
+# parameter's gradient accumulation is charged to the module whose backward produced it.
 
+_LOSS = (b"[loss]",)
 _passes_lock = threading.Lock()
 _passes = []  # (generation, caller path, caller thread): backward passes running, newest last
 _generation = [0]
@@ -216,7 +236,7 @@ def _close_backward_to(count):
 
 def _end_of_pass(generation, thread_id):
     """The engine's callback at the end of a backward pass: closes the ranges the pass left open on
-    the thread it runs on (a module whose full backward hook came before its backward ran)."""
+    the thread it runs on (a module whose inputs had no graph node)."""
 
     def callback():
         if threading.get_ident() == thread_id and _thread.generation == generation:
@@ -225,15 +245,14 @@ def _end_of_pass(generation, thread_id):
     return callback
 
 
-def _reconcile(path):
-    """Makes this thread's open backward ranges exactly `path` (a module's path), closing those
-    that are not on it and opening the rest, under the running pass's base."""
+def _this_pass():
+    """This thread's open backward ranges, once they belong to the running pass; None outside
+    one (a node run by no wrapped backward())."""
     current = _current_pass()
-    if current is None:
-        return
-    generation, caller_path, caller_thread = current
+    if current is None or _compiling() or not _sink.get().active:
+        return None
+    generation = current[0]
     t = _thread
-    backward = t.backward
     if t.generation != generation:
         _close_backward_to(0)  # a finished pass's leftovers, if its callback ran elsewhere
         t.generation = generation
@@ -244,82 +263,121 @@ def _reconcile(path):
                 _end_of_pass(generation, threading.get_ident()))
         except Exception:  # not inside the engine (a hook called directly): nothing to queue
             pass
-    common = 0
-    limit = min(len(backward), len(path))
-    while common < limit and backward[common][0] == path[common]:
-        common += 1
+    return t.backward
+
+
+def _open_backward(path, common):
+    """Opens `path[common:]` on this thread's backward ranges (under the caller's `backward` on
+    another thread); returns the ranges."""
+    backward = _thread.backward
     _close_backward_to(common)
-    if common == len(path):
-        return
+    _, caller_path, caller_thread = _current_pass()
     sink = _sink.get()
     for name in path[common:]:
         if not backward and threading.get_ident() != caller_thread:
             depth = sink.push_under(caller_path, name)
         else:
             depth = sink.push(name)
-        backward.append((name, depth))
+        backward.append([name, depth, None])
+    return backward
 
 
-def _module_path(module):
-    cached = _names_cache.get(id(module))
-    if cached is not None and cached[0]() is module:
-        return cached[4]
-    return _root_names(module)
+class _Call:
+    """One forward call of a module, as its backward hooks see it: its path. The range at its
+    path's depth names the call that opened it last (its owner), so only that call's end closes
+    it."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, path):
+        self.path = path
 
 
-def _backward_pre(module, grad_output):
-    if _compiling() or not _sink.get().active:
+def _begin(call, node_key, grad_outputs):
+    """A pre hook on a node `call`'s forward produced: its backward begins here."""
+    backward = _this_pass()
+    if backward is None:
         return None
-    _reconcile(_module_path(module))
+    t = _thread
+    same_node = t.node == node_key
+    t.node = node_key
+    path = call.path
+    common = 0
+    limit = min(len(backward), len(path))
+    while common < limit and backward[common][0] == path[common]:
+        common += 1
+    if common < len(path) or (not same_node and len(backward) > len(path)):
+        backward = _open_backward(path, common)
+    backward[len(path) - 1][2] = call
     return None
 
 
-def _backward_post(module, grad_input, grad_output):
-    if _compiling() or not _sink.get().active:
+def _end(call, grad_outputs):
+    """A pre hook on the node of an input of `call`: its backward has ended, unless another
+    module's began since (which then owns the range)."""
+    backward = _this_pass()
+    if backward is None:
         return None
-    if all(g is None for g in grad_input):
-        # None of its inputs needs a gradient: torch calls this before the module's backward ran.
-        # Its range stays open until a module outside it starts, or the pass ends.
-        return None
-    path = _module_path(module)
-    backward = _thread.backward
-    if len(backward) >= len(path) and all(backward[i][0] == path[i] for i in range(len(path))):
-        _close_backward_to(len(path) - 1 if path else 0)
+    index = len(call.path) - 1
+    if len(backward) > index and backward[index][2] is call:
+        _close_backward_to(index)
     return None
 
 
-def _first_tensor(value):
+def _begin_loss(node_key, grad_outputs):
+    """A pre hook on what backward() was called on: where no module's backward is open yet (a
+    loss computed outside any module), `backward/[loss]`."""
+    backward = _this_pass()
+    if backward is None:
+        return None
+    _thread.node = node_key
+    if not backward:
+        _open_backward(_LOSS, 0)
+    return None
+
+
+def _graph_nodes(value, nodes, depth=0):
+    """Appends the graph nodes (grad_fn) of the tensors in `value` (a tensor, or tuples, lists and
+    dicts of them, two levels deep: a model output's loss and logits, not its cache) to `nodes`,
+    each once. Returns `nodes`."""
     if isinstance(value, torch.Tensor):
-        return value if value.requires_grad else None
-    if isinstance(value, (tuple, list)):
-        for item in value:
-            found = _first_tensor(item)
-            if found is not None:
-                return found
-    elif isinstance(value, dict):
-        for item in value.values():
-            found = _first_tensor(item)
-            if found is not None:
-                return found
-    return None
+        node = value.grad_fn
+        if node is not None and not any(node is seen for seen in nodes):
+            nodes.append(node)
+    elif depth < 2:
+        if isinstance(value, (tuple, list)):
+            for item in value:
+                _graph_nodes(item, nodes, depth + 1)
+        elif isinstance(value, dict):
+            for item in value.values():
+                _graph_nodes(item, nodes, depth + 1)
+    return nodes
 
 
-def _open_backward_at_gradient(module, result):
-    """Where torch has no full backward pre hook (< 2.0), and for a compiled module: the module's
-    backward range opens when its output's gradient is computed, the moment its backward begins."""
-    if not torch.is_grad_enabled() or not _sink.get().active:
+def _input_nodes(args):
+    """The graph nodes of a forward's inputs, or None where no graph is recorded."""
+    if not torch.is_grad_enabled():
+        return None
+    return _graph_nodes(args, [])
+
+
+def _hook_graph(path, inputs, result):
+    """Puts the begin and end hooks of the forward call that returned `result` on the graph."""
+    if inputs is None or not torch.is_grad_enabled():
         return
-    output = _first_tensor(result)
-    if output is None or output.grad_fn is None:
+    outputs = _graph_nodes(result, [])
+    if not outputs:
         return
-    reference = weakref.ref(module)
-
-    def at_gradient(grad):
-        target = reference()
-        if target is not None:
-            _backward_pre(target, (grad,))
-
-    output.register_hook(at_gradient)
+    call = _Call(path)
+    for node in outputs:
+        if not any(node is seen for seen in inputs):
+            node.register_prehook(functools.partial(_begin, call, id(node)))
+    end = None
+    for node in inputs:
+        if not any(node is seen for seen in outputs):
+            if end is None:
+                end = functools.partial(_end, call)
+            node.register_prehook(end)
 
 
 def _wrap_backward(original):
@@ -328,18 +386,30 @@ def _wrap_backward(original):
         if not sink.active:
             return original(*args, **kwargs)
         depth = sink.push(_BACKWARD)
+        t = _thread
+        saved = (t.backward, t.generation, t.callback_queued)  # a backward() inside a backward
+        t.backward = []
         with _passes_lock:
             _generation[0] += 1
             entry = (_generation[0], sink.current_path(), threading.get_ident())
             _passes.append(entry)
+        handles = []
+        try:
+            roots = args[0] if args else kwargs.get("tensors", kwargs.get("outputs"))
+            for node in _graph_nodes(roots, [], 1):
+                handles.append(node.register_prehook(
+                    functools.partial(_begin_loss, id(node))))
+        except Exception:  # not tensors: backward() itself says what was wrong
+            pass
         try:
             return original(*args, **kwargs)
         finally:
+            for handle in handles:
+                handle.remove()
             with _passes_lock:
                 _passes.remove(entry)
-            if _thread.generation == entry[0]:
-                del _thread.backward[:]  # on this thread, inside `backward`: closed with it
-            sink.pop_to(depth)
+            sink.pop_to(depth)  # this thread's ranges of the pass are inside `backward`
+            t.backward, t.generation, t.callback_queued = saved
 
     backward.__wrapped__ = original
     backward.__name__ = getattr(original, "__name__", "backward")
@@ -478,8 +548,9 @@ def _install_compiled_scope():
             _hidden.depth = 0
             for registry, key, hook in saved:
                 registry[key] = hook
-            _close_forward(self)
-        _open_backward_at_gradient(self, result)
+            entry = _close_forward(self)
+        if entry is not None:
+            _hook_graph(entry[2], entry[3], result)
         return result
 
     __call__._launchwatch = True
@@ -521,11 +592,9 @@ def _install_op_ranges():
 # ---- installing -----------------------------------------------------------------------------
 
 _installed = []
-_backward_pre_by_output = False
 
 
 def _register_global_hooks():
-    global _backward_pre_by_output
     hooks = torch.nn.modules.module
     handles = [hooks.register_module_forward_pre_hook(_forward_pre)]
     always_call = False
@@ -534,12 +603,6 @@ def _register_global_hooks():
         always_call = True
     except TypeError:  # torch < 2.1
         handles.append(hooks.register_module_forward_hook(_forward_post))
-    pre = getattr(hooks, "register_module_full_backward_pre_hook", None)
-    if pre is not None:
-        handles.append(pre(_backward_pre))
-    else:
-        _backward_pre_by_output = True
-    handles.append(hooks.register_module_full_backward_hook(_backward_post))
     for handle in handles:
         for registry in _hook_registries(hooks):
             if handle.id in registry:
@@ -548,8 +611,8 @@ def _register_global_hooks():
 
 
 def _hook_registries(hooks):
-    names = ("_global_forward_pre_hooks", "_global_forward_hooks", "_global_backward_pre_hooks",
-             "_global_backward_hooks", "_global_forward_hooks_always_called")
+    names = ("_global_forward_pre_hooks", "_global_forward_hooks",
+             "_global_forward_hooks_always_called")
     return [getattr(hooks, name) for name in names if isinstance(getattr(hooks, name, None), dict)]
 
 
@@ -588,8 +651,6 @@ def annotate(module):
             f"launchwatch.torch.annotate takes an nn.Module, not {type(module).__name__}")
     if not _sink.get().active or getattr(module, "_launchwatch_annotated", False):
         return module
-    global _backward_pre_by_output
-    has_pre = hasattr(torch.nn.Module, "register_full_backward_pre_hook")
     for child in module.modules():
         child.register_forward_pre_hook(_forward_pre)
         try:
@@ -597,11 +658,6 @@ def annotate(module):
         except TypeError:  # torch < 2.1: Module.__call__ closes what a raising forward left open
             child.register_forward_hook(_forward_post)
             _install_exception_closing()
-        if has_pre:
-            child.register_full_backward_pre_hook(_backward_pre)
-        child.register_full_backward_hook(_backward_post)
-    if not has_pre:
-        _backward_pre_by_output = True
     object.__setattr__(module, "_launchwatch_annotated", True)
     _install_backward_scope()
     return module

@@ -1,6 +1,8 @@
 """`launchwatch run --torch` end to end on the CPU: no CUDA, but the Python package's ranges reach
 the injection (NVTX_INJECTION64_PATH), so the modules are scopes of the trace."""
 
+import functools
+import importlib.util
 import json
 import os
 import subprocess
@@ -10,10 +12,30 @@ import pytest
 
 LAUNCHWATCH = os.environ.get("LAUNCHWATCH_PROGRAM")
 HERE = os.path.dirname(os.path.abspath(__file__))
-PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+PYTHON = sys.executable  # the programs that need no torch
+DEBIAN_PYTHON = "/usr/bin/python3"
 
 pytestmark = pytest.mark.skipif(
     not LAUNCHWATCH, reason="LAUNCHWATCH_PROGRAM (the built launchwatch) is not set")
+
+
+
+@functools.lru_cache(maxsize=None)
+def torch_python():
+    """A Python that imports torch, for the training script: the one running these tests
+    (LAUNCHWATCH_TEST_PYTHON), else Debian's (python3-torch); the test skips, saying so, where
+    neither has torch."""
+    if importlib.util.find_spec("torch") is not None:
+        return sys.executable
+    if os.path.exists(DEBIAN_PYTHON) and os.path.realpath(DEBIAN_PYTHON) != os.path.realpath(
+            sys.executable):
+        done = subprocess.run([DEBIAN_PYTHON, "-c", "import torch"], capture_output=True,
+                              timeout=300)
+        if done.returncode == 0:
+            return DEBIAN_PYTHON
+    pytest.skip(f"no Python here imports torch: not {sys.executable} (the tests' Python; set it "
+                f"with -DLAUNCHWATCH_TEST_PYTHON=...), nor {DEBIAN_PYTHON} (python3-torch)")
+
 
 SHOW_ENVIRONMENT = ("import os; "
                     "print(os.environ.get('PYTHONPATH'), os.environ.get('LAUNCHWATCH_TORCH'))")
@@ -35,8 +57,7 @@ def scope_paths(trace_file):
 
 
 def test_an_unmodified_training_script_has_its_modules_backward_and_optimizer_as_scopes(tmp_path):
-    pytest.importorskip("torch", reason="torch is not installed for this Python (python3-torch)")
-    done = launchwatch_run(tmp_path, "--", PYTHON, os.path.join(HERE, "tiny_train.py"))
+    done = launchwatch_run(tmp_path, "--", torch_python(), os.path.join(HERE, "tiny_train.py"))
     assert done.returncode == 0, done.stderr
     assert "trained" in done.stdout
     paths = scope_paths(tmp_path / "report" / "trace.json")
@@ -48,8 +69,7 @@ def test_an_unmodified_training_script_has_its_modules_backward_and_optimizer_as
 
 
 def test_ops_mode_adds_a_scope_per_aten_op_inside_its_module(tmp_path):
-    pytest.importorskip("torch", reason="torch is not installed for this Python (python3-torch)")
-    done = launchwatch_run(tmp_path, "--torch", "ops", "--", PYTHON,
+    done = launchwatch_run(tmp_path, "--torch", "ops", "--", torch_python(),
                            os.path.join(HERE, "tiny_train.py"))
     assert done.returncode == 0, done.stderr
     paths = scope_paths(tmp_path / "report" / "trace.json")

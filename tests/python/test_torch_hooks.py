@@ -1,5 +1,6 @@
 """launchwatch's torch hooks against the fake NVTX sink, on the CPU (Debian's python3-torch)."""
 
+import copy
 import threading
 
 import pytest
@@ -127,10 +128,11 @@ def test_backward_is_under_a_backward_scope_where_it_was_called_with_the_modules
     with launchwatch.scope("step"):
         loss.backward()
     paths = hooks.paths()
-    assert paths[:3] == ["step", "step/backward", "step/backward/Net"]
+    # The sum is no module's: its backward is the loss's, before the model's.
+    assert paths[:4] == ["step", "step/backward", "step/backward/[loss]", "step/backward/Net"]
     assert "step/backward/Net/fc" in paths
     assert "step/backward/Net/layer1/0/conv1" in paths
-    assert all(p.startswith("step/backward/Net") for p in paths[2:])
+    assert all(p.startswith("step/backward/Net") for p in paths[3:])
 
 
 def test_a_backward_whose_inputs_need_no_gradient_stays_open_until_the_pass_ends(hooks):
@@ -163,9 +165,128 @@ def test_backward_on_another_thread_nests_under_the_calling_threads_backward_sco
         lwtorch._wrap_backward(on_autograd_thread)(loss)
     others = [(thread, "/".join(path)) for thread, path in hooks.opened if thread != caller]
     assert others, "no range was opened on the autograd thread"
-    assert others[0][1] == "step/backward/Net"
-    assert all(path.startswith("step/backward/Net") for _, path in others)
+    assert [path for _, path in others[:2]] == ["step/backward/[loss]", "step/backward/Net"]
+    assert all(path.startswith("step/backward/Net") for _, path in others[1:])
     assert "step/backward/Net/layer1/1/conv1" in [path for _, path in others]
+
+
+def train_twice(model, x, sink_during):
+    """Two SGD steps on `model` with `sink_during` as the sink; its gradients after each step."""
+    from launchwatch import _sink
+
+    previous = _sink.set_sink(sink_during)
+    try:
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        gradients = []
+        for _ in range(2):
+            optimizer.zero_grad()
+            model(x).square().mean().backward()
+            gradients.append([p.grad.clone() for p in model.parameters()])
+            optimizer.step()
+        return gradients
+    finally:
+        _sink.set_sink(previous)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: nn.Sequential(nn.Linear(4, 4), nn.ReLU(inplace=True), nn.Linear(4, 2)),
+    lambda: nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(inplace=True)),
+], ids=["linear-relu-inplace", "batchnorm-relu-inplace"])
+def test_an_in_place_op_after_a_watched_module_trains_with_the_gradients_it_has_unwatched(
+        hooks, make):
+    from launchwatch import _sink
+
+    torch.manual_seed(0)
+    watched = make()
+    unwatched = copy.deepcopy(watched)
+    x = torch.randn(2, 3, 6, 6) if isinstance(watched[0], nn.Conv2d) else torch.randn(3, 4)
+    expected = train_twice(unwatched, x, _sink.NullSink())
+    got = train_twice(watched, x, hooks)
+    assert "backward/Sequential/2" in hooks.paths()
+    for step_got, step_expected in zip(got, expected):
+        for gradient, reference in zip(step_got, step_expected):
+            assert torch.equal(gradient, reference)
+
+
+def test_an_in_place_module_and_the_module_before_it_each_have_their_backward_scope(hooks):
+    net = nn.Sequential(nn.Linear(4, 4), nn.ReLU(inplace=True))
+    loss = net(inputs()).sum()
+    hooks.opened.clear()
+    loss.backward()
+    assert hooks.paths() == ["backward", "backward/[loss]", "backward/Sequential",
+                             "backward/Sequential/1", "backward/Sequential/0"]
+
+
+def test_a_module_returning_its_input_takes_no_backward_from_the_module_before_it(hooks):
+    net = nn.Sequential(nn.Linear(4, 4), nn.Identity())
+    loss = net(inputs()).sum()
+    hooks.opened.clear()
+    loss.backward()
+    assert "backward/Sequential/0" in hooks.paths()
+    assert "backward/Sequential/1" not in hooks.paths()
+
+
+def innermost_range_when_accumulated(sink, parameter, seen):
+    """Records the calling thread's innermost open range when `parameter`'s gradient reaches
+    its AccumulateGrad node (a tensor hook on a leaf runs just before it)."""
+
+    def record(grad):
+        stack = sink._stack()
+        seen.append("/".join(stack[-1]) if stack else "")
+
+    parameter.register_hook(record)
+
+
+def test_a_parameters_gradient_is_accumulated_inside_its_modules_backward_scope(hooks):
+    net = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+    seen = []
+    innermost_range_when_accumulated(hooks, net[2].weight, seen)
+    innermost_range_when_accumulated(hooks, net[0].weight, seen)
+    net(inputs()).sum().backward()
+    assert seen == ["backward/Sequential/2", "backward/Sequential/0"]
+
+
+def test_a_weight_shared_by_two_modules_is_accumulated_in_the_last_ones_backward(hooks):
+    class Tied(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(10, 4)
+            self.head = nn.Linear(4, 10, bias=False)
+            self.head.weight = self.embed.weight
+
+        def forward(self, ids):
+            return self.head(self.embed(ids))
+
+    net = Tied()
+    seen = []
+    innermost_range_when_accumulated(hooks, net.embed.weight, seen)
+    net(torch.tensor([1, 2, 3])).sum().backward()
+    assert seen == ["backward/Tied/embed"]
+
+
+def test_a_loss_computed_inside_the_root_module_is_the_root_modules_backward(hooks):
+    class WithLoss(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+
+        def forward(self, x, y):
+            logits = self.fc(x)
+            # A model output as transformers returns it: a dict, the loss beside the logits.
+            return {"loss": nn.functional.cross_entropy(logits, y), "logits": logits}
+
+    output = WithLoss()(inputs(), torch.tensor([0, 1, 1]))
+    hooks.opened.clear()
+    output["loss"].backward()
+    assert hooks.paths() == ["backward", "backward/WithLoss", "backward/WithLoss/fc"]
+
+
+def test_a_loss_computed_outside_the_model_is_under_backward_loss(hooks):
+    net = nn.Linear(4, 2)
+    loss = nn.functional.mse_loss(net(inputs()), torch.zeros(3, 2))
+    hooks.opened.clear()
+    loss.backward()
+    assert hooks.paths() == ["backward", "backward/[loss]", "backward/Linear"]
 
 
 def test_an_optimizer_step_is_under_optimizer_and_its_class_name(hooks):

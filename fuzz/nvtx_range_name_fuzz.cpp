@@ -16,8 +16,10 @@
 #include <string_view>
 #include <vector>
 
-#include <launchwatch/attribute/render.hpp>
-#include <launchwatch/attribute/summary.hpp>
+#include <launchwatch/report/chrome_trace.hpp>
+#include <launchwatch/report/folded.hpp>
+#include <launchwatch/report/summary.hpp>
+#include <launchwatch/report/summary_json.hpp>
 
 #include "range_names.hpp"
 

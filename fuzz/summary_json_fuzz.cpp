@@ -2,8 +2,9 @@
 // refused with summary_error (nothing else may escape: an escaping exception ends the run as a
 // crash), however deep it nests (review finding 21). What reads must render as `launchwatch report`
 // renders it, and must write back as a summary that reads back equal.
-#include <launchwatch/attribute/render.hpp>
-#include <launchwatch/attribute/summary.hpp>
+#include <launchwatch/report/summary.hpp>
+#include <launchwatch/report/summary_json.hpp>
+#include <launchwatch/report/tree.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -1,7 +1,11 @@
-// The one table renderer behind every launchwatch table: the attribution tree and the profiling
-// logger's summary. Both tables show times and shares of a 100% row, so both follow one set of
-// rules, kept here: times in three significant figures, integer rounding, shares that add up to their 100%
-// row exactly, the same column layout.
+// The one table renderer behind every launchwatch table: the reports' tables (src/report/) and the
+// profiling logger's summary. Both show times and shares of a 100% row, so both follow one set of
+// rules, kept here: times in three significant figures, integer rounding, shares that add up to
+// their 100% row exactly, the same column layout.
+//
+// Why it lives in core and not in src/report/: the logger (core) draws its summary with it, and core
+// must not depend on the reports. The reports stand above core and use it as a shared utility, as
+// they use diagnostics.hpp; moving it into report/ would put an arrow from core up to report/.
 #pragma once
 
 #include <chrono>

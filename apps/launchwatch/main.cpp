@@ -22,11 +22,12 @@
 #include <fmt/format.h>
 
 #include <launchwatch/attribute/attribution.hpp>
-#include <launchwatch/attribute/merge.hpp>
-#include <launchwatch/attribute/render.hpp>
-#include <launchwatch/attribute/report_files.hpp>
-#include <launchwatch/attribute/summary.hpp>
 #include <launchwatch/config.hpp>
+#include <launchwatch/report/chrome_trace.hpp>
+#include <launchwatch/report/merge.hpp>
+#include <launchwatch/report/report_files.hpp>
+#include <launchwatch/report/summary.hpp>
+#include <launchwatch/report/tree.hpp>
 #include <launchwatch/runtime/client.hpp>
 
 #include "forward.hpp"

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include <launchwatch/attribute/report_files.hpp>
+#include <launchwatch/report/report_files.hpp>
 
 namespace launchwatch::cli {
 namespace {

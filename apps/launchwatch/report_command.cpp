@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <system_error>
@@ -16,11 +17,13 @@
 
 #include <fmt/format.h>
 
-#include <launchwatch/attribute/diff.hpp>
-#include <launchwatch/attribute/kernel_table.hpp>
-#include <launchwatch/attribute/merge.hpp>
-#include <launchwatch/attribute/render.hpp>
-#include <launchwatch/attribute/summary.hpp>
+#include <launchwatch/report/diff.hpp>
+#include <launchwatch/report/kernel_table.hpp>
+#include <launchwatch/report/merge.hpp>
+#include <launchwatch/report/report_writer.hpp>
+#include <launchwatch/report/summary.hpp>
+#include <launchwatch/report/summary_json.hpp>
+#include <launchwatch/report/tree.hpp>
 
 namespace launchwatch::cli {
 namespace {
@@ -132,31 +135,35 @@ int run_diff(const report_options& options, std::ostream& out) {
   if (shown.format == report_format::table) {
     out << fmt::format("launchwatch diff: {} (base) -> {} (new)\n\n", options.diff[0], options.diff[1]);
   }
-  write_diff(out, diff, shown);
+  make_diff_writer(shown)->write(out, diff);
   return any_grew_past(diff, shown) ? grew_past_threshold : 0;
 }
 
-int print_report(const report_options& options, std::ostream& out) {
-  if (!options.diff.empty()) return run_diff(options, out);
-  const auto format = format_of(options.format);
-  const auto summary = options.merge.empty() ? load(options.summary) : merged_summary(options.merge);
-  if (!options.merge.empty() && format == report_format::table) {
-    out << fmt::format("launchwatch: {} processes merged\n\n", options.merge.size());
-  }
+/// The writer of a summary's view (`--kernels`, else the tree) in the `--format` asked for.
+std::unique_ptr<report_writer<pass_summary>> summary_writer(const report_options& options) {
   if (options.kernels) {
     kernel_table_options kernels;
     kernels.kernel_names = names_of(options.names);
-    kernels.format = format;
-    write_kernel_table(out, summary, kernels);
-    return 0;
+    kernels.format = format_of(options.format);
+    return make_kernel_table_writer(kernels);
   }
   tree_options tree;
   tree.kernel_names = names_of(options.names);
   tree.order = options.sort == "time" ? tree_order::time : tree_order::issue;
   tree.accounting = options.idle == "stream" ? idle_accounting::stream : idle_accounting::device;
   tree.depth = options.depth;
-  tree.format = format;
-  write_tree(out, summary, tree);
+  tree.format = format_of(options.format);
+  return make_tree_writer(tree);
+}
+
+int print_report(const report_options& options, std::ostream& out) {
+  if (!options.diff.empty()) return run_diff(options, out);
+  const auto summary =
+      options.merge.empty() ? load(options.summary) : merged_summary(options.merge);
+  if (!options.merge.empty() && format_of(options.format) == report_format::table) {
+    out << fmt::format("launchwatch: {} processes merged\n\n", options.merge.size());
+  }
+  summary_writer(options)->write(out, summary);
   return 0;
 }
 

@@ -12,10 +12,10 @@
 
 #include <launchwatch/attribute/attribution.hpp>
 #include <launchwatch/attribute/scope.hpp>
-#include <launchwatch/attribute/summary.hpp>
 #include <launchwatch/launch_path.hpp>
 #include <launchwatch/observe.hpp>
 #include <launchwatch/profile.hpp>
+#include <launchwatch/report/summary.hpp>
 
 #include <sys/resource.h>
 #include <sys/wait.h>

@@ -28,11 +28,11 @@
 #include <benchmark/benchmark.h>
 
 #include <launchwatch/attribute/attribution.hpp>
-#include <launchwatch/attribute/pass_record.hpp>
 #include <launchwatch/attribute/scope.hpp>
 #include <launchwatch/launch_path.hpp>
 #include <launchwatch/observe.hpp>
 #include <launchwatch/profile.hpp>
+#include <launchwatch/report/pass_record.hpp>
 
 #include <algorithm>
 #include <atomic>

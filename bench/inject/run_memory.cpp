@@ -21,10 +21,10 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include <launchwatch/attribute/attribution.hpp>
-#include <launchwatch/attribute/report_files.hpp>
 #include <launchwatch/launch_path.hpp>
 #include <launchwatch/observe.hpp>
 #include <launchwatch/profile.hpp>
+#include <launchwatch/report/report_files.hpp>
 
 #include <fcntl.h>
 #include <sys/resource.h>

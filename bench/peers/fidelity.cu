@@ -16,8 +16,8 @@
 #include <vector>
 
 #include <launchwatch/attribute/attribution.hpp>
-#include <launchwatch/attribute/summary.hpp>
 #include <launchwatch/observe.hpp>
+#include <launchwatch/report/summary.hpp>
 #include <launchwatch/runtime/client.hpp>
 
 #include "analysis.hpp"

@@ -23,7 +23,8 @@
 #include <unordered_map>
 
 #include "scope_paths.hpp"
-#include "summary_builder.hpp"
+// The aggregation summarize() uses too: an aggregate-only pass folds into the same rows.
+#include "report/summary_builder.hpp"
 
 namespace launchwatch::detail {
 

@@ -10,9 +10,9 @@
 
 #include <launchwatch/attribute/attribution.hpp>
 #include <launchwatch/attribute/count.hpp>
-#include <launchwatch/attribute/summary.hpp>
 #include <launchwatch/attribute/testing.hpp>
 #include <launchwatch/errors.hpp>
+#include <launchwatch/report/summary.hpp>
 #include <launchwatch/runtime/client.hpp>
 
 #include "forward.hpp"

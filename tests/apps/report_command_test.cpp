@@ -17,7 +17,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <launchwatch/attribute/summary.hpp>
+#include <launchwatch/report/summary.hpp>
+#include <launchwatch/report/summary_json.hpp>
 
 #include "sample_passes.hpp"
 #include "support/csv_reader.hpp"

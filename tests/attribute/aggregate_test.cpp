@@ -2,9 +2,9 @@
 // with the launches; and the reorder window its timeline goes through.
 
 #include <launchwatch/attribute/attribution.hpp>
-#include <launchwatch/attribute/render.hpp>
 #include <launchwatch/attribute/scope.hpp>
 #include <launchwatch/launch_path.hpp>
+#include <launchwatch/report/tree.hpp>
 
 #include <array>
 #include <chrono>
@@ -18,7 +18,6 @@
 #include <gtest/gtest.h>
 
 #include "fake_clock.hpp"
-#include "summary_builder.hpp"
 
 namespace launchwatch {
 namespace {
@@ -158,34 +157,6 @@ TEST(AggregateOnly, SummarisesAFullAttributionToo) {
   const auto full = make(false);
   run(full, 50);
   EXPECT_EQ(full->collect_summary().launches, 50u);
-}
-
-instant at(std::chrono::nanoseconds t) { return instant{t}; }
-
-TEST(IntervalUnion, IsExactWhateverTheOrderWithinItsWindow) {
-  detail::interval_union u{4};
-  // Added out of order, but never more than 4 places late.
-  u.add(at(20ns), at(30ns));
-  u.add(at(0ns), at(10ns));
-  u.add(at(25ns), at(40ns));
-  u.add(at(5ns), at(12ns));
-  u.add(at(50ns), at(60ns));
-  u.finish();
-  EXPECT_EQ(u.span(), 60ns);
-  EXPECT_EQ(u.busy(), 12ns + 20ns + 10ns);
-  EXPECT_EQ(u.length_sum(), 10ns + 10ns + 15ns + 7ns + 10ns);
-  EXPECT_EQ(u.out_of_order(), 0u);
-}
-
-TEST(IntervalUnion, CountsAnIntervalThatCameLaterThanItsWindow) {
-  detail::interval_union u{1};
-  u.add(at(100ns), at(110ns));
-  u.add(at(200ns), at(210ns));
-  u.add(at(300ns), at(310ns));
-  u.add(at(0ns), at(10ns));  // three places late, with room for one
-  u.finish();
-  EXPECT_EQ(u.out_of_order(), 1u);
-  EXPECT_EQ(u.span(), 310ns);
 }
 
 }  // namespace

@@ -2,9 +2,9 @@
 // injected clock and measurements built by hand.
 
 #include <launchwatch/attribute/attribution.hpp>
-#include <launchwatch/attribute/render.hpp>
 #include <launchwatch/launch_path.hpp>
 #include <launchwatch/logger.hpp>
+#include <launchwatch/report/chrome_trace.hpp>
 
 #include <future>
 #include <memory>

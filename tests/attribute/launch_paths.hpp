@@ -6,8 +6,8 @@
 #include <string_view>
 #include <vector>
 
-#include <launchwatch/attribute/pass_record.hpp>
 #include <launchwatch/launch_path.hpp>
+#include <launchwatch/report/pass_record.hpp>
 
 namespace launchwatch::testing {
 

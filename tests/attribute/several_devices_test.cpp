@@ -4,9 +4,9 @@
 // launch path across GPUs where two are visible.
 
 #include <launchwatch/attribute/attribution.hpp>
-#include <launchwatch/attribute/render.hpp>
 #include <launchwatch/attribute/scope.hpp>
-#include <launchwatch/attribute/summary.hpp>
+#include <launchwatch/report/chrome_trace.hpp>
+#include <launchwatch/report/summary.hpp>
 #include <launchwatch/runtime/client.hpp>
 
 #include <map>

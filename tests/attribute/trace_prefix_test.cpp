@@ -2,9 +2,9 @@
 // collect_bounded) and its summary of the pass so far (snapshot_summary).
 
 #include <launchwatch/attribute/attribution.hpp>
-#include <launchwatch/attribute/render.hpp>
 #include <launchwatch/attribute/scope.hpp>
 #include <launchwatch/launch_path.hpp>
+#include <launchwatch/report/chrome_trace.hpp>
 
 #include <array>
 #include <chrono>

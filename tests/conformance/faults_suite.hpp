@@ -22,9 +22,9 @@
 #include <vector>
 
 #include <launchwatch/attribute/attribution.hpp>
-#include <launchwatch/attribute/render.hpp>
 #include <launchwatch/attribute/scope.hpp>
-#include <launchwatch/attribute/summary.hpp>
+#include <launchwatch/report/summary.hpp>
+#include <launchwatch/report/tree.hpp>
 
 #include "conformance/conformance_fixture.hpp"
 

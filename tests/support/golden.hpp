@@ -1,5 +1,5 @@
 // Compares a renderer's output with a golden file in the test binary's LAUNCHWATCH_GOLDEN_DIR
-// (tests/attribute/golden/ for the reports, tests/unit/golden/ for the profiling logger).
+// (tests/report/golden/ for the reports, tests/unit/golden/ for the profiling logger).
 //
 // Set LAUNCHWATCH_UPDATE_GOLDEN=1 to rewrite the golden files from the current output; review the
 // diff before committing it, since a golden file is only as right as the person who read it.

@@ -459,7 +459,7 @@ TEST_F(ProfilingLogger, TheSummaryIsSortedByTimeWithSharesSummingToAHundredPerce
 }
 
 // Both tables of a summary and its untimed launches, drawn by the rules the attribution tree
-// follows (tests/attribute/golden/tree.txt): three significant figures, shares adding up to 100.0%.
+// follows (tests/report/golden/tree.txt): three significant figures, shares adding up to 100.0%.
 TEST_F(ProfilingLogger, TheSummaryMatchesTheGoldenFile) {
   logger().set_level(profile_level::basic);
   logger().start();

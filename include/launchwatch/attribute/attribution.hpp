@@ -8,11 +8,11 @@
 #include <string_view>
 #include <utility>
 
-#include <launchwatch/attribute/pass_record.hpp>
 #include <launchwatch/attribute/scope.hpp>
-#include <launchwatch/attribute/summary.hpp>
 #include <launchwatch/observe.hpp>
 #include <launchwatch/profile.hpp>
+#include <launchwatch/report/pass_record.hpp>
+#include <launchwatch/report/summary.hpp>
 
 namespace launchwatch {
 

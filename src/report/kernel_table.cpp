@@ -1,9 +1,10 @@
 // The kernel table: a summary's kernel rows gathered by name, and the table written three ways.
 
-#include <launchwatch/attribute/kernel_table.hpp>
+#include <launchwatch/report/kernel_table.hpp>
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <ostream>
 #include <string_view>
 #include <utility>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report_table.hpp"
+#include "writer_for_format.hpp"
 
 namespace launchwatch {
 namespace {
@@ -182,17 +184,36 @@ kernel_table build_kernel_table(const pass_summary& summary) {
   return table;
 }
 
-void write_kernel_table(std::ostream& out, const pass_summary& summary, const kernel_table_options& options) {
-  const auto table = build_kernel_table(summary);
-  switch (options.format) {
-    case report_format::csv:
-      return write_csv(out, table, options);
-    case report_format::json:
-      return write_json(out, table, options);
-    case report_format::table:
-      break;
-  }
-  write_text(out, table, options);
+kernels_table_writer::kernels_table_writer(const kernel_table_options& options)
+    : report_writer{"kernels", default_file_name}, options_{options} {}
+
+void kernels_table_writer::do_write(std::ostream& out, const pass_summary& summary) {
+  write_text(out, build_kernel_table(summary), options_);
+}
+
+kernels_csv_writer::kernels_csv_writer(const kernel_table_options& options)
+    : report_writer{"kernels-csv", default_file_name}, options_{options} {}
+
+void kernels_csv_writer::do_write(std::ostream& out, const pass_summary& summary) {
+  write_csv(out, build_kernel_table(summary), options_);
+}
+
+kernels_json_writer::kernels_json_writer(const kernel_table_options& options)
+    : report_writer{"kernels-json", default_file_name}, options_{options} {}
+
+void kernels_json_writer::do_write(std::ostream& out, const pass_summary& summary) {
+  write_json(out, build_kernel_table(summary), options_);
+}
+
+std::unique_ptr<report_writer<pass_summary>> make_kernel_table_writer(
+    const kernel_table_options& options) {
+  return detail::writer_for_format<kernels_table_writer, kernels_csv_writer, kernels_json_writer>(
+      options);
+}
+
+void write_kernel_table(std::ostream& out, const pass_summary& summary,
+                        const kernel_table_options& options) {
+  make_kernel_table_writer(options)->write(out, summary);
 }
 
 }  // namespace launchwatch

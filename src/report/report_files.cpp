@@ -1,6 +1,6 @@
 // The report files of a pass (report_files.hpp).
 
-#include <launchwatch/attribute/report_files.hpp>
+#include <launchwatch/report/report_files.hpp>
 
 #include <cerrno>
 #include <cstdio>
@@ -58,6 +58,18 @@ void check_writable(const fs::path& folder) {
   }
 }
 
+/// Writes `input` through `writer` into `folder`, under the writer's file name, whole or not at
+/// all (write_file_replacing); a failure is added to `failed` (path and reason) rather than thrown,
+/// so one file's failure stops none of the others.
+template <class Input>
+void write_report_file(const fs::path& folder, report_writer<Input>& writer, const Input& input,
+                       durability wanted, std::string& failed) {
+  const auto path = folder / writer.file_name();
+  const auto why =
+      write_file_replacing(path, [&](std::ostream& out) { writer.write(out, input); }, wanted);
+  if (!why.empty()) failed += fmt::format("{}{} ({})", failed.empty() ? "" : ", ", path.string(), why);
+}
+
 }  // namespace
 
 std::string write_file_replacing(const fs::path& path, const std::function<void(std::ostream&)>& fill,
@@ -97,35 +109,32 @@ bool is_partial_report_file(std::string_view name) noexcept {
 
 report_files::report_files(fs::path folder) : folder_{created(std::move(folder))} { check_writable(folder_); }
 
-trace_stats report_files::write(const pass_record& pass, const pass_summary& summary, const trace_options& trace) {
-  // Each file is checked as it is written, and a failure stops none of the others.
+trace_stats report_files::write(const pass_record& pass, const pass_summary& summary,
+                                const trace_options& trace) {
+  // In the order of `names`: summary.json first, the one file the other commands read.
+  summary_json_writer summary_file;
+  folded_writer flame_graph;
+  chrome_trace_writer trace_file{trace};
   std::string failed;
-  const auto write_one = [&](std::string_view name, const std::function<void(std::ostream&)>& fill,
-                             durability wanted) {
-    const auto path = folder_ / name;
-    if (const auto why = write_file_replacing(path, fill, wanted); !why.empty()) {
-      failed += fmt::format("{}{} ({})", failed.empty() ? "" : ", ", path.string(), why);
-    }
-  };
-  trace_stats written;
-  write_one(names[0], [&](std::ostream& out) { write_summary_json(out, summary); }, durability::synced);
-  write_one(names[1], [&](std::ostream& out) { write_folded(out, summary); }, durability::synced);
+  write_report_file(folder_, summary_file, summary, durability::synced, failed);
+  write_report_file(folder_, flame_graph, summary, durability::synced, failed);
   // Not waited for: a capped trace is still up to hundreds of megabytes, seconds of disk at exit.
-  write_one(names[2], [&](std::ostream& out) { written = write_chrome_trace(out, pass, trace); },
-            durability::cached);
+  write_report_file(folder_, trace_file, pass, durability::cached, failed);
   if (!failed.empty()) {
     throw std::runtime_error{fmt::format(
-        "could not finish writing {}; a file not written keeps its previous version, if it had one", failed)};
+        "could not finish writing {}; a file not written keeps its previous version, if it had one",
+        failed)};
   }
-  return written;
+  return trace_file.stats();
 }
 
 void report_files::write_summary(const pass_summary& summary) {
-  const auto path = folder_ / names[0];
-  const auto why = write_file_replacing(path, [&](std::ostream& out) { write_summary_json(out, summary); });
-  if (!why.empty()) {
+  summary_json_writer summary_file;
+  std::string failed;
+  write_report_file(folder_, summary_file, summary, durability::synced, failed);
+  if (!failed.empty()) {
     throw std::runtime_error{
-        fmt::format("could not finish writing {} ({}); its previous version is kept", path.string(), why)};
+        fmt::format("could not finish writing {}; its previous version is kept", failed)};
   }
 }
 

@@ -1,8 +1,9 @@
 // The JSON summary reads back as the summary it was written from, and bad input says what is wrong.
 
-#include <launchwatch/attribute/render.hpp>
-#include <launchwatch/attribute/summary.hpp>
 #include <launchwatch/errors.hpp>
+#include <launchwatch/report/summary.hpp>
+#include <launchwatch/report/summary_json.hpp>
+#include <launchwatch/report/tree.hpp>
 
 #include <cstdio>
 #include <filesystem>
@@ -17,6 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "sample_passes.hpp"
+#include "support/golden.hpp"
+#include "written_by.hpp"
 
 namespace launchwatch {
 namespace {
@@ -249,6 +252,18 @@ TEST(SummaryJson, ADeeplyNestedFileIsAClearErrorNotAStackOverflow) {
                                 std::to_string(summary_max_json_depth) + " levels deep"),
                       HasSubstr("write it again")));
   }
+}
+
+TEST(SummaryJson, MatchesTheGoldenFile) {
+  std::ostringstream out;
+  write_summary_json(out, summarize(testing::sample_pass()));
+  testing::expect_matches_golden("summary.json", out.str());
+}
+
+TEST(SummaryJsonWriter, MatchesTheGoldenFile) {
+  summary_json_writer writer;
+  testing::expect_matches_golden("summary.json",
+                                 testing::written_by(writer, summarize(testing::sample_pass())));
 }
 
 }  // namespace

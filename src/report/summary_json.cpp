@@ -1,6 +1,6 @@
 // The JSON summary: written for programs and regression tests, read back for `launchwatch report`.
 
-#include <launchwatch/attribute/summary.hpp>
+#include <launchwatch/report/summary_json.hpp>
 
 #include <cerrno>
 #include <cstring>
@@ -362,7 +362,9 @@ class summary_reader {
 
 }  // namespace
 
-void write_summary_json(std::ostream& out, const pass_summary& summary) {
+summary_json_writer::summary_json_writer() : report_writer{"summary-json", default_file_name} {}
+
+void summary_json_writer::do_write(std::ostream& out, const pass_summary& summary) {
   ordered_json j;
   j["format"] = format_tag;
   j["version"] = summary_format_version;
@@ -397,6 +399,10 @@ void write_summary_json(std::ostream& out, const pass_summary& summary) {
   if (!summary.process.empty()) j["process"] = summary.process;
   // Names are the caller's bytes: replace what is not UTF-8 rather than refuse to write the pass.
   out << j.dump(2, ' ', false, ordered_json::error_handler_t::replace) << '\n';
+}
+
+void write_summary_json(std::ostream& out, const pass_summary& summary) {
+  summary_json_writer{}.write(out, summary);
 }
 
 pass_summary read_summary_json(std::istream& in, std::string_view source) {

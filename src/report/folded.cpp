@@ -1,6 +1,6 @@
 // Folded stacks: `scope;scope;kernel <ns>` a line, for flamegraph.pl and speedscope.
 
-#include <launchwatch/attribute/render.hpp>
+#include <launchwatch/report/folded.hpp>
 
 #include <cstdint>
 #include <map>
@@ -40,7 +40,11 @@ void add_lines(const std::vector<summary_node>& children, const std::string& sta
 
 }  // namespace
 
-void write_folded(std::ostream& out, const pass_summary& summary, const folded_options& options) {
+folded_writer::folded_writer(const folded_options& options)
+    : report_writer{"folded", default_file_name}, options_{options} {}
+
+void folded_writer::do_write(std::ostream& out, const pass_summary& summary) {
+  const auto& options = options_;
   std::map<std::string, std::int64_t> lines;
   add_lines(summary.scopes, "", options, lines);
   add_lines(summary.outside.children, "", options, lines);
@@ -49,6 +53,10 @@ void write_folded(std::ostream& out, const pass_summary& summary, const folded_o
     lines["[device idle]"] += summary.device_idle.count();
   }
   for (const auto& [stack, ns] : lines) out << stack << ' ' << ns << '\n';
+}
+
+void write_folded(std::ostream& out, const pass_summary& summary, const folded_options& options) {
+  folded_writer{options}.write(out, summary);
 }
 
 }  // namespace launchwatch

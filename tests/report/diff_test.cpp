@@ -1,8 +1,8 @@
 // Comparing two summaries: growth, shrinkage, new and vanished rows, and the threshold a CI fails at.
 
-#include <launchwatch/attribute/diff.hpp>
-#include <launchwatch/attribute/render.hpp>
-#include <launchwatch/attribute/summary.hpp>
+#include <launchwatch/report/diff.hpp>
+#include <launchwatch/report/summary.hpp>
+#include <launchwatch/report/tree.hpp>
 
 #include <sstream>
 #include <string>
@@ -15,6 +15,7 @@
 #include "sample_passes.hpp"
 #include "support/csv_reader.hpp"
 #include "support/golden.hpp"
+#include "written_by.hpp"
 
 namespace launchwatch {
 namespace {
@@ -48,6 +49,30 @@ const diff_row& row_named(const summary_diff& diff, std::string_view name) {
     if (row.name == name) return row;
   }
   throw std::out_of_range{"no row " + std::string{name}};
+}
+
+/// The sample pass against itself changed: every kernel 5us longer, the loader's kernel gone, and
+/// a new kernel in layer 1's attention (the golden files' comparison).
+summary_diff sample_diff() {
+  auto current = testing::sample_pass();
+  for (auto& launch : current.launches) {
+    if (launch.timing && launch.timing->ticks) {
+      launch.timing->ticks = profile_ticks::from_start_end(launch.timing->ticks->start(),
+                                                           launch.timing->ticks->end() + 5us);
+      launch.timing->length = launch.timing->ticks->length();
+    }
+  }
+  std::erase_if(current.launches, [&](const launch_record& l) {
+    return current.kernels[l.kernel] == testing::fill;
+  });
+  auto rope = current.launches.back();
+  rope.kernel = current.add_kernel("demo::ops::rope<float>");
+  rope.scope = current.add_scope_path({"model", "layer 1", "attention"});
+  rope.dry_run = false;
+  rope.timing = launch_timing{10us, timing_method::device,
+                              profile_ticks::from_start_end(testing::at(570us), testing::at(580us))};
+  current.launches.push_back(rope);
+  return diff_summaries(summarize(testing::sample_pass()), summarize(current));
 }
 
 std::string table(const summary_diff& diff, diff_options options = {}) {
@@ -196,30 +221,32 @@ TEST(SummaryDiffJson, GivesBothSidesOfEachRow) {
 }
 
 TEST(SummaryDiff, MatchesTheGoldenFile) {
-  auto current = testing::sample_pass();
-  // Every kernel 5us longer, the loader's kernel gone, and a new kernel in layer 1's attention.
-  for (auto& launch : current.launches) {
-    if (launch.timing && launch.timing->ticks) {
-      launch.timing->ticks = profile_ticks::from_start_end(launch.timing->ticks->start(),
-                                                           launch.timing->ticks->end() + 5us);
-      launch.timing->length = launch.timing->ticks->length();
-    }
-  }
-  std::erase_if(current.launches, [&](const launch_record& l) {
-    return current.kernels[l.kernel] == testing::fill;
-  });
-  auto rope = current.launches.back();
-  rope.kernel = current.add_kernel("demo::ops::rope<float>");
-  rope.scope = current.add_scope_path({"model", "layer 1", "attention"});
-  rope.dry_run = false;
-  rope.timing = launch_timing{10us, timing_method::device,
-                              profile_ticks::from_start_end(testing::at(570us), testing::at(580us))};
-  current.launches.push_back(rope);
   diff_options options;
   options.fail_above = 10;
-  testing::expect_matches_golden("diff.txt",
-                        table(diff_summaries(summarize(testing::sample_pass()), summarize(current)),
-                              options));
+  testing::expect_matches_golden("diff.txt", table(sample_diff(), options));
+}
+
+// --- the writers: one golden file per format ---
+
+TEST(DiffTableWriter, MatchesTheGoldenFile) {
+  diff_options options;
+  options.fail_above = 10;
+  diff_table_writer writer{options};
+  testing::expect_matches_golden("diff.txt", testing::written_by(writer, sample_diff()));
+}
+
+TEST(DiffCsvWriter, MatchesTheGoldenFile) {
+  diff_options options;
+  options.fail_above = 10;
+  diff_csv_writer writer{options};
+  testing::expect_matches_golden("diff.csv", testing::written_by(writer, sample_diff()));
+}
+
+TEST(DiffJsonWriter, MatchesTheGoldenFile) {
+  diff_options options;
+  options.fail_above = 10;
+  diff_json_writer writer{options};
+  testing::expect_matches_golden("diff.json", testing::written_by(writer, sample_diff()));
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
-// The renderers against golden files, and the properties their output must keep: the table adds up
-// to its total, folded stacks to the window, the trace follows the Chrome trace rules.
+// The tree report against golden files, and the properties its output must keep: the table
+// adds up to its total, shares add up to their parent's; as a table, CSV and JSON.
 
-#include <launchwatch/attribute/render.hpp>
-#include <launchwatch/attribute/summary.hpp>
+#include <launchwatch/report/summary.hpp>
+#include <launchwatch/report/tree.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -20,38 +20,17 @@
 #include "support/csv_reader.hpp"
 #include "support/golden.hpp"
 #include "sample_passes.hpp"
-#include "trace_rules.hpp"
+#include "written_by.hpp"
 
 namespace launchwatch {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::lines_of;
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
-using ::testing::IsEmpty;
 using ::testing::Not;
 using testing::expect_matches_golden;
-
-std::string folded(const pass_summary& s, folded_options options = {}) {
-  std::ostringstream out;
-  write_folded(out, s, options);
-  return out.str();
-}
-
-std::string trace(const pass_record& pass) {
-  std::ostringstream out;
-  write_chrome_trace(out, pass);
-  return out.str();
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in{text};
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-// --- tree table ---
 
 TEST(TreeReport, MatchesTheGoldenFile) {
   expect_matches_golden("tree.txt", render_tree(summarize(testing::sample_pass())));
@@ -445,175 +424,21 @@ TEST(TreeReport, SaysHowManyLaunchesHaveNoTimeWhenSomeAreTimed) {
               HasSubstr("\nuntimed: 1 of 2 launches have no time; the times below are of the other 1\n"));
 }
 
-// --- folded stacks ---
+// --- the writers: one golden file per format ---
 
-TEST(FoldedStacks, MatchTheGoldenFile) {
-  expect_matches_golden("flame.folded", folded(summarize(testing::sample_pass())));
+TEST(TreeTableWriter, MatchesTheGoldenFile) {
+  tree_table_writer writer;
+  expect_matches_golden("tree.txt", testing::written_by(writer, summarize(testing::sample_pass())));
 }
 
-TEST(FoldedStacks, AddUpToTheDeviceWindow) {
-  for (std::uint32_t seed = 1; seed <= 100; ++seed) {
-    const auto s = summarize(testing::random_pass(seed));
-    if (s.device_overlap.count() > 0) continue;  // overlap has no frame: a flame graph cannot subtract
-    std::int64_t sum = 0;
-    for (const auto& line : lines_of(folded(s))) sum += std::stoll(line.substr(line.rfind(' ') + 1));
-    ASSERT_EQ(sum, s.device_window.count()) << "seed " << seed;
-  }
+TEST(TreeCsvWriter, MatchesTheGoldenFile) {
+  tree_csv_writer writer;
+  expect_matches_golden("tree.csv", testing::written_by(writer, summarize(testing::sample_pass())));
 }
 
-TEST(FoldedStacks, LeaveOutIdleTimeWhenAsked) {
-  folded_options options;
-  options.include_idle = false;
-  EXPECT_THAT(folded(summarize(testing::sample_pass()), options), Not(HasSubstr("[device idle]")));
-}
-
-TEST(FoldedStacks, KeepNamesFromBreakingTheFormat) {
-  testing::pass_builder b;
-  const auto t = b.thread("t");
-  b.kernel({t, "k", {"a;b\nc"}, b.stream(1)}, 0us, 5us);
-  EXPECT_EQ(folded(summarize(b.pass())), "a:b c;k 5000\n");
-}
-
-// --- Chrome trace ---
-
-TEST(ChromeTrace, MatchesTheGoldenFile) {
-  expect_matches_golden("trace.json", trace(testing::sample_pass()));
-}
-
-TEST(ChromeTrace, FollowsTheChromeTraceRules) {
-  EXPECT_THAT(testing::chrome_trace_violations(trace(testing::sample_pass())), IsEmpty());
-  EXPECT_THAT(testing::chrome_trace_violations(trace(testing::mixed_pass())), IsEmpty());
-  EXPECT_THAT(testing::chrome_trace_violations(trace(testing::untimed_pass())), IsEmpty());
-}
-
-TEST(ChromeTrace, FollowsTheChromeTraceRulesForAnyPass) {
-  for (std::uint32_t seed = 1; seed <= 200; ++seed) {
-    ASSERT_THAT(testing::chrome_trace_violations(trace(testing::random_pass(seed))), IsEmpty())
-        << "seed " << seed;
-  }
-}
-
-TEST(ChromeTrace, DrawsAnArrowFromEachLaunchToItsKernel) {
-  const auto pass = testing::sample_pass();
-  const auto events = nlohmann::json::parse(trace(pass))["traceEvents"];
-  std::size_t placed = 0;
-  for (const auto& l : pass.launches) {
-    placed += (l.timing && l.timing->ticks && !l.dry_run && l.returned > l.issued &&
-               l.timing->length.count() > 0)
-                  ? 1
-                  : 0;
-  }
-  std::size_t starts = 0;
-  std::size_t finishes = 0;
-  for (const auto& e : events) {
-    if (e["ph"] == "s") {
-      ++starts;
-      EXPECT_EQ(e["pid"], 1) << "an arrow starts on the host";
-    }
-    if (e["ph"] == "f") {
-      ++finishes;
-      EXPECT_NE(e["pid"], 1) << "an arrow ends on a device";
-    }
-  }
-  EXPECT_EQ(placed, 12u);
-  EXPECT_EQ(starts, placed);
-  EXPECT_EQ(finishes, placed);
-}
-
-TEST(ChromeTrace, PutsEachStreamOnItsOwnTrack) {
-  const auto events = nlohmann::json::parse(trace(testing::sample_pass()))["traceEvents"];
-  std::vector<std::string> tracks;
-  for (const auto& e : events) {
-    if (e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] != 1) {
-      tracks.push_back(e["args"]["name"].get<std::string>());
-    }
-  }
-  EXPECT_THAT(tracks, ::testing::ElementsAre("stream 1", "stream 2"));
-}
-
-TEST(ChromeTrace, PutsAKernelThatOverlapsAnotherOnAnOverlapTrack) {
-  testing::pass_builder b;
-  const auto t = b.thread("t");
-  const auto s1 = b.stream(1);
-  b.kernel({t, "a", {}, s1}, 0us, 10us);
-  b.kernel({t, "b", {}, s1, 1us, 2us}, 6us, 12us);
-  const auto text = trace(b.pass());
-  EXPECT_THAT(testing::chrome_trace_violations(text), IsEmpty());
-  EXPECT_THAT(text, HasSubstr("\"stream 1 (overlap 1)\""));
-}
-
-TEST(ChromeTrace, DrawsNoArrowToAKernelOfZeroLength) {
-  testing::pass_builder b;
-  const auto t = b.thread("t");
-  b.kernel({t, "k", {}, b.stream(1), 0us, 2us}, 5us, 5us);
-  const auto text = trace(b.pass());
-  EXPECT_THAT(testing::chrome_trace_violations(text), IsEmpty());
-  EXPECT_THAT(text, Not(HasSubstr(R"("ph":"f")")));
-  EXPECT_THAT(text, HasSubstr(R"("cat":"kernel")"));
-}
-
-TEST(ChromeTrace, WritesTimesAsExactMicroseconds) {
-  testing::pass_builder b;
-  const auto t = b.thread("t");
-  b.kernel({t, "k", {}, b.stream(1)}, 1234567ns, 1234568ns);
-  EXPECT_THAT(trace(b.pass()), HasSubstr(R"("ts":1234.567,"dur":0.001)"));
-}
-
-std::size_t non_metadata_events(const std::string& text) {
-  const auto root = nlohmann::json::parse(text);
-  std::size_t n = 0;
-  for (const auto& e : root["traceEvents"]) n += e["ph"] != "M" ? 1 : 0;
-  return n;
-}
-
-TEST(ChromeTrace, SaysItWroteEveryEventWhenNotCapped) {
-  std::ostringstream out;
-  const auto stats = write_chrome_trace(out, testing::sample_pass());
-  EXPECT_EQ(stats.dropped, 0u);
-  EXPECT_EQ(stats.events, non_metadata_events(out.str()));
-  EXPECT_THAT(out.str(), Not(HasSubstr("launchwatch_dropped_events")));
-}
-
-TEST(ChromeTrace, StopsAtTheCapAndSaysWhatItDropped) {
-  trace_options options;
-  options.max_events = 10;
-  std::ostringstream full;
-  const auto all = write_chrome_trace(full, testing::sample_pass());
-  std::ostringstream out;
-  const auto stats = write_chrome_trace(out, testing::sample_pass(), options);
-  EXPECT_LE(stats.events, 10u);
-  EXPECT_GT(stats.dropped, 0u);
-  EXPECT_EQ(stats.events + stats.dropped, all.events);
-  EXPECT_EQ(stats.events, non_metadata_events(out.str()));
-  EXPECT_THAT(out.str(), HasSubstr(fmt::format("\"name\":\"host (trace cut at 10 events: {} later "
-                                               "events dropped)\"", stats.dropped)));
-  EXPECT_THAT(out.str(), HasSubstr(fmt::format("\"dropped_events\":{}", stats.dropped)));
-  // Everything written starts before the cut, and nothing later is there.
-  const auto root = nlohmann::json::parse(out.str());
-  for (const auto& e : root["traceEvents"]) {
-    if (e["ph"] != "M") {
-      EXPECT_LT(std::llround(e["ts"].get<double>() * 1000), stats.dropped_from.count()) << e.dump();
-    }
-  }
-  EXPECT_THAT(testing::chrome_trace_violations(out.str()), IsEmpty());
-}
-
-TEST(ChromeTrace, ACappedTraceKeepsTheChromeTraceRulesForAnyPass) {
-  for (std::uint32_t seed = 1; seed <= 100; ++seed) {
-    trace_options options;
-    options.max_events = 1 + seed % 37;
-    std::ostringstream out;
-    write_chrome_trace(out, testing::random_pass(seed), options);
-    ASSERT_THAT(testing::chrome_trace_violations(out.str()), IsEmpty()) << "seed " << seed;
-  }
-}
-
-// --- JSON summary ---
-
-TEST(SummaryJson, MatchesTheGoldenFile) {
-  std::ostringstream out;
-  write_summary_json(out, summarize(testing::sample_pass()));
-  expect_matches_golden("summary.json", out.str());
+TEST(TreeJsonWriter, MatchesTheGoldenFile) {
+  tree_json_writer writer;
+  expect_matches_golden("tree.json", testing::written_by(writer, summarize(testing::sample_pass())));
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Merging the summaries of several processes, a top-level row each.
 
-#include <launchwatch/attribute/merge.hpp>
+#include <launchwatch/report/merge.hpp>
 
 #include <array>
 #include <cstdlib>

@@ -1,7 +1,7 @@
 // The summary accounts for the whole device window: rows, idle time and overlap add up to it,
 // exactly, for hand-built passes and for random ones.
 
-#include <launchwatch/attribute/summary.hpp>
+#include <launchwatch/report/summary.hpp>
 
 #include <algorithm>
 #include <stdexcept>
@@ -11,6 +11,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "report/summary_builder.hpp"
 #include "sample_passes.hpp"
 
 namespace launchwatch {
@@ -290,6 +291,36 @@ TEST(Summary, AccountsForTheWholeWindowOfAnyPass) {
       ASSERT_GE(device.idle.count(), 0) << "seed " << seed;
     }
   }
+}
+
+instant instant_at(std::chrono::nanoseconds t) { return instant{t}; }
+
+// --- the union of kernels on a timeline (summary_builder.hpp), bounded by its reorder window ---
+
+TEST(IntervalUnion, IsExactWhateverTheOrderWithinItsWindow) {
+  detail::interval_union u{4};
+  // Added out of order, but never more than 4 places late.
+  u.add(instant_at(20ns), instant_at(30ns));
+  u.add(instant_at(0ns), instant_at(10ns));
+  u.add(instant_at(25ns), instant_at(40ns));
+  u.add(instant_at(5ns), instant_at(12ns));
+  u.add(instant_at(50ns), instant_at(60ns));
+  u.finish();
+  EXPECT_EQ(u.span(), 60ns);
+  EXPECT_EQ(u.busy(), 12ns + 20ns + 10ns);
+  EXPECT_EQ(u.length_sum(), 10ns + 10ns + 15ns + 7ns + 10ns);
+  EXPECT_EQ(u.out_of_order(), 0u);
+}
+
+TEST(IntervalUnion, CountsAnIntervalThatCameLaterThanItsWindow) {
+  detail::interval_union u{1};
+  u.add(instant_at(100ns), instant_at(110ns));
+  u.add(instant_at(200ns), instant_at(210ns));
+  u.add(instant_at(300ns), instant_at(310ns));
+  u.add(instant_at(0ns), instant_at(10ns));  // three places late, with room for one
+  u.finish();
+  EXPECT_EQ(u.out_of_order(), 1u);
+  EXPECT_EQ(u.span(), 310ns);
 }
 
 }  // namespace

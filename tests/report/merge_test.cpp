@@ -1,10 +1,11 @@
 // Merging the summaries of a job's processes (launchwatch report --merge): a top-level row per
 // process, every process's time accounted for, its devices kept apart, and the label it recorded.
 
-#include <launchwatch/attribute/merge.hpp>
+#include <launchwatch/report/merge.hpp>
 
-#include <launchwatch/attribute/render.hpp>
-#include <launchwatch/attribute/summary.hpp>
+#include <launchwatch/report/summary.hpp>
+#include <launchwatch/report/summary_json.hpp>
+#include <launchwatch/report/tree.hpp>
 
 #include <chrono>
 #include <cstdlib>

@@ -1,7 +1,7 @@
 // Chrome trace JSON: host scopes and launches on thread tracks, kernels on per-stream device
 // tracks, and an arrow from each launch to its kernel.
 
-#include <launchwatch/attribute/render.hpp>
+#include <launchwatch/report/chrome_trace.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -386,11 +386,20 @@ class trace_builder {
 
 }  // namespace
 
+chrome_trace_writer::chrome_trace_writer(const trace_options& options)
+    : report_writer{"chrome-trace", default_file_name}, options_{options} {}
+
+void chrome_trace_writer::do_write(std::ostream& out, const pass_record& pass) {
+  trace_builder builder{pass, options_};
+  builder.build();
+  stats_ = builder.write(out, options_.max_events);
+}
+
 trace_stats write_chrome_trace(std::ostream& out, const pass_record& pass,
                                const trace_options& options) {
-  trace_builder builder{pass, options};
-  builder.build();
-  return builder.write(out, options.max_events);
+  chrome_trace_writer writer{options};
+  writer.write(out, pass);
+  return writer.stats();
 }
 
 }  // namespace launchwatch

@@ -1,8 +1,8 @@
 // The kernel table: a kernel's rows over every scope gathered into one, hottest first, with its
 // count, total, average, shortest and longest launch; written as a table, as CSV and as JSON.
 
-#include <launchwatch/attribute/kernel_table.hpp>
-#include <launchwatch/attribute/summary.hpp>
+#include <launchwatch/report/kernel_table.hpp>
+#include <launchwatch/report/summary.hpp>
 
 #include <chrono>
 #include <sstream>
@@ -16,6 +16,7 @@
 #include "sample_passes.hpp"
 #include "support/csv_reader.hpp"
 #include "support/golden.hpp"
+#include "written_by.hpp"
 
 namespace launchwatch {
 namespace {
@@ -155,6 +156,26 @@ TEST(KernelTableJson, WritesNullForWhatIsUnknown) {
       nlohmann::json::parse(written(summarize(testing::untimed_pass()), {name_format::full, report_format::json}));
   EXPECT_TRUE(j["rows"][0]["min_ns"].is_null());
   EXPECT_TRUE(j["rows"][0]["share"].is_null());
+}
+
+// --- the writers: one golden file per format ---
+
+TEST(KernelsTableWriter, MatchesTheGoldenFile) {
+  kernels_table_writer writer;
+  testing::expect_matches_golden("kernels.txt",
+                                 testing::written_by(writer, summarize(testing::sample_pass())));
+}
+
+TEST(KernelsCsvWriter, MatchesTheGoldenFile) {
+  kernels_csv_writer writer;
+  testing::expect_matches_golden("kernels.csv",
+                                 testing::written_by(writer, summarize(testing::sample_pass())));
+}
+
+TEST(KernelsJsonWriter, MatchesTheGoldenFile) {
+  kernels_json_writer writer;
+  testing::expect_matches_golden("kernels.json",
+                                 testing::written_by(writer, summarize(testing::sample_pass())));
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The few helpers of pass_record: walking scope paths and building a record by hand.
 
-#include <launchwatch/attribute/pass_record.hpp>
+#include <launchwatch/report/pass_record.hpp>
 
 #include <algorithm>
 #include <stdexcept>

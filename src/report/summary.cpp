@@ -1,7 +1,7 @@
 // Aggregating launches by scope path and kernel, and accounting for the device window per stream
 // and per device.
 
-#include <launchwatch/attribute/summary.hpp>
+#include <launchwatch/report/summary.hpp>
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,8 +1,9 @@
 // The tree table: where a pass's device time went, by scope and kernel, adding up to 100%.
 
-#include <launchwatch/attribute/render.hpp>
+#include <launchwatch/report/tree.hpp>
 
 #include <algorithm>
+#include <memory>
 #include <cstdint>
 #include <optional>
 #include <ostream>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report_table.hpp"
+#include "writer_for_format.hpp"
 
 namespace launchwatch {
 namespace {
@@ -469,14 +471,13 @@ void write_tree_json(std::ostream& out, const pass_summary& summary, const tree_
 
 }  // namespace
 
-void write_tree(std::ostream& out, const pass_summary& summary, const tree_options& options) {
-  const auto view = view_of(summary, options.accounting);
-  const auto rows = build_tree_rows(summary, options);
-  if (options.format == report_format::csv) return write_tree_csv(out, rows, view.window);
-  if (options.format == report_format::json) return write_tree_json(out, summary, options, rows, view.window);
+tree_table_writer::tree_table_writer(const tree_options& options)
+    : report_writer{"tree", default_file_name}, options_{options} {}
 
-  table t{summary, options};
-  for (const auto& row : rows) t.add_row(row);
+void tree_table_writer::do_write(std::ostream& out, const pass_summary& summary) {
+  const auto view = view_of(summary, options_.accounting);
+  table t{summary, options_};
+  for (const auto& row : build_tree_rows(summary, options_)) t.add_row(row);
   const bool shared = view.window.count() > 0;
   t.add_plain("total",
               detail::launches_cell(summary.launches, summary.timed_launches, summary.dry_run_launches,
@@ -490,6 +491,29 @@ void write_tree(std::ostream& out, const pass_summary& summary, const tree_optio
     out << '\n';
     write_devices(out, summary);
   }
+}
+
+tree_csv_writer::tree_csv_writer(const tree_options& options)
+    : report_writer{"tree-csv", default_file_name}, options_{options} {}
+
+void tree_csv_writer::do_write(std::ostream& out, const pass_summary& summary) {
+  write_tree_csv(out, build_tree_rows(summary, options_), view_of(summary, options_.accounting).window);
+}
+
+tree_json_writer::tree_json_writer(const tree_options& options)
+    : report_writer{"tree-json", default_file_name}, options_{options} {}
+
+void tree_json_writer::do_write(std::ostream& out, const pass_summary& summary) {
+  write_tree_json(out, summary, options_, build_tree_rows(summary, options_),
+                  view_of(summary, options_.accounting).window);
+}
+
+std::unique_ptr<report_writer<pass_summary>> make_tree_writer(const tree_options& options) {
+  return detail::writer_for_format<tree_table_writer, tree_csv_writer, tree_json_writer>(options);
+}
+
+void write_tree(std::ostream& out, const pass_summary& summary, const tree_options& options) {
+  make_tree_writer(options)->write(out, summary);
 }
 
 std::string render_tree(const pass_summary& summary, const tree_options& options) {

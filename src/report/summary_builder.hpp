@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include <launchwatch/attribute/pass_record.hpp>
-#include <launchwatch/attribute/summary.hpp>
+#include <launchwatch/report/pass_record.hpp>
+#include <launchwatch/report/summary.hpp>
 
 namespace launchwatch::detail {
 

@@ -1,8 +1,9 @@
 // Two summaries compared row by row, and the comparison as a table.
 
-#include <launchwatch/attribute/diff.hpp>
+#include <launchwatch/report/diff.hpp>
 
 #include <algorithm>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report_table.hpp"
+#include "writer_for_format.hpp"
 
 namespace launchwatch {
 namespace {
@@ -203,11 +205,8 @@ const char* gate_text(growth_gate gate) {
   return "in launches or device time; new rows always count";
 }
 
-}  // namespace
-
-void write_diff(std::ostream& out, const summary_diff& diff, const diff_options& options) {
-  if (options.format == report_format::csv) return write_diff_csv(out, diff, options);
-  if (options.format == report_format::json) return write_diff_json(out, diff, options);
+/// The comparison as a table (diff_table_writer).
+void write_diff_table(std::ostream& out, const summary_diff& diff, const diff_options& options) {
   bool timed = false;
   for (const auto* side : {&diff.total.base, &diff.total.current}) timed = timed || (*side && (*side)->timed);
   std::vector<std::vector<std::string>> cells;
@@ -257,6 +256,37 @@ void write_diff(std::ostream& out, const summary_diff& diff, const diff_options&
                                   : fmt::format("{} {}", grown, grown == 1 ? "row" : "rows"),
                        *options.fail_above, gate_text(options.fail_on));
   }
+}
+
+}  // namespace
+
+diff_table_writer::diff_table_writer(const diff_options& options)
+    : report_writer{"diff", default_file_name}, options_{options} {}
+
+void diff_table_writer::do_write(std::ostream& out, const summary_diff& diff) {
+  write_diff_table(out, diff, options_);
+}
+
+diff_csv_writer::diff_csv_writer(const diff_options& options)
+    : report_writer{"diff-csv", default_file_name}, options_{options} {}
+
+void diff_csv_writer::do_write(std::ostream& out, const summary_diff& diff) {
+  write_diff_csv(out, diff, options_);
+}
+
+diff_json_writer::diff_json_writer(const diff_options& options)
+    : report_writer{"diff-json", default_file_name}, options_{options} {}
+
+void diff_json_writer::do_write(std::ostream& out, const summary_diff& diff) {
+  write_diff_json(out, diff, options_);
+}
+
+std::unique_ptr<report_writer<summary_diff>> make_diff_writer(const diff_options& options) {
+  return detail::writer_for_format<diff_table_writer, diff_csv_writer, diff_json_writer>(options);
+}
+
+void write_diff(std::ostream& out, const summary_diff& diff, const diff_options& options) {
+  make_diff_writer(options)->write(out, diff);
 }
 
 }  // namespace launchwatch

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include <launchwatch/attribute/pass_record.hpp>
+#include <launchwatch/report/pass_record.hpp>
 
 namespace launchwatch::testing {
 

@@ -13,9 +13,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <launchwatch/attribute/report_files.hpp>
+#include <launchwatch/report/report_files.hpp>
+#include <launchwatch/report/summary.hpp>
 
 #include "sample_passes.hpp"
+#include "written_by.hpp"
 
 namespace {
 
@@ -100,6 +102,21 @@ TEST_F(ReportFiles, TheTemporaryNamesAreRecognisedAsLaunchwatchsOwn) {
   EXPECT_TRUE(launchwatch::is_partial_report_file(".trace.json.1234.launchwatch-partial"));
   EXPECT_FALSE(launchwatch::is_partial_report_file("trace.json"));
   EXPECT_FALSE(launchwatch::is_partial_report_file("notes.launchwatch-partial"));
+}
+
+TEST_F(ReportFiles, EachFileIsNamedAndWrittenByItsFormatsWriter) {
+  const auto pass = launchwatch::testing::sample_pass();
+  const auto summary = launchwatch::summarize(pass);
+  launchwatch::report_files{folder_}.write(pass, summary);
+  launchwatch::summary_json_writer summary_json;
+  launchwatch::folded_writer folded;
+  launchwatch::chrome_trace_writer trace;
+  EXPECT_THAT(launchwatch::report_files::names,
+              ::testing::ElementsAre(summary_json.file_name(), folded.file_name(), trace.file_name()));
+  EXPECT_EQ(read_file(folder_ / summary_json.file_name()),
+            launchwatch::testing::written_by(summary_json, summary));
+  EXPECT_EQ(read_file(folder_ / folded.file_name()), launchwatch::testing::written_by(folded, summary));
+  EXPECT_EQ(read_file(folder_ / trace.file_name()), launchwatch::testing::written_by(trace, pass));
 }
 
 }  // namespace

@@ -16,9 +16,17 @@ namespace {
 constexpr std::size_t buffer_bytes = std::size_t{2} << 20;
 constexpr std::size_t record_alignment = 8;  // ACTIVITY_RECORD_ALIGNMENT
 
-// The buffer callbacks carry no user data: they find the table of the live bridge here.
-std::mutex active_mutex;
-std::shared_ptr<kernel_records> active;
+// The buffer callbacks carry no user data: they find the table of the live bridge here. Never
+// destroyed: CUPTI's own exit handler may hand buffers over after the process's statics are gone
+// (review 2026-12-01b, U4), and must then find a live lock and no table rather than freed memory.
+struct delivery {
+  std::mutex mutex;
+  std::shared_ptr<kernel_records> records;
+};
+delivery& active() {
+  static delivery* const where = new delivery;
+  return *where;
+}
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *buffer = static_cast<uint8_t*>(std::aligned_alloc(record_alignment, buffer_bytes));
@@ -32,8 +40,8 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
                                size_t /*size*/, size_t valid_size) {
   std::shared_ptr<kernel_records> records;
   {
-    std::lock_guard lock{active_mutex};
-    records = active;
+    std::lock_guard lock{active().mutex};
+    records = active().records;
   }
   if (records) {
     std::vector<kernel_record> kernels;
@@ -74,14 +82,14 @@ int deliver_activity_to(std::shared_ptr<kernel_records> records) {
       r != CUPTI_SUCCESS) {
     return r;
   }
-  std::lock_guard lock{active_mutex};
-  active = std::move(records);
+  std::lock_guard lock{active().mutex};
+  active().records = std::move(records);
   return CUPTI_SUCCESS;
 }
 
 void stop_delivering_to(const kernel_records& records) noexcept {
-  std::lock_guard lock{active_mutex};
-  if (active.get() == &records) active.reset();
+  std::lock_guard lock{active().mutex};
+  if (active().records.get() == &records) active().records.reset();
 }
 
 void flush_activity(bool forced) noexcept {

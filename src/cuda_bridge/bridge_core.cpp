@@ -20,14 +20,17 @@ struct bridge_core::thread_state {
   /// The open launch awaits its kernel record (deferred timing).
   bool awaiting = false;
   /// The core generation inside whose callbacks this thread is in a call of the explicit graph API
-  /// that adds a node (cuGraphAddKernelNode, cuGraphAddNode), 0 when it is in none: a kernel node
-  /// CUPTI says was created meanwhile is that call's (not a capture's, nor a copy made by
-  /// cudaGraphInstantiate, which CUPTI also announces as created). A generation, not a flag, so a
-  /// call whose EXIT never came (its bridge was torn down between) misleads no later bridge.
+  /// that adds a kernel node (cuGraphAddKernelNode, cuGraphAddNode), 0 when it is in none: the
+  /// first kernel node CUPTI says was created meanwhile is that call's (not a capture's, nor a
+  /// copy made by cudaGraphInstantiate, which CUPTI also announces as created). A generation, not
+  /// a flag, so a call whose EXIT never came (its bridge was torn down between) misleads no later
+  /// bridge. Reset once the call's node is reported: CUPTI may announce more kernel nodes inside
+  /// one call (copies of a child graph's), which were reported when they were added there.
   std::uint64_t adding_node = 0;
   /// The generation of the core that opened the launch.
   std::uint64_t generation = 0;
-  std::uint32_t correlation = 0;
+  /// The open launch's correlation id, widened (correlation_epochs.hpp).
+  std::uint64_t correlation = 0;
   launch_info info;
   launch_path::issue_decision decision;
   std::string_view refusal;
@@ -49,7 +52,10 @@ std::atomic<std::uint64_t> generations{1};
 
 bridge_core::bridge_core(const cuda_bridge_options& options, bridge_device& device,
                          kernel_records::flusher flush)
-    : options_{options}, generation_{generations.fetch_add(1)}, device_{device} {
+    : options_{options},
+      generation_{generations.fetch_add(1)},
+      device_{device},
+      graphs_{options_.record_timeout} {
   std::function<void(const kernel_record&)> others;
   std::function<bool()> others_pending;
   if (options_.graph_replays == cuda_graph_replays::per_node) {
@@ -123,14 +129,15 @@ void bridge_core::launch_entered(const launch_call& call) {
     outside_capture_range_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
+  const std::uint64_t correlation = records_->widen_at_enter(call.correlation);
   launch_info& info = state.info;
   describe(info, call.symbol, call.context, call.grid, call.block, state);
   info.stream = call.stream_number;
   info.capturing = device_.capturing(call.stream);
-  info.launch_id = (generation_ << 32) | call.correlation;
+  info.launch_id = launch_id_of(generation_, correlation);
 
   state.generation = generation_;
-  state.correlation = call.correlation;
+  state.correlation = correlation;
   state.stream = call.stream;
   state.refusal = {};
   state.awaiting = false;
@@ -150,7 +157,7 @@ void bridge_core::launch_entered(const launch_call& call) {
       state.refusal = "CUDA could not record an event on its stream";
     }
   } else if (device_.kernel_records_on()) {
-    records_->await(call.correlation);
+    records_->await(correlation);
     state.awaiting = true;
   } else {
     state.refusal = "CUPTI's kernel records could not be turned on";
@@ -159,7 +166,10 @@ void bridge_core::launch_entered(const launch_call& call) {
 
 void bridge_core::launch_exited(const launch_call& call) {
   thread_state& state = this_thread;
-  if (state.generation != generation_ || state.correlation != call.correlation) return;
+  if (state.generation != generation_ ||
+      static_cast<std::uint32_t>(state.correlation) != call.correlation) {
+    return;
+  }
   state.open = false;
   const bool awaiting = std::exchange(state.awaiting, false);
   try {
@@ -171,13 +181,17 @@ void bridge_core::launch_exited(const launch_call& call) {
     if (!state.refusal.empty()) {
       submitted.refusal = state.refusal;
     } else if (!call.launched) {
-      if (awaiting) records_->forget(call.correlation);
+      if (awaiting) records_->forget(state.correlation);
       submitted.refusal = "the launch failed, so no kernel ran";
     } else if (state.decision.when() == launch_path::read_when::at_once) {
       submitted.profile = device_.close_window(state.stream);
       if (!submitted.profile) submitted.refusal = "CUDA could not record an event on its stream";
+    } else if (!records_->adopt(state.correlation)) {
+      // The launch callbacks were turned off between this launch's ENTER and EXIT, and its entry
+      // forgotten with the others caught there (launch_callbacks_off).
+      submitted.refusal = "launchwatch stopped watching CUDA while the launch was being submitted";
     } else {
-      submitted.profile.emplace(record_resolver{records_, call.correlation},
+      submitted.profile.emplace(record_resolver{records_, state.correlation},
                                 timing_method::device);
     }
     launch_path::finish_issue(state.info, state.decision, std::move(submitted));
@@ -191,28 +205,47 @@ void bridge_core::graph_launch_entered(const graph_launch_call& call) {
   if (!in_range_.load(std::memory_order_relaxed)) return;
   const launch_path::observation_ref observation = launch_path::current_observation();
   if (observation.empty()) return;
-  (void)graphs_.replay_launched(call.correlation, call.exec, observation,
-                                device_of(call.context, this_thread), call.stream_number);
+  (void)graphs_.replay_launched(records_->widen_at_enter(call.correlation), call.exec,
+                                observation, device_of(call.context, this_thread),
+                                call.stream_number);
 }
 
-void bridge_core::node_adding_call(bool entering) noexcept {
-  this_thread.adding_node = entering ? generation_ : 0;
+void bridge_core::node_adding_call(bool entering, bool adds_kernel) noexcept {
+  this_thread.adding_node = entering && adds_kernel ? generation_ : 0;
 }
 
 void bridge_core::node_created(const created_node& node) {
   // Inside a reported launch's ENTER..EXIT on this thread: the node is that launch's kernel.
   const thread_state& state = this_thread;
   if (!state.open || state.generation != generation_ || !state.info.capturing) {
-    if (state.adding_node == generation_ && node.kernel) report_kernel_node(node);
+    if (state.adding_node == generation_ && node.kernel) {
+      this_thread.adding_node = 0;  // the call's one node; later ones are copies (U3)
+      report_kernel_node(node);
+    }
     return;
   }
   if (options_.graph_replays != cuda_graph_replays::per_node) return;
   if (!node.id) return;
-  graphs_.node_created(*node.id, captured_node{state.info.kernel, state.info.launch_id});
+  graphs_.node_created(*node.id, node.graph,
+                       captured_node{state.info.kernel, state.info.launch_id});
 }
 
-void bridge_core::node_cloned(std::uint64_t original, std::uint64_t clone, const void* exec) {
+void bridge_core::node_cloned(std::uint64_t original, std::uint64_t clone, std::uint64_t exec) {
   graphs_.node_cloned(original, clone, exec);
+}
+
+void bridge_core::graph_destroyed(std::uint64_t graph) { graphs_.graph_destroyed(graph); }
+
+void bridge_core::exec_destroyed(std::uint64_t exec) { graphs_.exec_destroyed(exec); }
+
+void bridge_core::launch_callbacks_off() noexcept { records_->forget_unadopted(); }
+
+std::uint64_t bridge_core::launch_id_of(std::uint64_t generation,
+                                        std::uint64_t correlation) noexcept {
+  constexpr std::uint64_t correlation_bits = 48;
+  constexpr std::uint64_t generation_mask = (std::uint64_t{1} << 15) - 1;
+  return ((generation & generation_mask) << correlation_bits) |
+         (correlation & ((std::uint64_t{1} << correlation_bits) - 1));
 }
 
 void bridge_core::report_kernel_node(const created_node& node) {
@@ -228,9 +261,9 @@ void bridge_core::report_kernel_node(const created_node& node) {
            this_thread);
   info.stream = 0;  // a node has no stream until a replay gives it one
   info.capturing = true;
-  // Apart from the launches' ids (generation << 32 | CUPTI's 32-bit correlation id): the top bit.
-  info.launch_id = (std::uint64_t{1} << 63) | (generation_ << 32) |
-                   explicit_nodes_.fetch_add(1, std::memory_order_relaxed);
+  // Apart from the launches' ids (launch_id_of, bit 63 clear): the top bit.
+  const std::uint32_t number = explicit_nodes_.fetch_add(1, std::memory_order_relaxed);
+  info.launch_id = (std::uint64_t{1} << 63) | launch_id_of(generation_, number);
   try {
     const launch_path::issue_decision decision = launch_path::begin_issue(info);
     launches_reported_.fetch_add(1, std::memory_order_relaxed);
@@ -242,7 +275,7 @@ void bridge_core::report_kernel_node(const created_node& node) {
       launch_path::finish_issue(info, decision);
     }
     if (options_.graph_replays == cuda_graph_replays::per_node && node.id) {
-      graphs_.node_created(*node.id, captured_node{info.kernel, info.launch_id});
+      graphs_.node_created(*node.id, node.graph, captured_node{info.kernel, info.launch_id});
     }
   } catch (...) {
     // Nothing may cross into CUPTI: the node is added whatever happened here.
@@ -259,14 +292,23 @@ std::uint64_t bridge_core::devices_seen() const noexcept {
   return devices_seen_.load(std::memory_order_relaxed);
 }
 
-void bridge_core::deliver_pending(std::chrono::milliseconds patience) {
-  records_->flush_until_delivered(patience);
+void bridge_core::deliver_pending(std::chrono::milliseconds patience,
+                                  const std::function<void()>& wait_idle) {
+  const std::uint64_t idle_from = records_->mark();
+  if (wait_idle) wait_idle();
+  records_->flush_until_delivered(patience, idle_from);
 }
 
 void bridge_core::close() noexcept {
-  records_->close();
+  try {
+    records_->close();
+  } catch (...) {
+    // A flush that threw (it cannot today): the table is closed whatever CUPTI did.
+  }
   graphs_.forget_pending();
 }
+
+graph_table_sizes bridge_core::graph_tables() const { return graphs_.sizes(); }
 
 cuda_bridge_stats bridge_core::stats() const noexcept {
   cuda_bridge_stats s;

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -31,7 +32,8 @@ namespace launchwatch::detail::cuda_bridge {
 /// A kernel launch's ENTER or EXIT callback (cuLaunchKernel[Ex], cuLaunchCooperativeKernel and
 /// their per-thread forms), as far as the core needs it.
 struct launch_call {
-  /// CUPTI's correlation id: the same at ENTER, at EXIT and in the kernel's record.
+  /// CUPTI's (32-bit) correlation id: the same at ENTER, at EXIT and in the kernel's record. The
+  /// core widens it to 64 bits at ENTER (correlation_epochs.hpp).
   std::uint32_t correlation = 0;
   /// The kernel's device symbol (ENTER); valid only during the callback.
   const char* symbol = nullptr;
@@ -50,8 +52,9 @@ struct launch_call {
 /// A graph launch's ENTER callback (cuGraphLaunch and its per-thread form).
 struct graph_launch_call {
   std::uint32_t correlation = 0;
-  /// The CUgraphExec replayed.
-  const void* exec = nullptr;
+  /// CUPTI's id of the CUgraphExec replayed (cuptiGetGraphExecId): unique in the process, so an
+  /// executable graph made at a destroyed one's address is another.
+  std::uint64_t exec = 0;
   void* context = nullptr;
   std::uint64_t stream_number = 0;
 };
@@ -65,6 +68,8 @@ struct created_node {
   std::optional<std::uint64_t> id;
   /// Whether it is a kernel node.
   bool kernel = false;
+  /// CUPTI's id of the graph it is in (cuptiGetGraphId): its destruction forgets the node.
+  std::uint64_t graph = 0;
 };
 
 /// What a kernel node added by the explicit graph API says of itself.
@@ -141,12 +146,21 @@ class bridge_core {
   /// observation installed now.
   void graph_launch_entered(const graph_launch_call& call);
   /// ENTER (`entering`) or EXIT of a call of the explicit graph API that adds a node, on this
-  /// thread.
-  void node_adding_call(bool entering) noexcept;
+  /// thread; `adds_kernel`: the node it adds is a kernel node (a child-graph node is not, whatever
+  /// kernels the copy of its graph holds: they were reported when they were added to that graph).
+  void node_adding_call(bool entering, bool adds_kernel = true) noexcept;
   /// A node was created (GRAPHNODE_CREATED).
   void node_created(const created_node& node);
-  /// `clone` (in the executable graph `exec`) was cloned from `original` (GRAPHNODE_CLONED).
-  void node_cloned(std::uint64_t original, std::uint64_t clone, const void* exec);
+  /// `clone` (in the executable graph of CUPTI id `exec`, 0 when CUPTI did not say) was cloned
+  /// from `original` (GRAPHNODE_CLONED).
+  void node_cloned(std::uint64_t original, std::uint64_t clone, std::uint64_t exec);
+  /// The graph of CUPTI id `graph` is being destroyed (GRAPH_DESTROY_STARTING).
+  void graph_destroyed(std::uint64_t graph);
+  /// The executable graph of CUPTI id `exec` is being destroyed (GRAPHEXEC_DESTROY_STARTING).
+  void exec_destroyed(std::uint64_t exec);
+  /// The launch callbacks were turned off (nothing watches): a launch caught between its ENTER and
+  /// EXIT never gets its EXIT, so its awaited record is forgotten.
+  void launch_callbacks_off() noexcept;
   /// cudaProfilerStart returned (cuda_capture_range::cuda_profiler_api opens the range).
   void profiler_started() noexcept;
   /// cudaProfilerStop is called (the range closes).
@@ -158,13 +172,27 @@ class bridge_core {
   void start_collecting();
   /// Devices launches were reported on, one bit per ordinal below 64.
   [[nodiscard]] std::uint64_t devices_seen() const noexcept;
-  /// After the devices are idle: flushes until every awaited record arrived or `patience` passed.
-  void deliver_pending(std::chrono::milliseconds patience);
-  /// Teardown, after the devices are idle: closes the record table (a forced flush) and gives up on
-  /// replays still waiting for records.
+  /// Calls `wait_idle` (which waits for the devices; nothing when empty), then flushes until every
+  /// awaited record arrived and no replay waits for records. Awaited records still missing when a
+  /// flush brings nothing, or after `patience`, are given up
+  /// (kernel_records::flush_until_delivered): one deadline a flush, never one a record. A replay still waiting then is left to age out
+  /// (graph_replays), so a record it gets later is still told.
+  void deliver_pending(std::chrono::milliseconds patience,
+                       const std::function<void()>& wait_idle = {});
+  /// Teardown or the end of `launchwatch run`, after the devices are idle: closes the record table
+  /// (its collector stops, one forced flush) and gives up on replays still waiting for records.
+  /// Later reads answer at once from what arrived. Once; later calls do nothing.
   void close() noexcept;
 
   [[nodiscard]] cuda_bridge_stats stats() const noexcept;
+  /// The graph bookkeeping's table sizes (graph_replays::sizes), for tests that it stays flat.
+  [[nodiscard]] graph_table_sizes graph_tables() const;
+
+  /// The launch_info::launch_id of a launch: unique in the process across bridges (the lower 15
+  /// bits of `generation`) and across the wrap of CUPTI's ids (`correlation` is the widened one, of
+  /// which 48 bits count: 2^48 CUDA calls, 9 years at 1 M a second); bit 63 is clear.
+  [[nodiscard]] static std::uint64_t launch_id_of(std::uint64_t generation,
+                                                  std::uint64_t correlation) noexcept;
 
   /// What a thread keeps between a launch's ENTER and EXIT (bridge_core.cpp).
   struct thread_state;

@@ -9,11 +9,16 @@
 
 #include <launchwatch/launch_path.hpp>
 
+#include "backend/cuda/capture_mode.hpp"
+
 namespace launchwatch::detail {
 
 void cuda_bridge_engine::synchronize_seen_devices() noexcept {
   const std::uint64_t seen = core_.devices_seen();
   if (seen == 0) return;
+  // The bridge's own calls are no part of another thread's stream capture: in CUDA's default
+  // (global) mode an unsafe call on any thread would invalidate that capture (review U1).
+  const cuda::relaxed_capture_mode relaxed;
   int current = 0;
   const bool known = cudaGetDevice(&current) == cudaSuccess;
   for (int device = 0; device < 64; ++device) {
@@ -26,8 +31,12 @@ void cuda_bridge_engine::synchronize_seen_devices() noexcept {
 
 void cuda_bridge_engine::flush() {
   launch_path::check_outside_observer("flush the CUDA bridge");
+  core_.deliver_pending(std::chrono::seconds{2}, [this] { synchronize_seen_devices(); });
+}
+
+void cuda_bridge_engine::close_records() noexcept {
   synchronize_seen_devices();
-  core_.deliver_pending(std::chrono::seconds{2});
+  core_.close();
 }
 
 cuda_bridge_stats cuda_bridge_engine::stats() const noexcept { return core_.stats(); }

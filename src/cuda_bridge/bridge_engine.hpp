@@ -16,6 +16,19 @@
 
 namespace launchwatch::detail {
 
+class cuda_bridge_engine;
+
+/// What a CUPTI callback reads before it knows whether the engine is still there: the engine (null
+/// once teardown began) and the callbacks in flight. CUPTI's user data points here, not at the
+/// engine, and it is never freed (one small allocation per engine constructed), because
+/// cuptiUnsubscribe promises only that no callback starts after it returns: a callback dispatched
+/// before, whose thread has not reached the counter yet, may read this after the engine is gone
+/// (review 2026-12-01b, finding 15).
+struct callback_gate {
+  std::atomic<cuda_bridge_engine*> engine{nullptr};
+  std::atomic<int> in_flight{0};
+};
+
 class cuda_bridge_engine {
  public:
   /// Subscribes to CUPTI, or throws cuda_bridge_unavailable (configuration_error for a bad
@@ -27,11 +40,15 @@ class cuda_bridge_engine {
   cuda_bridge_engine& operator=(const cuda_bridge_engine&) = delete;
 
   void flush();
+  /// The end of `launchwatch run` (cuda_bridge/closing.hpp): waits for the devices seen, closes the
+  /// records (collector stopped, one forced flush), so nothing of the bridge runs through the
+  /// process's teardown; stays subscribed, since the program's other threads may still call CUDA.
+  void close_records() noexcept;
   cuda_bridge_stats stats() const noexcept;
 
  private:
-  /// CUPTI's callback: `self` is the engine.
-  static void CUPTIAPI on_callback(void* self, CUpti_CallbackDomain domain, CUpti_CallbackId id,
+  /// CUPTI's callback: `gate` is the engine's callback_gate.
+  static void CUPTIAPI on_callback(void* gate, CUpti_CallbackDomain domain, CUpti_CallbackId id,
                                    const void* data);
   /// The watch-state listener: launch callbacks on while something watches, off otherwise.
   static void on_watch_change() noexcept;
@@ -42,15 +59,16 @@ class cuda_bridge_engine {
   /// profiler range.
   void on_api_call(CUpti_CallbackDomain domain, CUpti_CallbackId id,
                    const CUpti_CallbackData& call);
-  /// GRAPHNODE_CREATED or GRAPHNODE_CLONED.
+  /// GRAPHNODE_CREATED, GRAPHNODE_CLONED, or a graph or executable graph being destroyed.
   void on_graph_node(CUpti_CallbackId id, const CUpti_ResourceData& resource);
   void apply_watch_state() noexcept;
   void synchronize_seen_devices() noexcept;
   void teardown() noexcept;
 
-  /// Counts a callback in flight; false (counting nothing) once the engine is being torn down.
-  bool enter_callback() noexcept;
-  void leave_callback() noexcept;
+  /// Counts a callback in flight through `gate` and returns the engine; null (counting nothing)
+  /// once the engine is being torn down.
+  static cuda_bridge_engine* enter_callback(callback_gate& gate) noexcept;
+  static void leave_callback(callback_gate& gate) noexcept;
 
   const cuda_bridge_options options_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
@@ -60,8 +78,8 @@ class cuda_bridge_engine {
   std::mutex toggle_mutex_;
   bool launch_callbacks_on_ = false;  // guarded by toggle_mutex_
 
-  std::atomic<bool> alive_{true};
-  std::atomic<int> in_flight_{0};
+  /// Never freed (see callback_gate).
+  callback_gate* const gate_ = new callback_gate;
 };
 
 }  // namespace launchwatch::detail

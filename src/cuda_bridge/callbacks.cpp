@@ -8,33 +8,36 @@
 
 namespace launchwatch::detail {
 
-bool cuda_bridge_engine::enter_callback() noexcept {
-  in_flight_.fetch_add(1, std::memory_order_seq_cst);
-  if (alive_.load(std::memory_order_seq_cst)) return true;
-  in_flight_.fetch_sub(1, std::memory_order_seq_cst);
-  return false;
+cuda_bridge_engine* cuda_bridge_engine::enter_callback(callback_gate& gate) noexcept {
+  gate.in_flight.fetch_add(1, std::memory_order_seq_cst);
+  if (auto* engine = gate.engine.load(std::memory_order_seq_cst)) return engine;
+  gate.in_flight.fetch_sub(1, std::memory_order_seq_cst);
+  return nullptr;
 }
 
-void cuda_bridge_engine::leave_callback() noexcept {
-  in_flight_.fetch_sub(1, std::memory_order_seq_cst);
+void cuda_bridge_engine::leave_callback(callback_gate& gate) noexcept {
+  gate.in_flight.fetch_sub(1, std::memory_order_seq_cst);
 }
 
-void CUPTIAPI cuda_bridge_engine::on_callback(void* self, CUpti_CallbackDomain domain,
+void CUPTIAPI cuda_bridge_engine::on_callback(void* user_data, CUpti_CallbackDomain domain,
                                               CUpti_CallbackId id, const void* data) {
-  // Nothing of the engine is touched before enter_callback() says it is still there.
-  auto* engine = static_cast<cuda_bridge_engine*>(self);
+  // Only the gate, never freed, is read before enter_callback() says the engine is still there.
+  auto& gate = *static_cast<callback_gate*>(user_data);
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cuda_bridge::one_of(cuda_bridge::launch_ids, id)) {
     const auto& call = *static_cast<const CUpti_CallbackData*>(data);
     // The cheap path: one load (ENTER) or one thread-local read (EXIT) before anything is counted.
     const bool wanted = call.callbackSite == CUPTI_API_ENTER
                             ? cuda_bridge::bridge_core::wants_launch_enter()
                             : cuda_bridge::bridge_core::wants_launch_exit();
-    if (!wanted || !engine->enter_callback()) return;
+    if (!wanted) return;
+    cuda_bridge_engine* engine = enter_callback(gate);
+    if (engine == nullptr) return;
     engine->on_launch(id, call);
-    engine->leave_callback();
+    leave_callback(gate);
     return;
   }
-  if (!engine->enter_callback()) return;
+  cuda_bridge_engine* engine = enter_callback(gate);
+  if (engine == nullptr) return;
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API || domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
     engine->on_api_call(domain, id, *static_cast<const CUpti_CallbackData*>(data));
   } else if (domain == CUPTI_CB_DOMAIN_RESOURCE && id == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
@@ -42,7 +45,7 @@ void CUPTIAPI cuda_bridge_engine::on_callback(void* self, CUpti_CallbackDomain d
   } else if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
     engine->on_graph_node(id, *static_cast<const CUpti_ResourceData*>(data));
   }
-  engine->leave_callback();
+  leave_callback(gate);
 }
 
 void cuda_bridge_engine::on_launch(CUpti_CallbackId id, const CUpti_CallbackData& call) {
@@ -73,13 +76,14 @@ void cuda_bridge_engine::on_api_call(CUpti_CallbackDomain domain, CUpti_Callback
   const bool stop = id == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop ||
                     id == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000;
   if (driver && cuda_bridge::one_of(cuda_bridge::add_node_ids, id)) {
-    core_.node_adding_call(call.callbackSite == CUPTI_API_ENTER);
+    core_.node_adding_call(call.callbackSite == CUPTI_API_ENTER,
+                           cuda_bridge::adds_kernel_node(id, call.functionParams));
   } else if (driver && cuda_bridge::one_of(cuda_bridge::graph_launch_ids, id)) {
     if (call.callbackSite != CUPTI_API_ENTER || call.functionParams == nullptr) return;
     const auto& params = *static_cast<const cuGraphLaunch_params*>(call.functionParams);
     const CUstream stream = cuda_bridge::effective_stream(id, params.hStream);
     core_.graph_launch_entered(cuda_bridge::graph_launch_call{
-        call.correlationId, params.hGraph, call.context,
+        call.correlationId, cuda_bridge::exec_id(params.hGraph), call.context,
         cuda_bridge::stream_number(stream, call.context)});
   } else if (start && call.callbackSite == CUPTI_API_EXIT) {
     // The range opens once the profiler API call returned, closes as the stop call begins: the
@@ -100,7 +104,16 @@ void cuda_bridge_engine::on_graph_node(CUpti_CallbackId id, const CUpti_Resource
     if (std::uint64_t number = 0; cuptiGetGraphNodeId(graph->node, &number) == CUPTI_SUCCESS) {
       node.id = number;
     }
+    node.graph = cuda_bridge::graph_id(graph->graph);
     core_.node_created(node);
+  } else if (id == CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING) {
+    if (const std::uint64_t number = cuda_bridge::graph_id(graph->graph); number != 0) {
+      core_.graph_destroyed(number);
+    }
+  } else if (id == CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING) {
+    if (const std::uint64_t number = cuda_bridge::exec_id(graph->graphExec); number != 0) {
+      core_.exec_destroyed(number);
+    }
   } else if (id == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
     std::uint64_t original = 0;
     std::uint64_t clone = 0;
@@ -108,7 +121,7 @@ void cuda_bridge_engine::on_graph_node(CUpti_CallbackId id, const CUpti_Resource
         cuptiGetGraphNodeId(graph->node, &clone) != CUPTI_SUCCESS) {
       return;
     }
-    core_.node_cloned(original, clone, graph->graphExec);
+    core_.node_cloned(original, clone, cuda_bridge::exec_id(graph->graphExec));
   }
 }
 

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "bridge_engine.hpp"
+#include "closing.hpp"
 
 namespace launchwatch {
 namespace {
@@ -36,5 +37,10 @@ void cuda_bridge::flush() { engine_->flush(); }
 cuda_bridge_stats cuda_bridge::stats() const noexcept { return engine_->stats(); }
 
 bool cuda_bridge::built() noexcept { return true; }
+
+void detail::cuda_bridge::close_live_bridge_records() noexcept {
+  std::lock_guard lock{bridges_mutex};
+  if (auto running = shared_engine.lock()) running->close_records();
+}
 
 }  // namespace launchwatch

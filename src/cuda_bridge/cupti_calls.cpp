@@ -48,6 +48,31 @@ std::uint64_t stream_number(CUstream stream, CUcontext context) noexcept {
   return reinterpret_cast<std::uintptr_t>(context) | handle;
 }
 
+bool adds_kernel_node(CUpti_CallbackId id, const void* parameters) noexcept {
+  if (parameters == nullptr) return true;
+  const CUgraphNodeParams* node = nullptr;
+  if (id == CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode) {
+    node = static_cast<const cuGraphAddNode_params*>(parameters)->nodeParams;
+  } else if (id == CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2) {
+    node = static_cast<const cuGraphAddNode_v2_params*>(parameters)->nodeParams;
+  } else {
+    return true;  // cuGraphAddKernelNode
+  }
+  return node == nullptr || node->type == CU_GRAPH_NODE_TYPE_KERNEL;
+}
+
+std::uint64_t graph_id(CUgraph graph) noexcept {
+  std::uint32_t id = 0;
+  if (graph == nullptr || cuptiGetGraphId(graph, &id) != CUPTI_SUCCESS) return 0;
+  return id;
+}
+
+std::uint64_t exec_id(CUgraphExec exec) noexcept {
+  std::uint32_t id = 0;
+  if (exec == nullptr || cuptiGetGraphExecId(exec, &id) != CUPTI_SUCCESS) return 0;
+  return std::uint64_t{id} + 1;  // 0 means "unknown" to the core, whatever CUPTI numbers from
+}
+
 std::string cupti_error(CUptiResult result) {
   const char* text = nullptr;
   if (cuptiGetResultString(result, &text) != CUPTI_SUCCESS || text == nullptr) text = "unknown";

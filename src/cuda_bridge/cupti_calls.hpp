@@ -36,6 +36,18 @@ inline constexpr CUpti_CallbackId graph_launch_ids[] = {
     CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
 };
 
+/// Whether the node-adding call `id` (one of add_node_ids) with CUPTI's `parameters` adds a kernel
+/// node: cuGraphAddNode says by its parameters' type (a child-graph node is not one); true when
+/// they cannot be read.
+bool adds_kernel_node(CUpti_CallbackId id, const void* parameters) noexcept;
+
+/// CUPTI's id of a graph (cuptiGetGraphId), 0 when CUPTI cannot give one.
+std::uint64_t graph_id(CUgraph graph) noexcept;
+
+/// CUPTI's id of an executable graph (cuptiGetGraphExecId): unique in the process, where the
+/// address is not (CUDA hands a destroyed one's out again); 0 when CUPTI cannot give one.
+std::uint64_t exec_id(CUgraphExec exec) noexcept;
+
 /// Whether `id` is one of `ids`.
 template <std::size_t N>
 bool one_of(const CUpti_CallbackId (&ids)[N], CUpti_CallbackId id) noexcept {

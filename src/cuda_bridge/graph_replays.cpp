@@ -1,40 +1,97 @@
 // Graph replays' nodes, told to a graph_replay_observer (graph_replays.hpp); CUPTI-free.
 #include "graph_replays.hpp"
 
-#include <chrono>
 #include <optional>
 
 #include <launchwatch/launch_path.hpp>
 
 namespace launchwatch::detail::cuda_bridge {
 
-void graph_replays::node_created(std::uint64_t node_id, const captured_node& launch) {
+void graph_replays::node_created(std::uint64_t node_id, std::uint64_t graph,
+                                 const captured_node& launch) {
   std::lock_guard lock{mutex_};
-  nodes_[node_id] = launch;
+  if (nodes_.insert_or_assign(node_id, launch).second) nodes_of_graph_[graph].push_back(node_id);
 }
 
 void graph_replays::node_cloned(std::uint64_t original_id, std::uint64_t clone_id,
-                                const void* exec) {
+                                std::uint64_t exec) {
   std::lock_guard lock{mutex_};
   const auto found = nodes_.find(original_id);
   if (found == nodes_.end()) return;  // not a kernel a reported launch recorded
   const captured_node launch = found->second;
-  nodes_[clone_id] = launch;
-  if (exec != nullptr) ++known_nodes_of_exec_[exec];
+  const bool added = nodes_.insert_or_assign(clone_id, launch).second;
+  if (!added) return;
+  // A clone CUPTI names no executable graph for is filed under the graph id in its own id's upper
+  // half (CUPTI's numbering of node ids), and forgotten if that graph is destroyed.
+  if (exec != 0) {
+    execs_[exec].clones.push_back(clone_id);
+  } else {
+    nodes_of_graph_[clone_id >> 32].push_back(clone_id);
+  }
 }
 
-bool graph_replays::replay_launched(std::uint32_t correlation, const void* exec,
-                                    launch_path::observation_ref observation, int device, std::uint64_t stream) {
+void graph_replays::graph_destroyed(std::uint64_t graph) {
+  std::lock_guard lock{mutex_};
+  const auto found = nodes_of_graph_.find(graph);
+  if (found == nodes_of_graph_.end()) return;
+  for (const std::uint64_t node : found->second) nodes_.erase(node);
+  nodes_of_graph_.erase(found);
+}
+
+void graph_replays::exec_destroyed(std::uint64_t exec) {
+  std::lock_guard lock{mutex_};
+  const auto found = execs_.find(exec);
+  if (found == execs_.end()) return;
+  found->second.destroyed = true;
+  if (found->second.replays_pending == 0) forget_exec_locked(found);
+}
+
+void graph_replays::forget_exec_locked(
+    std::unordered_map<std::uint64_t, exec_nodes>::iterator exec) {
+  for (const std::uint64_t clone : exec->second.clones) nodes_.erase(clone);
+  execs_.erase(exec);
+}
+
+void graph_replays::replay_done_locked(const replay& done) {
+  if (!done.known) return;  // of unknown size: nothing counts it
+  --known_pending_;
+  const auto exec = execs_.find(done.exec);
+  if (exec == execs_.end()) return;
+  --exec->second.replays_pending;
+  if (exec->second.destroyed && exec->second.replays_pending == 0) forget_exec_locked(exec);
+}
+
+void graph_replays::give_up_locked(clock::time_point before) {
+  while (!known_order_.empty()) {
+    const auto r = replays_.find(known_order_.front());
+    if (r != replays_.end() && r->second.known) {
+      if (r->second.launched >= before) return;
+      const replay given_up = r->second;
+      replays_.erase(r);
+      replay_done_locked(given_up);
+    }
+    known_order_.pop_front();
+  }
+}
+
+bool graph_replays::replay_launched(std::uint64_t correlation, std::uint64_t exec,
+                                    launch_path::observation_ref observation, int device,
+                                    std::uint64_t stream) {
   std::lock_guard lock{mutex_};
   if (nodes_.empty()) return false;  // no observed capture recorded a node
-  const auto known = known_nodes_of_exec_.find(exec);
-  const std::uint64_t count = known != known_nodes_of_exec_.end() ? known->second : 0;
-  replays_[correlation] = replay{observation, next_replay_++, device, stream, count};
+  const auto now = clock::now();
+  give_up_locked(now - max_age_);
+  const auto known = exec != 0 ? execs_.find(exec) : execs_.end();
+  const std::uint64_t count = known != execs_.end() ? known->second.clones.size() : 0;
+  replays_[correlation] =
+      replay{observation, next_replay_++, device, stream, exec, now, count, count != 0};
   if (count != 0) {
     ++known_pending_;
+    ++known->second.replays_pending;
+    known_order_.push_back(correlation);
   } else {
     unknown_.push_back(correlation);
-    last_unknown_ = std::chrono::steady_clock::now();
+    last_unknown_ = now;
     if (unknown_.size() > unknown_kept) {
       replays_.erase(unknown_.front());
       unknown_.pop_front();
@@ -61,9 +118,10 @@ void graph_replays::on_record(const kernel_record& record) {
                            r->second.stream,
                            steady_window(record.start, record.end)};
     }
-    if (r->second.remaining != 0 && --r->second.remaining == 0) {
+    if (r->second.known && --r->second.remaining == 0) {
+      const replay done = r->second;
       replays_.erase(r);
-      --known_pending_;
+      replay_done_locked(done);
     }
   }
   if (node && launch_path::deliver_replayed(observation, *node)) {
@@ -71,24 +129,30 @@ void graph_replays::on_record(const kernel_record& record) {
   }
 }
 
-bool graph_replays::pending() const {
+bool graph_replays::pending() {
   std::lock_guard lock{mutex_};
+  const auto now = clock::now();
+  give_up_locked(now - max_age_);
   // A replay of unknown size counts as pending for a moment after it was launched, long enough for
   // its kernels to finish and a flush to bring their records.
   return known_pending_ > 0 ||
-         (!unknown_.empty() &&
-          std::chrono::steady_clock::now() - last_unknown_ < std::chrono::milliseconds{200});
+         (!unknown_.empty() && now - last_unknown_ < std::chrono::milliseconds{200});
 }
 
 void graph_replays::forget_pending() {
   std::lock_guard lock{mutex_};
-  replays_.clear();
+  give_up_locked(clock::time_point::max());
+  for (const std::uint64_t correlation : unknown_) replays_.erase(correlation);
   unknown_.clear();
-  known_pending_ = 0;
 }
 
 std::uint64_t graph_replays::delivered() const {
   return delivered_.load(std::memory_order_relaxed);
+}
+
+graph_table_sizes graph_replays::sizes() const {
+  std::lock_guard lock{mutex_};
+  return graph_table_sizes{nodes_.size(), nodes_of_graph_.size(), execs_.size(), replays_.size()};
 }
 
 }  // namespace launchwatch::detail::cuda_bridge

@@ -6,16 +6,25 @@
 // launch being reported; cudaGraphInstantiate clones every node (GRAPHNODE_CLONED, clone ←
 // original); a replay fires only cuGraphLaunch, and its kernel records carry the launch's
 // correlation id and the clone's graphNodeId.
+//
+// Over hours (review 2026-12-01b, finding 9): a program that captures and instantiates again and
+// again (a capture per step, shapes that change) must not grow these tables, so a graph's nodes
+// are forgotten when CUPTI says the graph is destroyed (GRAPH_DESTROY_STARTING) and an executable
+// graph's clones when it is (GRAPHEXEC_DESTROY_STARTING) and its replays in flight are done. An
+// executable graph is keyed by CUPTI's id, never by its address, which CUDA hands out again. A
+// replay whose records never all come (a record dropped, a launch that failed) is given up after
+// the record timeout, so it does not keep the collector flushing.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstddef>
-#include <deque>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include <launchwatch/cuda_bridge.hpp>
 #include <launchwatch/launch_path.hpp>
@@ -30,47 +39,96 @@ struct captured_node {
   std::uint64_t launch_id = 0;
 };
 
+/// How much graph_replays keeps (for tests that it stays flat).
+struct graph_table_sizes {
+  /// Nodes known: captured ones and their clones.
+  std::size_t nodes = 0;
+  /// Graphs with known nodes.
+  std::size_t graphs = 0;
+  /// Executable graphs with known clones.
+  std::size_t execs = 0;
+  /// Replays waiting for records.
+  std::size_t replays = 0;
+};
+
 /// Thread safety: every member is safe from any thread.
 class graph_replays {
  public:
-  /// A node `node_id` was created while the launch `launch` was being captured.
-  void node_created(std::uint64_t node_id, const captured_node& launch);
-  /// `clone_id` (in the executable graph `exec`) was cloned from `original_id`.
-  void node_cloned(std::uint64_t original_id, std::uint64_t clone_id, const void* exec);
-  /// A replay of `exec` was launched with `correlation`, while the observation `observation` was
-  /// installed. Returns whether any of its nodes is known (else nothing will be told).
-  bool replay_launched(std::uint32_t correlation, const void* exec, launch_path::observation_ref observation,
+  /// A replay still waiting for records `max_age` after it was launched is given up.
+  explicit graph_replays(std::chrono::nanoseconds max_age) noexcept : max_age_{max_age} {}
+
+  /// A node `node_id` of the graph `graph` (CUPTI's ids) was created while the launch `launch` was
+  /// being captured.
+  void node_created(std::uint64_t node_id, std::uint64_t graph, const captured_node& launch);
+  /// `clone_id` (in the executable graph of CUPTI id `exec`, 0 when unknown) was cloned from
+  /// `original_id`.
+  void node_cloned(std::uint64_t original_id, std::uint64_t clone_id, std::uint64_t exec);
+  /// The graph `graph` is being destroyed: its nodes are forgotten (their clones stay, with the
+  /// executable graphs made from it).
+  void graph_destroyed(std::uint64_t graph);
+  /// The executable graph `exec` is being destroyed: its clones are forgotten once its replays in
+  /// flight got their records (or were given up).
+  void exec_destroyed(std::uint64_t exec);
+  /// A replay of `exec` was launched with (the widened) `correlation`, while the observation
+  /// `observation` was installed. Returns whether any of its nodes is known (else nothing will be
+  /// told).
+  bool replay_launched(std::uint64_t correlation, std::uint64_t exec,
+                       launch_path::observation_ref observation,
                        int device, std::uint64_t stream);
   /// A kernel record that nobody awaited: told to the observer if it is a known replay's node.
   void on_record(const kernel_record& record);
-  /// Whether any replay still has nodes whose records have not arrived.
-  bool pending() const;
-  /// Replays still waiting for records are given up (flush, teardown).
+  /// Whether any replay still has nodes whose records have not arrived (replays older than the
+  /// maximum age are given up first).
+  bool pending();
+  /// Replays still waiting for records are given up (teardown).
   void forget_pending();
 
   /// Replayed nodes told to an observer so far.
   std::uint64_t delivered() const;
+  /// What the tables hold now.
+  graph_table_sizes sizes() const;
 
  private:
+  using clock = std::chrono::steady_clock;
   struct replay {
     launch_path::observation_ref observation;
     std::uint64_t number = 0;
     int device = 0;
     std::uint64_t stream = 0;
-    /// Known nodes whose records have not arrived; 0 when CUPTI did not say which executable graph
-    /// a clone belongs to, so the count is unknown and the replay is kept until it is pushed out.
+    std::uint64_t exec = 0;
+    clock::time_point launched{};
+    /// Known nodes whose records have not arrived.
     std::uint64_t remaining = 0;
+    /// Whether its size is known: false when CUPTI did not say which executable graph a clone
+    /// belongs to, so the replay is kept until it is pushed out.
+    bool known = false;
+  };
+  struct exec_nodes {
+    std::vector<std::uint64_t> clones;
+    /// Replays of it waiting for records: a destroyed exec's clones stay until they are done.
+    std::size_t replays_pending = 0;
+    bool destroyed = false;
   };
   /// Replays of unknown size, oldest first: at most `unknown_kept` of them are kept.
   static constexpr std::size_t unknown_kept = 4096;
 
+  /// A replay is done (all its records came, or it was given up): its exec may go.
+  void replay_done_locked(const replay& done);
+  void forget_exec_locked(std::unordered_map<std::uint64_t, exec_nodes>::iterator exec);
+  /// Gives up known replays launched before `before`.
+  void give_up_locked(clock::time_point before);
+
+  const std::chrono::nanoseconds max_age_;
   mutable std::mutex mutex_;
   std::unordered_map<std::uint64_t, captured_node> nodes_;
-  std::unordered_map<const void*, std::uint64_t> known_nodes_of_exec_;
-  std::unordered_map<std::uint32_t, replay> replays_;
-  std::deque<std::uint32_t> unknown_;
+  std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> nodes_of_graph_;
+  std::unordered_map<std::uint64_t, exec_nodes> execs_;
+  std::unordered_map<std::uint64_t, replay> replays_;
+  /// Known replays, oldest first, for ageing out (an entry may be done already).
+  std::deque<std::uint64_t> known_order_;
+  std::deque<std::uint64_t> unknown_;
   std::size_t known_pending_ = 0;
-  std::chrono::steady_clock::time_point last_unknown_{};
+  clock::time_point last_unknown_{};
   std::uint64_t next_replay_ = 1;
   std::atomic<std::uint64_t> delivered_{0};
 };

@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 #include <utility>
+
+#include <fmt/format.h>
 
 #include "diagnostics.hpp"
 
@@ -37,14 +40,14 @@ kernel_records::~kernel_records() {
 
 void kernel_records::start() { collector_ = std::thread{[this] { collect(); }}; }
 
-kernel_records::awaited* kernel_records::find_locked(std::uint32_t correlation) noexcept {
+kernel_records::awaited* kernel_records::find_locked(std::uint64_t correlation) noexcept {
   slot& s = ring_[correlation & (ring_size - 1)];
   if (s.taken && s.correlation == correlation) return &s.entry;
   const auto found = overflow_.find(correlation);
   return found != overflow_.end() ? &found->second : nullptr;
 }
 
-void kernel_records::erase_locked(std::uint32_t correlation) noexcept {
+void kernel_records::erase_locked(std::uint64_t correlation) noexcept {
   slot& s = ring_[correlation & (ring_size - 1)];
   if (s.taken && s.correlation == correlation) {
     s.taken = false;
@@ -53,26 +56,71 @@ void kernel_records::erase_locked(std::uint32_t correlation) noexcept {
   overflow_.erase(correlation);
 }
 
-void kernel_records::await(std::uint32_t correlation) {
-  std::lock_guard lock{mutex_};
-  slot& s = ring_[correlation & (ring_size - 1)];
-  if (!s.taken) {
-    s = slot{correlation, true, awaited{}};
-  } else {
-    overflow_.try_emplace(correlation);
+template <typename F>
+void kernel_records::for_each_locked(F each) {
+  for (slot& s : ring_) {
+    if (s.taken) each(s.correlation, s.entry);
   }
-  ++outstanding_;
+  for (auto& [correlation, entry] : overflow_) each(correlation, entry);
 }
 
-void kernel_records::forget(std::uint32_t correlation) noexcept {
+void kernel_records::await(std::uint64_t correlation) {
+  std::lock_guard lock{mutex_};
+  slot& s = ring_[correlation & (ring_size - 1)];
+  const awaited entry{.sequence = awaits_++};
+  if (!s.taken) {
+    s = slot{correlation, true, entry};
+  } else {
+    overflow_.insert_or_assign(correlation, entry);
+  }
+  ++outstanding_;
+  ++unadopted_;
+}
+
+bool kernel_records::adopt(std::uint64_t correlation) noexcept {
+  std::lock_guard lock{mutex_};
+  awaited* entry = find_locked(correlation);
+  if (entry == nullptr) return false;
+  if (!entry->adopted) --unadopted_;
+  entry->adopted = true;
+  return true;
+}
+
+void kernel_records::forget_unadopted() noexcept {
+  std::lock_guard lock{mutex_};
+  if (unadopted_ == 0) return;
+  std::vector<std::uint64_t> forgotten;
+  for_each_locked([&](std::uint64_t correlation, const awaited& entry) {
+    if (entry.adopted) return;
+    if (!entry.arrived && !entry.lost) --outstanding_;
+    forgotten.push_back(correlation);
+  });
+  for (const std::uint64_t correlation : forgotten) erase_locked(correlation);
+  unadopted_ = 0;
+}
+
+void kernel_records::forget(std::uint64_t correlation) noexcept {
   std::lock_guard lock{mutex_};
   const awaited* entry = find_locked(correlation);
   if (entry == nullptr) return;
-  if (!entry->arrived) --outstanding_;
+  if (!entry->arrived && !entry->lost) --outstanding_;
+  if (!entry->adopted) --unadopted_;
   erase_locked(correlation);
 }
 
-std::optional<profile_ticks> kernel_records::take(std::uint32_t correlation) {
+std::size_t kernel_records::give_up_locked(std::uint64_t before) noexcept {
+  std::size_t lost = 0;
+  for_each_locked([&](std::uint64_t, awaited& entry) {
+    if (entry.arrived || entry.lost || entry.sequence >= before) return;
+    entry.lost = true;
+    --outstanding_;
+    ++lost;
+  });
+  counts_.missing += lost;
+  return lost;
+}
+
+std::optional<profile_ticks> kernel_records::take(std::uint64_t correlation) {
   std::unique_lock lock{mutex_};
   awaited* found = find_locked(correlation);
   if (found == nullptr) {
@@ -82,40 +130,70 @@ std::optional<profile_ticks> kernel_records::take(std::uint32_t correlation) {
     return std::nullopt;
   }
   awaited& entry = *found;  // stays valid until erased below: only its owner erases it
-  if (!entry.arrived && !closed_) {
+  std::size_t given_up = 0;
+  if (!entry.arrived && !entry.lost && !closed_) {
+    // Everything awaited before this wait began is given up with it when it times out: the
+    // records that did not come in one timeout are not coming (another CUPTI client took them,
+    // CUPTI dropped them), and each of their readers must not wait a timeout of its own.
+    const std::uint64_t awaited_before = awaits_;
     urgent_ = true;
     ++waiting_;
     wake_collector_.notify_one();
-    (void)arrived_.wait_for(lock, timeout_, [&] { return entry.arrived || closed_; });
+    if (!arrived_.wait_for(lock, timeout_,
+                           [&] { return entry.arrived || entry.lost || closed_; })) {
+      given_up = give_up_locked(awaited_before);
+      arrived_.notify_all();
+    }
     --waiting_;
   }
   const awaited got = entry;
-  if (!got.arrived) --outstanding_;
-  erase_locked(correlation);
-  if (!got.arrived || got.start == 0 || got.end == 0 || got.end < got.start) {
+  if (!got.arrived && !got.lost) {
+    --outstanding_;
     ++counts_.missing;
+  }
+  if (!got.adopted) --unadopted_;
+  erase_locked(correlation);
+  if (given_up != 0) {
+    lock.unlock();
+    warn_lost(given_up, "did not arrive in time (cuda_bridge_options::record_timeout)");
+    return std::nullopt;
+  }
+  if (got.lost) return std::nullopt;  // counted and said when it was given up
+  if (!got.arrived || got.start == 0 || got.end == 0 || got.end < got.start) {
+    if (got.arrived) ++counts_.missing;
     lock.unlock();
     warn_missing(correlation, got.arrived ? "carried no timestamps (the kernel was still running "
                                             "when CUPTI was forced to hand its record over)"
-                                          : "did not arrive in time");
+                                          : "did not arrive before the bridge closed");
     return std::nullopt;
   }
   ++counts_.delivered;
   return steady_window(got.start, got.end);
 }
 
-void kernel_records::warn_missing(std::uint32_t correlation, const char* why) {
+void kernel_records::say_missing(const std::string& what) {
   const record_counts now = counts();
   const auto level = first_time(once_warning::cupti_record_missing) ? spdlog::level::warn
                                                                     : spdlog::level::debug;
   diagnostics().log(
       level,
-      "Skipped timing a CUDA launch (CUPTI correlation {}) for its observer: its kernel record {}; "
-      "a zero would report a launch that was never timed. So far {} measurement(s) missing, {} "
-      "record(s) dropped by CUPTI. Another CUPTI client registering activity buffers takes the "
-      "records; a kernel running past cuda_bridge_options::record_timeout holds every record in "
-      "its buffer.",
-      correlation, why, now.missing, now.dropped);
+      "{}. So far {} measurement(s) missing, {} record(s) dropped by CUPTI. Another CUPTI client "
+      "registering activity buffers takes the records; a kernel running past "
+      "cuda_bridge_options::record_timeout holds every record in its buffer.",
+      what, now.missing, now.dropped);
+}
+
+void kernel_records::warn_missing(std::uint64_t correlation, const char* why) {
+  say_missing(fmt::format("Skipped timing a CUDA launch (correlation {}) for its observer: its "
+                          "kernel record {}; a zero would report a launch that was never timed",
+                          correlation, why));
+}
+
+void kernel_records::warn_lost(std::size_t lost, const char* why) {
+  say_missing(fmt::format("Gave up timing {} CUDA launch(es) for their observers: their kernel "
+                          "records {}, so they resolve empty (a zero would report launches that "
+                          "were never timed)",
+                          lost, why));
 }
 
 void kernel_records::on_records(std::span<const kernel_record> kernels, std::size_t dropped) {
@@ -126,13 +204,19 @@ void kernel_records::on_records(std::span<const kernel_record> kernels, std::siz
   bool any = false;
   for (std::size_t first = 0; first < kernels.size() || first == 0; first += step) {
     std::lock_guard lock{mutex_};
-    if (first == 0) counts_.dropped += dropped;
+    if (first == 0) {
+      counts_.dropped += dropped;
+      received_ += kernels.size();
+    }
     const std::size_t last = std::min(kernels.size(), first + step);
     for (std::size_t i = first; i < last; ++i) {
-      const kernel_record& k = kernels[i];
+      kernel_record k = kernels[i];
+      k.correlation = epochs_.widen(static_cast<std::uint32_t>(k.correlation));
       awaited* found = find_locked(k.correlation);
-      if (found != nullptr && !found->arrived) {
-        *found = awaited{true, k.start, k.end};
+      if (found != nullptr && !found->arrived && !found->lost) {
+        found->arrived = true;
+        found->start = k.start;
+        found->end = k.end;
         --outstanding_;
         any = true;
       } else if (others_ && k.graph_node != 0) {
@@ -170,17 +254,47 @@ void kernel_records::collect() {
 
 void kernel_records::flush_completed() { flush_(false); }
 
-void kernel_records::flush_until_delivered(std::chrono::milliseconds patience) {
+std::uint64_t kernel_records::mark() const noexcept {
+  std::lock_guard lock{mutex_};
+  return awaits_;
+}
+
+void kernel_records::flush_until_delivered(std::chrono::milliseconds patience,
+                                           std::uint64_t idle_from) {
   const auto deadline = std::chrono::steady_clock::now() + patience;
+  int empty_flushes = 0;
   for (;;) {
+    std::uint64_t received_before = 0;
+    {
+      std::lock_guard lock{mutex_};
+      received_before = received_;
+    }
     flush_completed();
     bool delivered = false;
+    bool brought_nothing = false;
     {
       std::lock_guard lock{mutex_};
       delivered = outstanding_ == 0;
+      brought_nothing = received_ == received_before;
     }
-    if (delivered && (!others_pending_ || !others_pending_())) return;
-    if (std::chrono::steady_clock::now() >= deadline) return;
+    const bool others_delivered = !others_pending_ || !others_pending_();
+    if (delivered && others_delivered) return;
+    empty_flushes = brought_nothing ? empty_flushes + 1 : 0;
+    // The devices are idle, so a flush hands over every record CUPTI still holds: one that brings
+    // nothing (twice, for a record being parsed on another thread meanwhile) means the missing
+    // ones are not coming.
+    if (empty_flushes >= 2 || std::chrono::steady_clock::now() >= deadline) {
+      std::size_t lost = 0;
+      {
+        std::lock_guard lock{mutex_};
+        lost = give_up_locked(idle_from);
+      }
+      if (lost != 0) {
+        arrived_.notify_all();
+        warn_lost(lost, "were not handed over by a flush after the devices were idle");
+      }
+      return;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds{1});
   }
 }
@@ -188,6 +302,7 @@ void kernel_records::flush_until_delivered(std::chrono::milliseconds patience) {
 void kernel_records::close() {
   {
     std::lock_guard lock{mutex_};
+    if (closed_) return;
     stopping_ = true;
   }
   wake_collector_.notify_all();

@@ -20,17 +20,22 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include <launchwatch/profile.hpp>
 
+#include "correlation_epochs.hpp"
+
 namespace launchwatch::detail::cuda_bridge {
 
 /// One kernel record, as the table hands it on to what else wants records (graph replays).
 struct kernel_record {
-  std::uint32_t correlation = 0;
+  /// CUPTI's 32-bit correlation id as its source gives it; on_records() widens it to launchwatch's
+  /// 64-bit id (correlation_epochs.hpp) before anything else reads it.
+  std::uint64_t correlation = 0;
   std::uint64_t graph_node = 0;
   std::uint32_t device = 0;
   std::uint32_t stream = 0;
@@ -73,21 +78,43 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   /// Starts the collector thread. Call once, after the records' source is ready to be flushed.
   void start();
 
-  /// Notes that the launch with `correlation` wants its record. Call before the launch is
-  /// submitted (its record may be delivered at once). Cost: a lock and a ring slot; when that slot
-  /// is still taken, a node of the overflow map (an allocation; see `slot`).
-  void await(std::uint32_t correlation);
-  /// The launch's record will not be read (its measurement was dropped unread, or it never ran).
-  void forget(std::uint32_t correlation) noexcept;
-  /// The launch's window, waiting for it up to the timeout (asking the collector to flush at once);
-  /// empty when no record came or it carried no timestamps. Counts and warns as behaviour 8 says.
-  std::optional<profile_ticks> take(std::uint32_t correlation);
+  /// CUPTI's 32-bit correlation id of a launch or graph launch, seen at its ENTER, widened to the
+  /// 64-bit id every other member takes (correlation_epochs.hpp). Cost: a relaxed load and at most
+  /// a compare-and-swap.
+  std::uint64_t widen_at_enter(std::uint32_t correlation) noexcept {
+    return epochs_.widen_at_enter(correlation);
+  }
 
+  /// Notes that the launch with `correlation` wants its record. Call at ENTER, before the launch is
+  /// submitted (its record may be delivered at once); adopt() at EXIT. Cost: a lock and a ring
+  /// slot; when that slot is still taken, a node of the overflow map (an allocation; see `slot`).
+  void await(std::uint64_t correlation);
+  /// At the launch's EXIT: its measurement now owns the entry (take() or forget() ends it). Returns
+  /// false when the entry was forgotten meanwhile (forget_unadopted()). Cost: a lock.
+  bool adopt(std::uint64_t correlation) noexcept;
+  /// Forgets every entry no measurement owns yet: launch callbacks were turned off, so a launch
+  /// caught between its ENTER and EXIT never gets its EXIT, and nobody will read its record.
+  /// Cost: nothing when no launch is between the two; else a scan of the table.
+  void forget_unadopted() noexcept;
+  /// The launch's record will not be read (its measurement was dropped unread, or it never ran).
+  void forget(std::uint64_t correlation) noexcept;
+  /// The launch's window, waiting for it at most the timeout (asking the collector to flush at
+  /// once); empty when no record came or it carried no timestamps. Counts and warns as behaviour 8
+  /// says. A wait that times out gives up every record awaited before it began, so missing records
+  /// cost their readers one timeout together, never one each.
+  std::optional<profile_ticks> take(std::uint64_t correlation);
+
+  /// Where the awaited entries stand now: flush_until_delivered() gives up only entries awaited
+  /// before it. Take it before waiting for the devices.
+  [[nodiscard]] std::uint64_t mark() const noexcept;
   /// Flushes completed buffers now (never FORCED). Returns once CUPTI handed them over.
   void flush_completed();
-  /// Flushes until no awaited record is missing that CUPTI could still deliver, or `patience`
-  /// passed: for cuda_bridge::flush() after the devices are idle.
-  void flush_until_delivered(std::chrono::milliseconds patience);
+  /// For cuda_bridge::flush(), once the devices are idle (they were waited for after `idle_from`
+  /// was marked): flushes until no awaited record is missing. When a flush brings no record while
+  /// some are missing (twice, a millisecond apart), or `patience` passed, every entry awaited
+  /// before `idle_from` still missing is lost: counted, said once, and its take() answers at once; the
+  /// flushing stops there too while only `others_pending` waits.
+  void flush_until_delivered(std::chrono::milliseconds patience, std::uint64_t idle_from);
   /// Teardown, after the devices are idle: stops the collector, FORCED-flushes, and answers every
   /// later take() from what arrived.
   void close();
@@ -100,6 +127,12 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
  private:
   struct awaited {
     bool arrived = false;
+    /// Given up (give_up_locked): take() answers empty at once; already counted missing.
+    bool lost = false;
+    /// A measurement owns the entry (adopt()).
+    bool adopted = false;
+    /// The order it was awaited in (awaits_).
+    std::uint64_t sequence = 0;
     std::uint64_t start = 0;
     std::uint64_t end = 0;
   };
@@ -116,17 +149,27 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   /// per launching thread (each thread's fold reads them), so the overflow is used only with 16
   /// or more launching threads or more than 16 CUDA calls per launch, and stays bounded.
   struct slot {
-    std::uint32_t correlation = 0;
+    std::uint64_t correlation = 0;
     bool taken = false;
     awaited entry;
   };
   static constexpr std::size_t ring_size = std::size_t{1} << 16;
 
-  awaited* find_locked(std::uint32_t correlation) noexcept;
-  void erase_locked(std::uint32_t correlation) noexcept;
+  awaited* find_locked(std::uint64_t correlation) noexcept;
+  void erase_locked(std::uint64_t correlation) noexcept;
+  /// Calls `each(correlation, entry)` for every entry (ring and overflow).
+  template <typename F>
+  void for_each_locked(F each);
+  /// Gives up every entry awaited before `before` whose record is missing: lost, counted missing,
+  /// no longer outstanding. Returns how many.
+  std::size_t give_up_locked(std::uint64_t before) noexcept;
+  /// Says once that `lost` measurements were given up, and why.
+  void warn_lost(std::size_t lost, const char* why);
+  void warn_missing(std::uint64_t correlation, const char* why);
+  /// Says `what` with the counts so far: a warning the first time in the process, then debug.
+  void say_missing(const std::string& what);
 
   void collect();
-  void warn_missing(std::uint32_t correlation, const char* why);
 
   const std::chrono::milliseconds flush_period_;
   const std::chrono::milliseconds timeout_;
@@ -138,9 +181,17 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   std::condition_variable arrived_;
   std::condition_variable wake_collector_;
   std::vector<slot> ring_ = std::vector<slot>(ring_size);
-  std::unordered_map<std::uint32_t, awaited> overflow_;
-  /// Awaited entries whose record has not arrived: the collector flushes while there are any.
+  std::unordered_map<std::uint64_t, awaited> overflow_;
+  correlation_epochs epochs_;
+  /// Awaited entries whose record has not arrived (nor was given up): the collector flushes while
+  /// there are any.
   std::size_t outstanding_ = 0;
+  /// Entries awaited and not yet adopted (between a launch's ENTER and EXIT).
+  std::size_t unadopted_ = 0;
+  /// Entries awaited so far: each entry's sequence.
+  std::uint64_t awaits_ = 0;
+  /// Kernel records handed over so far, awaited or not: whether a flush brought anything.
+  std::uint64_t received_ = 0;
   /// take() calls waiting for a record.
   std::size_t waiting_ = 0;
   bool urgent_ = false;
@@ -150,12 +201,12 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   std::thread collector_;
 };
 
-/// What a deferred measurement of a foreign launch carries: the table and the launch's correlation
-/// id. Small (three words) so a profile_duration holds it without allocating; lets its record go
-/// when dropped unread.
+/// What a deferred measurement of a foreign launch carries: the table and the launch's (64-bit)
+/// correlation id. Small (three words) so a profile_duration holds it without allocating; lets its
+/// record go when dropped unread.
 class record_resolver {
  public:
-  record_resolver(std::shared_ptr<kernel_records> records, std::uint32_t correlation) noexcept
+  record_resolver(std::shared_ptr<kernel_records> records, std::uint64_t correlation) noexcept
       : records_{std::move(records)}, correlation_{correlation} {}
   record_resolver(record_resolver&& other) noexcept
       : records_{std::move(other.records_)}, correlation_{other.correlation_} {}
@@ -173,7 +224,7 @@ class record_resolver {
 
  private:
   std::shared_ptr<kernel_records> records_;
-  std::uint32_t correlation_;
+  std::uint64_t correlation_;
 };
 
 }  // namespace launchwatch::detail::cuda_bridge

@@ -15,7 +15,7 @@
 #include "bridge_engine.hpp"
 #include "cupti_calls.hpp"
 #include "inside_cuda_init.hpp"
-#include <launchwatch/launch_path.hpp>
+#include "resolved_timing.hpp"
 
 namespace launchwatch::detail {
 namespace {
@@ -41,7 +41,8 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
   params.subscriberName = "launchwatch";
   params.oldSubscriberName = holder.data();
   params.oldSubscriberSize = holder.size();
-  if (const CUptiResult r = cuptiSubscribe_v2(&subscriber_, &on_callback, this, &params);
+  gate_->engine.store(this, std::memory_order_seq_cst);
+  if (const CUptiResult r = cuptiSubscribe_v2(&subscriber_, &on_callback, gate_, &params);
       r != CUPTI_SUCCESS) {
     subscriber_ = nullptr;
     if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
@@ -67,6 +68,8 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
 
   // From here a failure must give CUPTI back before it throws.
   const auto fail = [&](const char* call, CUptiResult r) {
+    gate_->engine.store(nullptr, std::memory_order_seq_cst);
+    while (gate_->in_flight.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
     (void)cuptiUnsubscribe(subscriber_);
     (void)cuptiFinalize();
     subscriber_ = nullptr;
@@ -96,6 +99,9 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
   }
   if (options_.graph_replays == cuda_graph_replays::per_node) {
     enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
+    // So a program that captures and instantiates again and again does not grow the bookkeeping.
+    enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING);
+    enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING);
   }
   // Nodes added by the explicit graph API are launches recorded into a graph, and are reported
   // whatever graph_replays says (the node-adding calls mark the thread, GRAPHNODE_CREATED names the
@@ -136,11 +142,14 @@ void cuda_bridge_engine::teardown() noexcept {
     }
     launch_callbacks_on_ = false;
   }
-  // Callbacks already running finish before anything they touch goes away.
-  alive_.store(false, std::memory_order_seq_cst);
-  while (in_flight_.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+  // Callbacks already running finish before anything they touch goes away; one CUPTI dispatches
+  // later finds the gate (never freed) empty.
+  gate_->engine.store(nullptr, std::memory_order_seq_cst);
+  while (gate_->in_flight.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+  core_.launch_callbacks_off();
   synchronize_seen_devices();
   core_.close();
+  cuda_bridge::release_resolved_windows();
   cuda_bridge::stop_delivering_to(*core_.records());
   if (device_.kernel_records_were_turned_on()) {
     (void)cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
@@ -170,6 +179,9 @@ void cuda_bridge_engine::apply_watch_state() noexcept {
     }
   }
   launch_callbacks_on_ = want;
+  // A launch caught between its ENTER and EXIT gets no EXIT now: nobody will read its record
+  // (review 2026-12-01b, finding 13).
+  if (!want) core_.launch_callbacks_off();
 }
 
 }  // namespace launchwatch::detail

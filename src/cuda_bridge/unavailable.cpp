@@ -4,6 +4,7 @@
 
 #include <launchwatch/config.hpp>
 
+#include "closing.hpp"
 #include "inside_cuda_init.hpp"
 
 namespace launchwatch {
@@ -44,6 +45,7 @@ inside_cuda_init::inside_cuda_init() noexcept : was_{false} {}
 inside_cuda_init::~inside_cuda_init() = default;
 bool after_cuda_runtime_initialised(void (* /*then*/)()) noexcept { return false; }
 void cuda_context_created() noexcept {}
+void close_live_bridge_records() noexcept {}
 
 }  // namespace detail::cuda_bridge
 

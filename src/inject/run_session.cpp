@@ -33,6 +33,7 @@
 #include <launchwatch/cuda_bridge.hpp>
 #include <launchwatch/errors.hpp>
 
+#include "cuda_bridge/closing.hpp"
 #include "cuda_bridge/inside_cuda_init.hpp"
 
 namespace launchwatch::detail {
@@ -369,6 +370,8 @@ void finish_run_session() noexcept {
         }
       }
       s.watching.reset();
+      // Nothing of the bridge runs through exit: its collector stops after one last flush.
+      cuda_bridge::close_live_bridge_records();
       auto pass = s.observer->collect_bounded();
       pass.summary.process = s.place.label;
       s.files->write(pass.trace_prefix, pass.summary, session_trace_options(s.settings, pass.left_out));

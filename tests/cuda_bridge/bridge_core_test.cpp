@@ -348,24 +348,241 @@ TEST(BridgeCore, AMissingRecordIsCountedLostAndItsReadReturnsEmptyAfterTheTimeou
   EXPECT_EQ(log->count_containing("did not arrive in time"), 1u);
 }
 
-// Issue 23, finding 5: today each missing record costs its own timeout, one after the other. When
-// reads share one deadline per flush, this test changes with them.
-TEST(BridgeCore, TodayEachMissingRecordWaitsItsOwnTimeout) {
+// Issue 23, finding 5: a hundred missing records cost their readers one timeout together (the
+// first wait gives up every record awaited before it), not a hundred one after the other.
+TEST(BridgeCore, ManyMissingRecordsCostTheirReadersOneTimeoutTogetherNotOneEach) {
+  captured_log log;
   cuda_bridge_options options;
-  options.record_timeout = 60ms;
+  options.record_timeout = 200ms;
   fake_cupti cupti{options};
   auto observer = std::make_shared<recording_observer>(cupti, timing_request::deferred);
   launch_observation watching{observer};
-  for (int i = 0; i < 3; ++i) {
+  constexpr int lost = 100;
+  for (int i = 0; i < lost; ++i) {
     cupti.lose(cupti.next_correlation());
     cupti.launch("lost");
   }
   auto profiles = observer->take_profiles();
-  ASSERT_EQ(profiles.size(), 3u);
+  ASSERT_EQ(profiles.size(), static_cast<std::size_t>(lost));
   const auto began = std::chrono::steady_clock::now();
   for (auto& [kernel, profile] : profiles) EXPECT_FALSE(std::move(profile).resolve().has_value());
-  EXPECT_GE(std::chrono::steady_clock::now() - began, 3 * 60ms);
-  EXPECT_EQ(cupti.core().stats().measurements_missing, 3u);
+  EXPECT_LT(std::chrono::steady_clock::now() - began, 3 * options.record_timeout);
+  EXPECT_EQ(cupti.core().stats().measurements_missing, static_cast<std::uint64_t>(lost));
+  EXPECT_EQ(log->count_containing("CUDA launch"), 1u) << "said once, with the count";
+  EXPECT_EQ(log->count_containing("Gave up timing 100 CUDA launch(es)"), 1u);
+}
+
+TEST(BridgeCore, AFlushOfIdleDevicesThatBringsNothingGivesUpTheMissingRecordsAtOnce) {
+  captured_log log;
+  fake_cupti cupti;  // record_timeout 30 s
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::deferred);
+  launch_observation watching{observer};
+  for (int i = 0; i < 100; ++i) {
+    cupti.lose(cupti.next_correlation());
+    cupti.launch("lost");
+  }
+  cupti.launch("arrives", fake_cupti::stream(7), 9us);
+  const auto began = std::chrono::steady_clock::now();
+  cupti.core().deliver_pending(2s);
+  auto profiles = observer->take_profiles();
+  ASSERT_EQ(profiles.size(), 101u);
+  int timed = 0;
+  for (auto& [kernel, profile] : profiles) {
+    const auto ticks = std::move(profile).resolve();
+    EXPECT_EQ(ticks.has_value(), kernel == "arrives");
+    timed += ticks.has_value() ? 1 : 0;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - began, 1s);
+  EXPECT_EQ(timed, 1);
+  EXPECT_EQ(cupti.core().stats().measurements_missing, 100u);
+  EXPECT_EQ(log->count_containing("were not handed over by a flush"), 1u);
+  EXPECT_EQ(log->count_containing("CUDA launch"), 1u);
+}
+
+/// How many flushes the collector asks for in ten flush periods, once a flush it had begun ended.
+std::uint64_t flushes_in_ten_periods(const fake_cupti& cupti) {
+  std::this_thread::sleep_for(30ms);
+  const std::uint64_t before = cupti.flushes();
+  std::this_thread::sleep_for(100ms);
+  return cupti.flushes() - before;
+}
+
+TEST(BridgeCore, AfterTheMissingRecordsAreGivenUpTheCollectorStopsFlushing) {
+  fake_cupti cupti;
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::deferred);
+  launch_observation watching{observer};
+  cupti.lose(cupti.next_correlation());
+  cupti.launch("lost");
+  cupti.core().deliver_pending(2s);
+  EXPECT_EQ(flushes_in_ten_periods(cupti), 0u);
+}
+
+// ---- correlation ids over hours (finding 6) ----
+
+/// Launches `symbol` for `length` at the correlation id `id` and lets the collector hand its
+/// record over (it arrives long before the id comes round again, as on a real GPU).
+std::uint32_t launch_at(fake_cupti& cupti, std::uint32_t id, const char* symbol,
+                        std::chrono::nanoseconds length) {
+  cupti.jump_correlation(id);
+  const std::uint32_t correlation = cupti.launch(symbol, fake_cupti::stream(7), length);
+  cupti.core().deliver_pending(2s);
+  return correlation;
+}
+
+/// Launches at ids a quarter of the 32-bit range apart from `from` until the id is `from` again:
+/// the calls of an hour or more, seen at their ENTERs.
+void go_round_the_ids(fake_cupti& cupti, std::uint32_t from) {
+  constexpr std::uint32_t quarter = std::uint32_t{1} << 30;
+  for (std::uint32_t step = 1; step < 4; ++step) {
+    launch_at(cupti, from + step * quarter, "between", 1us);
+  }
+}
+
+TEST(BridgeCore, TwoLaunchesOfOne32BitCorrelationIdEachResolveTheirOwnWindow) {
+  fake_cupti cupti;
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::deferred);
+  launch_observation watching{observer};
+  constexpr std::uint32_t id = 0xfffffff0u;  // ids go round once between the two
+  ASSERT_EQ(launch_at(cupti, id, "first", 11us), id);
+  go_round_the_ids(cupti, id);
+  ASSERT_EQ(launch_at(cupti, id, "second", 22us), id);
+
+  auto profiles = observer->take_profiles();
+  ASSERT_EQ(profiles.size(), 5u);
+  ASSERT_EQ(profiles.front().first, "first");
+  ASSERT_EQ(profiles.back().first, "second");
+  const auto first = std::move(profiles.front().second).resolve();
+  const auto second = std::move(profiles.back().second).resolve();
+  ASSERT_TRUE(first.has_value());
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(first->length(), 11us);
+  EXPECT_EQ(second->length(), 22us);
+}
+
+TEST(BridgeCore, LaunchIdsDoNotCollideAcrossTheCorrelationWrap) {
+  fake_cupti cupti;
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::none);
+  launch_observation watching{observer};
+  constexpr std::uint32_t id = 7;
+  launch_at(cupti, id, "first", 1us);
+  go_round_the_ids(cupti, id);
+  launch_at(cupti, id, "second", 1us);
+  const auto launches = observer->launches();
+  ASSERT_EQ(launches.size(), 5u);
+  EXPECT_NE(launches.front().launch_id, launches.back().launch_id);
+  EXPECT_EQ(launches.back().launch_id - launches.front().launch_id, std::uint64_t{1} << 32);
+}
+
+// ---- graph bookkeeping over hours (finding 9) ----
+
+TEST(BridgeCore, CapturingReplayingAndDestroyingAThousandGraphsLeavesTheTablesFlat) {
+  fake_cupti cupti{per_node()};
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::none);
+  launch_observation watching{observer};
+  for (int step = 0; step < 1000; ++step) {
+    cupti.begin_capture(fake_cupti::stream(7));
+    cupti.launch("norm");
+    cupti.launch("attention");
+    cupti.launch("mlp");
+    const std::uint64_t graph = cupti.end_capture(fake_cupti::stream(7));
+    const void* exec = cupti.instantiate(graph);
+    cupti.replay(exec);
+    cupti.destroy_exec(exec);  // before its replay's records came: they still count
+    cupti.destroy_graph(graph);
+  }
+  cupti.core().deliver_pending(2s);
+  EXPECT_EQ(cupti.core().stats().replayed_nodes_delivered, 3000u);
+  const auto tables = cupti.core().graph_tables();
+  EXPECT_EQ(tables.nodes, 0u);
+  EXPECT_EQ(tables.graphs, 0u);
+  EXPECT_EQ(tables.execs, 0u);
+  EXPECT_EQ(tables.replays, 0u);
+}
+
+TEST(BridgeCore, AnExecutableGraphMadeAtADestroyedOnesAddressCountsAsNew) {
+  fake_cupti cupti{per_node()};
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::none);
+  launch_observation watching{observer};
+  const void* exec = captured_attention(cupti);
+  cupti.replay(exec);
+  cupti.core().deliver_pending(2s);
+  cupti.destroy_exec(exec);
+  cupti.begin_capture(fake_cupti::stream(7));
+  cupti.launch("gemm");
+  const void* again = cupti.instantiate(cupti.end_capture(fake_cupti::stream(7)), exec);
+  ASSERT_EQ(again, exec);
+  cupti.replay(again);
+  cupti.core().deliver_pending(2s);
+  const auto nodes = observer->replayed_nodes();
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes[1].kernel, "gemm");
+  EXPECT_EQ(cupti.core().graph_tables().replays, 0u) << "the new exec's one node settles it";
+}
+
+TEST(BridgeCore, AReplayWhoseRecordWasDroppedIsGivenUpSoNothingStaysPending) {
+  cuda_bridge_options options = per_node();
+  options.record_timeout = 50ms;
+  fake_cupti cupti{options};
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::none);
+  launch_observation watching{observer};
+  const void* exec = captured_attention(cupti);
+  cupti.lose(cupti.next_correlation());
+  cupti.replay(exec);
+  ASSERT_EQ(cupti.core().graph_tables().replays, 1u);
+  std::this_thread::sleep_for(200ms);  // past the record timeout: the collector gives it up
+  EXPECT_EQ(cupti.core().graph_tables().replays, 0u);
+  const auto began = std::chrono::steady_clock::now();
+  cupti.core().deliver_pending(2s);
+  EXPECT_LT(std::chrono::steady_clock::now() - began, 500ms);
+  EXPECT_TRUE(observer->replayed_nodes().empty());
+}
+
+// ---- kernel nodes of the explicit graph API (U3) ----
+
+TEST(BridgeCore, AChildGraphNodesCopiedKernelsAreNotReportedAgain) {
+  fake_cupti cupti;
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::none);
+  launch_observation watching{observer};
+  const std::uint64_t child = cupti.new_graph();
+  (void)cupti.add_kernel_node(child, "inner");
+  const std::uint64_t parent = cupti.new_graph();
+  cupti.add_child_graph_node(parent, child);
+  const auto launches = observer->launches();
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0].kernel, "inner");
+  EXPECT_TRUE(launches[0].capturing);
+}
+
+// ---- the end of a run (finding 13) ----
+
+TEST(BridgeCore, ALaunchCaughtBetweenEnterAndExitWhenCallbacksTurnOffIsForgotten) {
+  fake_cupti cupti;
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::deferred);
+  launch_observation watching{observer};
+  detail::cuda_bridge::launch_call enter;
+  enter.correlation = cupti.next_correlation();
+  enter.symbol = "caught";
+  enter.context = fake_cupti::context;
+  cupti.core().launch_entered(enter);  // its EXIT never comes
+  cupti.core().launch_callbacks_off();
+  EXPECT_EQ(flushes_in_ten_periods(cupti), 0u) << "nothing is awaited any more";
+  cupti.core().launch_exited(enter);  // an EXIT CUPTI had dispatched already
+  EXPECT_TRUE(observer->take_profiles().empty());
+}
+
+TEST(BridgeCore, AClosedCoreStopsFlushingAndAnswersReadsAtOnce) {
+  fake_cupti cupti;
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::deferred);
+  launch_observation watching{observer};
+  cupti.withhold(cupti.next_correlation());
+  cupti.launch("running");
+  cupti.core().close();
+  auto profiles = observer->take_profiles();
+  ASSERT_EQ(profiles.size(), 1u);
+  const auto began = std::chrono::steady_clock::now();
+  EXPECT_FALSE(std::move(profiles[0].second).resolve().has_value());
+  EXPECT_LT(std::chrono::steady_clock::now() - began, 100ms);
+  EXPECT_EQ(flushes_in_ten_periods(cupti), 0u);
 }
 
 TEST(BridgeCore, ARecordOfAKernelStillRunningAtCloseResolvesEmptyRatherThanZero) {

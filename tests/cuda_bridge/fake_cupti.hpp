@@ -63,7 +63,7 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
     if (captured_into) {
       // GRAPHNODE_CREATED, inside the launch's ENTER..EXIT.
       const std::uint64_t node = next_node_id(*captured_into);
-      core_.node_created({reinterpret_cast<const void*>(node), node, true});
+      core_.node_created({reinterpret_cast<const void*>(node), node, true, *captured_into});
       std::lock_guard lock{mutex_};
       graphs_[*captured_into].push_back(node);
     } else {
@@ -87,8 +87,9 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
     return graph;
   }
   /// cudaGraphInstantiate: clones every node of `graph` (GRAPHNODE_CLONED) into a new executable
-  /// graph, returned.
-  const void* instantiate(std::uint64_t graph) {
+  /// graph, returned; at the address `at` when given (CUDA hands a destroyed one's out again),
+  /// though CUPTI's id of it is always new.
+  const void* instantiate(std::uint64_t graph, const void* at = nullptr) {
     std::vector<std::uint64_t> originals;
     std::uint64_t exec_graph = 0;
     {
@@ -96,27 +97,89 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
       originals = graphs_[graph];
       exec_graph = next_graph_++;
     }
-    const void* exec = reinterpret_cast<const void*>(exec_graph);
+    const void* exec = at != nullptr ? at : reinterpret_cast<const void*>(exec_graph);
+    {
+      std::lock_guard lock{mutex_};
+      exec_ids_[exec] = exec_graph;
+    }
     for (const std::uint64_t original : originals) {
       const std::uint64_t clone = next_node_id(exec_graph);
-      core_.node_cloned(original, clone, exec);
+      core_.node_cloned(original, clone, exec_graph);
       std::lock_guard lock{mutex_};
       clones_[exec].push_back(clone);
     }
     return exec;
+  }
+  /// cudaGraphCreate: an empty graph for the explicit graph API.
+  std::uint64_t new_graph() {
+    std::lock_guard lock{mutex_};
+    return next_graph_++;
+  }
+  /// cudaGraphAddKernelNode of `name` to `graph`, outside any capture: GRAPHNODE_CREATED fires
+  /// inside the node-adding call. Returns the node's id.
+  std::uint64_t add_kernel_node(std::uint64_t graph, const char* name) {
+    core_.node_adding_call(true, true);
+    const std::uint64_t node = next_node_id(graph);
+    {
+      std::lock_guard lock{mutex_};
+      names_[node] = name;
+      graphs_[graph].push_back(node);
+    }
+    core_.node_created({reinterpret_cast<const void*>(node), node, true, graph});
+    core_.node_adding_call(false);
+    return node;
+  }
+  /// cuGraphAddNode of a child-graph node holding a copy of `child` into `graph`: CUPTI may
+  /// announce each copied kernel node as created inside the call (review U3), and does here.
+  void add_child_graph_node(std::uint64_t graph, std::uint64_t child) {
+    core_.node_adding_call(true, false);
+    std::vector<std::uint64_t> nodes;
+    {
+      std::lock_guard lock{mutex_};
+      nodes = graphs_[child];
+    }
+    for (const std::uint64_t node : nodes) {
+      const std::uint64_t copy = next_node_id(graph);
+      {
+        std::lock_guard lock{mutex_};
+        names_[copy] = names_[node];
+      }
+      core_.node_created({reinterpret_cast<const void*>(copy), copy, true, graph});
+    }
+    core_.node_adding_call(false);
+  }
+  /// cudaGraphExecDestroy (GRAPHEXEC_DESTROY_STARTING).
+  void destroy_exec(const void* exec) {
+    std::uint64_t id = 0;
+    {
+      std::lock_guard lock{mutex_};
+      id = exec_ids_.at(exec);
+      exec_ids_.erase(exec);
+      clones_.erase(exec);
+    }
+    core_.exec_destroyed(id);
+  }
+  /// cudaGraphDestroy (GRAPH_DESTROY_STARTING).
+  void destroy_graph(std::uint64_t graph) {
+    {
+      std::lock_guard lock{mutex_};
+      graphs_.erase(graph);
+    }
+    core_.graph_destroyed(graph);
   }
   /// cuGraphLaunch of `exec` on `on`: only the graph launch's callback fires; each node's kernel
   /// runs for `length` and leaves a record with the replay's correlation id and the clone's id.
   std::uint32_t replay(const void* exec, void* on = stream(7),
                        std::chrono::nanoseconds length = std::chrono::microseconds{3}) {
     const std::uint32_t correlation = next_correlation_.fetch_add(1) + 1;
-    core_.graph_launch_entered(
-        {correlation, exec, context, reinterpret_cast<std::uintptr_t>(on)});
+    std::uint64_t id = 0;
     std::vector<std::uint64_t> nodes;
     {
       std::lock_guard lock{mutex_};
+      id = exec_ids_.at(exec);
       nodes = clones_[exec];
     }
+    core_.graph_launch_entered({correlation, id, context, reinterpret_cast<std::uintptr_t>(on)});
     for (const std::uint64_t node : nodes) {
       complete(kernel_record{correlation, node, 0, 0, 0, 0}, length);
     }
@@ -142,6 +205,8 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
   }
   /// The correlation id the next launch or replay will get.
   std::uint32_t next_correlation() const noexcept { return next_correlation_.load() + 1; }
+  /// The next launch or replay gets `id` (as if the calls between had been made unwatched).
+  void jump_correlation(std::uint32_t id) noexcept { next_correlation_.store(id - 1); }
 
   /// Launches submitted so far (counted between ENTER and EXIT).
   std::uint64_t submitted() const noexcept { return submitted_.load(); }
@@ -160,8 +225,14 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
                             timing_method::device};
   }
   std::optional<detail::cuda_bridge::kernel_node> describe_kernel_node(
-      const void*) noexcept override {
-    return std::nullopt;
+      const void* node) noexcept override {
+    std::lock_guard lock{mutex_};
+    const auto found = names_.find(reinterpret_cast<std::uintptr_t>(node));
+    if (found == names_.end()) return std::nullopt;
+    detail::cuda_bridge::kernel_node described;
+    described.name = found->second;
+    described.context = context;
+    return described;
   }
 
   /// What a resolved window measures.
@@ -195,7 +266,7 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
     record.end = now_nanoseconds();
     record.start = record.end - static_cast<std::uint64_t>(length.count());
     std::lock_guard lock{mutex_};
-    if (lost_.count(record.correlation) != 0) return;
+    if (lost_.count(static_cast<std::uint32_t>(record.correlation)) != 0) return;
     buffer_.push_back(record);
   }
 
@@ -208,7 +279,7 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
       std::lock_guard lock{mutex_};
       std::vector<kernel_record> kept;
       for (const kernel_record& record : buffer_) {
-        if (withheld_.count(record.correlation) == 0) {
+        if (withheld_.count(static_cast<std::uint32_t>(record.correlation)) == 0) {
           handed.push_back(record);
         } else if (forced) {
           handed.push_back(kernel_record{record.correlation, record.graph_node, 0, 0, 0, 0});
@@ -225,6 +296,8 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
   std::map<void*, std::uint64_t> capturing_;
   std::map<std::uint64_t, std::vector<std::uint64_t>> graphs_;
   std::map<const void*, std::vector<std::uint64_t>> clones_;
+  std::map<const void*, std::uint64_t> exec_ids_;
+  std::map<std::uint64_t, const char*> names_;
   std::map<std::uint64_t, std::uint32_t> node_counts_;
   std::uint64_t next_graph_ = 1;
   std::vector<kernel_record> buffer_;

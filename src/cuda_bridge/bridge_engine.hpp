@@ -40,11 +40,13 @@ class cuda_bridge_engine {
   cuda_bridge_engine& operator=(const cuda_bridge_engine&) = delete;
 
   void flush();
-  /// The end of `launchwatch run` (cuda_bridge/closing.hpp): waits for the devices seen, closes the
+  /// The end of `launchwatch run` (live_bridge.hpp): waits for the devices seen, closes the
   /// records (collector stopped, one forced flush), so nothing of the bridge runs through the
   /// process's teardown; stays subscribed, since the program's other threads may still call CUDA.
   void close_records() noexcept;
   cuda_bridge_stats stats() const noexcept;
+  /// The core's graph bookkeeping sizes (live_bridge.hpp).
+  cuda_bridge::graph_table_sizes graph_tables() const { return core_.graph_tables(); }
 
  private:
   /// CUPTI's callback: `gate` is the engine's callback_gate.

@@ -5,7 +5,7 @@
 #include <mutex>
 
 #include "bridge_engine.hpp"
-#include "closing.hpp"
+#include "live_bridge.hpp"
 
 namespace launchwatch {
 namespace {
@@ -41,6 +41,12 @@ bool cuda_bridge::built() noexcept { return true; }
 void detail::cuda_bridge::close_live_bridge_records() noexcept {
   std::lock_guard lock{bridges_mutex};
   if (auto running = shared_engine.lock()) running->close_records();
+}
+
+detail::cuda_bridge::graph_table_sizes detail::cuda_bridge::live_bridge_graph_tables() noexcept {
+  std::lock_guard lock{bridges_mutex};
+  const auto running = shared_engine.lock();
+  return running ? running->graph_tables() : graph_table_sizes{};
 }
 
 }  // namespace launchwatch

@@ -4,7 +4,7 @@
 
 #include <launchwatch/config.hpp>
 
-#include "closing.hpp"
+#include "live_bridge.hpp"
 #include "inside_cuda_init.hpp"
 
 namespace launchwatch {
@@ -46,6 +46,7 @@ inside_cuda_init::~inside_cuda_init() = default;
 bool after_cuda_runtime_initialised(void (* /*then*/)()) noexcept { return false; }
 void cuda_context_created() noexcept {}
 void close_live_bridge_records() noexcept {}
+graph_table_sizes live_bridge_graph_tables() noexcept { return {}; }
 
 }  // namespace detail::cuda_bridge
 

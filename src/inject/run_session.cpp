@@ -33,7 +33,7 @@
 #include <launchwatch/cuda_bridge.hpp>
 #include <launchwatch/errors.hpp>
 
-#include "cuda_bridge/closing.hpp"
+#include "cuda_bridge/live_bridge.hpp"
 #include "cuda_bridge/inside_cuda_init.hpp"
 
 namespace launchwatch::detail {

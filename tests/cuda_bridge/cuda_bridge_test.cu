@@ -8,6 +8,7 @@
 #if LAUNCHWATCH_TEST_CUBLAS
 #include <cublas_v2.h>
 #endif
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <cuda_profiler_api.h>
 #include <cupti.h>
@@ -30,6 +31,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "cuda_bridge/live_bridge.hpp"
+#include "cuda_bridge/resolved_timing.hpp"
 #include "support/capturing_sink.hpp"
 #include "support/observers.hpp"
 
@@ -38,6 +41,8 @@
 // short.
 
 __global__ void add_one(int* value) { atomicAdd(value, 1); }
+
+__global__ void does_nothing() {}
 
 __global__ void sets_flag(volatile int* flag) { *flag = 1; }
 
@@ -782,6 +787,254 @@ TEST_F(CudaBridge, ASecondBridgeSharesTheFirstAndReportingGoesOnWhileEitherLives
   check(cudaStreamSynchronize(stream_));
   EXPECT_EQ(observer->seen().size(), 2u);
   EXPECT_EQ(second->stats().launches_reported, 2u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Correct over hours (issue 23; review 2026-12-01b, findings 5, 8, 9 and the unconfirmed U1-U3).
+// Each is quick (well under 10 s); the CPU side of the same logic is in bridge_core_test.cpp.
+
+class CudaBridgeShortTimeout : public CudaBridge {
+ protected:
+  cuda_bridge_options options() const override {
+    return cuda_bridge_options{.record_timeout = std::chrono::seconds{3}};
+  }
+};
+
+void CUPTIAPI other_client_buffer(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *size = std::size_t{1} << 20;
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, *size));
+  *max_records = 0;
+}
+void CUPTIAPI other_client_done(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t) {
+  std::free(buffer);
+}
+
+// Finding 5: another CUPTI client takes the activity buffers (as Kineto does): the 100 awaited
+// records never come, and reading them costs at most one record_timeout together.
+TEST_F(CudaBridgeShortTimeout, RecordsTakenByAnotherClientCostOneTimeoutTogetherNotOneEach) {
+  testing::captured_log log;
+  auto observer = std::make_shared<testing::keeper>();
+  std::vector<std::pair<std::string, profile_duration>> kept;
+  {
+    launch_observation watching{observer};
+    spin_for<<<1, 1, 0, stream_>>>(20'000'000);  // 20 ms: the records below are not flushed yet
+    for (int i = 0; i < 100; ++i) does_nothing<<<1, 1, 0, stream_>>>();
+    ASSERT_EQ(cuptiActivityRegisterCallbacks(&other_client_buffer, &other_client_done),
+              CUPTI_SUCCESS);
+    check(cudaStreamSynchronize(stream_));
+    kept = observer->take();
+  }
+  ASSERT_EQ(kept.size(), 101u);
+  const auto began = std::chrono::steady_clock::now();
+  bridge_->flush();
+  std::size_t timed = 0;
+  for (auto& [kernel, profile] : kept) timed += std::move(profile).resolve().has_value() ? 1 : 0;
+  EXPECT_LT(std::chrono::steady_clock::now() - began, 5s) << "one record_timeout (3 s) at most";
+  EXPECT_EQ(bridge_->stats().measurements_missing + timed, 101u);
+  EXPECT_LE(log->count_containing("CUDA launch"), 1u) << "said once";
+}
+
+/// The loaded driver's `name`, through the runtime, so the test binary does not link libcuda (it
+/// must start, and list its tests, on a machine without a driver).
+template <typename F>
+F driver_function(F /*declared*/, const char* name) {
+  void* function = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion(name, &function, CUDA_VERSION, cudaEnableDefault, &found) !=
+          cudaSuccess ||
+      found != cudaDriverEntryPointSuccess) {
+    return nullptr;
+  }
+  return reinterpret_cast<F>(function);
+}
+
+// Finding 8: a thread that alternates two contexts under `resolved` keeps one pair of events in
+// each, and the bridge's end destroys them.
+TEST_F(CudaBridge, AThreadAlternatingTwoContextsKeepsOnePairOfEventsInEach) {
+  const auto cuCtxGetCurrent = driver_function(&::cuCtxGetCurrent, "cuCtxGetCurrent");
+  const auto cuCtxSetCurrent = driver_function(&::cuCtxSetCurrent, "cuCtxSetCurrent");
+  const auto cuCtxCreate = driver_function(&::cuCtxCreate, "cuCtxCreate");
+  const auto cuCtxDestroy = driver_function(&::cuCtxDestroy, "cuCtxDestroy");
+  ASSERT_TRUE(cuCtxGetCurrent && cuCtxSetCurrent && cuCtxCreate && cuCtxDestroy);
+  const CUdevice device = 0;
+  CUcontext primary = nullptr;
+  ASSERT_EQ(cuCtxGetCurrent(&primary), CUDA_SUCCESS);
+  CUcontext created = nullptr;
+  ASSERT_EQ(cuCtxCreate(&created, nullptr, 0, device), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSetCurrent(primary), CUDA_SUCCESS);
+  const auto before = detail::cuda_bridge::resolved_events();
+  auto observer = std::make_shared<testing::timer>(timing_request::resolved);
+  {
+    launch_observation watching{observer};
+    for (int i = 0; i < 1000; ++i) {
+      ASSERT_EQ(cuCtxSetCurrent(i % 2 == 0 ? primary : created), CUDA_SUCCESS);
+      does_nothing<<<1, 1>>>();
+    }
+    ASSERT_EQ(cuCtxSetCurrent(created), CUDA_SUCCESS);
+    check(cudaDeviceSynchronize());
+    ASSERT_EQ(cuCtxSetCurrent(primary), CUDA_SUCCESS);
+    check(cudaDeviceSynchronize());
+  }
+  const auto during = detail::cuda_bridge::resolved_events();
+  EXPECT_EQ(during.pairs_created - before.pairs_created, 2u);
+  EXPECT_EQ(during.pairs_destroyed, before.pairs_destroyed);
+  bridge_.reset();
+  const auto after = detail::cuda_bridge::resolved_events();
+  EXPECT_EQ(after.pairs_destroyed - before.pairs_destroyed, 2u);
+  ASSERT_EQ(cuCtxSetCurrent(primary), CUDA_SUCCESS);
+  EXPECT_EQ(cuCtxDestroy(created), CUDA_SUCCESS);
+}
+
+// Finding 9: a program that captures, instantiates, replays and destroys a graph again and again
+// gets every replayed node told, and flushing stays quick.
+TEST_F(CudaBridgeGraphNodes, AThousandCapturedReplayedAndDestroyedGraphsTellEveryNodeOnce) {
+  auto observer = std::make_shared<replay_recorder>();
+  device_int counter;
+  {
+    launch_observation watching{observer};
+    for (int step = 0; step < 1000; ++step) {
+      cudaGraph_t graph = nullptr;
+      check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+      for (int k = 0; k < 3; ++k) add_one<<<1, 1, 0, stream_>>>(counter.pointer);
+      check(cudaStreamEndCapture(stream_, &graph));
+      cudaGraphExec_t exec = nullptr;
+      check(cudaGraphInstantiate(&exec, graph, 0));
+      check(cudaGraphLaunch(exec, stream_));
+      check(cudaGraphExecDestroy(exec));
+      check(cudaGraphDestroy(graph));
+    }
+    check(cudaStreamSynchronize(stream_));
+    bridge_->flush();
+    const auto began = std::chrono::steady_clock::now();
+    bridge_->flush();
+    EXPECT_LT(std::chrono::steady_clock::now() - began, 100ms) << "nothing stays pending";
+  }
+  EXPECT_EQ(counter.read(), 3000);
+  EXPECT_EQ(observer->nodes().size(), 3000u);
+  EXPECT_EQ(bridge_->stats().replayed_nodes_delivered, 3000u);
+  // Flat: what CUPTI's destroy callbacks name is what its clone callbacks named.
+  const auto tables = detail::cuda_bridge::live_bridge_graph_tables();
+  EXPECT_EQ(tables.nodes, 0u);
+  EXPECT_EQ(tables.graphs, 0u);
+  EXPECT_EQ(tables.execs, 0u);
+  EXPECT_EQ(tables.replays, 0u);
+}
+
+/// Another thread capturing on its own stream in CUDA's default, global mode (PyTorch's): it
+/// begins the capture and records an add_one launch at construction, a second one at finish().
+class global_capture_on_another_thread {
+ public:
+  explicit global_capture_on_another_thread(int* value) : value_{value} {
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    thread_ = std::thread{[this] {
+      (void)cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal);
+      add_one<<<1, 1, 0, stream_>>>(value_);
+      step_ = 1;
+      while (step_.load() != 2) std::this_thread::yield();
+      add_one<<<1, 1, 0, stream_>>>(value_);
+      ended_ = cudaStreamEndCapture(stream_, &graph_);
+    }};
+    while (step_.load() != 1) std::this_thread::yield();
+  }
+  ~global_capture_on_another_thread() {
+    if (thread_.joinable()) (void)finish();
+    if (graph_ != nullptr) (void)cudaGraphDestroy(graph_);
+    (void)cudaGetLastError();
+    (void)cudaStreamDestroy(stream_);
+  }
+  /// Ends the capture: how CUDA ended it, and how many nodes the graph holds (2 when valid).
+  std::pair<cudaError_t, std::size_t> finish() {
+    step_ = 2;
+    thread_.join();
+    std::size_t nodes = 0;
+    if (graph_ != nullptr) (void)cudaGraphGetNodes(graph_, nullptr, &nodes);
+    return {ended_, nodes};
+  }
+
+ private:
+  int* value_;
+  cudaStream_t stream_ = nullptr;
+  std::atomic<int> step_{0};
+  cudaError_t ended_ = cudaErrorUnknown;
+  cudaGraph_t graph_ = nullptr;
+  std::thread thread_;
+};
+
+// U1: the bridge's own CUDA calls (resolved timing's events, flush's device synchronisation) while
+// another thread captures in CUDA's default, global mode (PyTorch's) leave that capture valid.
+TEST_F(CudaBridge, TheBridgesOwnCudaCallsLeaveAnotherThreadsGlobalCaptureValid) {
+  auto observer = std::make_shared<testing::timer>(timing_request::resolved);
+  device_int counter;
+  launch_observation watching{observer};
+  global_capture_on_another_thread capture{counter.pointer};
+  // This thread: a resolved launch (the bridge creates, records and waits for its events).
+  add_one<<<1, 1, 0, stream_>>>(counter.pointer);
+  const auto [ended, nodes] = capture.finish();
+  EXPECT_EQ(ended, cudaSuccess) << cudaGetErrorString(ended);
+  EXPECT_EQ(nodes, 2u);
+  EXPECT_EQ(observer->calls().size(), 1u) << "the resolved launch was timed";
+}
+
+TEST_F(CudaBridge, AFlushDuringAnotherThreadsGlobalCaptureLeavesItValid) {
+  auto observer = std::make_shared<testing::keeper>();
+  device_int counter;
+  launch_observation watching{observer};
+  add_one<<<1, 1, 0, stream_>>>(counter.pointer);  // a device seen, a record awaited
+  global_capture_on_another_thread capture{counter.pointer};
+  bridge_->flush();  // synchronises the devices it saw, inside the other thread's capture
+  const auto [ended, nodes] = capture.finish();
+  EXPECT_EQ(ended, cudaSuccess) << cudaGetErrorString(ended);
+  EXPECT_EQ(nodes, 2u);
+}
+
+// U2: cudaDeviceReset with measurements awaited: flushing and reading them ends within one
+// record_timeout, each timed or counted missing.
+TEST_F(CudaBridgeShortTimeout, ADeviceResetWithRecordsAwaitedDoesNotHangTheirReads) {
+  auto observer = std::make_shared<testing::keeper>();
+  std::vector<std::pair<std::string, profile_duration>> kept;
+  {
+    device_int counter;
+    launch_observation watching{observer};
+    for (int i = 0; i < 100; ++i) add_one<<<1, 1, 0, stream_>>>(counter.pointer);
+    kept = observer->take();
+  }
+  check(cudaStreamDestroy(stream_));
+  stream_ = nullptr;
+  check(cudaDeviceReset());
+  const auto began = std::chrono::steady_clock::now();
+  bridge_->flush();
+  std::size_t timed = 0;
+  for (auto& [kernel, profile] : kept) timed += std::move(profile).resolve().has_value() ? 1 : 0;
+  EXPECT_LT(std::chrono::steady_clock::now() - began, 5s);
+  EXPECT_EQ(timed + bridge_->stats().measurements_missing, 100u);
+  std::printf("U2: after cudaDeviceReset, %zu of 100 records arrived\n", timed);
+}
+
+// U3: a child graph's kernel nodes, copied into a parent (by cudaGraphAddChildGraphNode or
+// cudaGraphAddNode), were reported once, when they were added to the child; not again.
+TEST_F(CudaBridge, AChildGraphsKernelNodeIsReportedOnceWhateverAddsTheChildToAParent) {
+  auto observer = std::make_shared<info_recorder>();
+  device_int counter;
+  {
+    launch_observation watching{observer};
+    explicit_graph child{counter.pointer};
+    cudaGraph_t parent = nullptr;
+    check(cudaGraphCreate(&parent, 0));
+    cudaGraphNode_t node = nullptr;
+    check(cudaGraphAddChildGraphNode(&node, parent, nullptr, 0, child.graph));
+    cudaGraphNodeParams params{};
+    params.type = cudaGraphNodeTypeGraph;
+    params.graph.graph = child.graph;
+    check(cudaGraphAddNode(&node, parent, nullptr, nullptr, 0, &params));
+    cudaGraphExec_t exec = nullptr;
+    check(cudaGraphInstantiate(&exec, parent, 0));
+    check(cudaGraphLaunch(exec, stream_));
+    check(cudaStreamSynchronize(stream_));
+    check(cudaGraphExecDestroy(exec));
+    check(cudaGraphDestroy(parent));
+  }
+  EXPECT_EQ(counter.read(), 2);
+  EXPECT_EQ(observer->count_of("add_one"), 1u);
 }
 
 /// Starts a raw CUPTI subscriber, as another tool would; false when CUPTI is already held.

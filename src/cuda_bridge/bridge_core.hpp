@@ -175,8 +175,9 @@ class bridge_core {
   /// Calls `wait_idle` (which waits for the devices; nothing when empty), then flushes until every
   /// awaited record arrived and no replay waits for records. Awaited records still missing when a
   /// flush brings nothing, or after `patience`, are given up
-  /// (kernel_records::flush_until_delivered): one deadline a flush, never one a record. A replay still waiting then is left to age out
-  /// (graph_replays), so a record it gets later is still told.
+  /// (kernel_records::flush_until_delivered): one deadline a flush, never one a record. A replay
+  /// still waiting then is left to age out (graph_replays), so a record it gets later is still
+  /// told.
   void deliver_pending(std::chrono::milliseconds patience,
                        const std::function<void()>& wait_idle = {});
   /// Teardown or the end of `launchwatch run`, after the devices are idle: closes the record table

@@ -112,8 +112,8 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   /// For cuda_bridge::flush(), once the devices are idle (they were waited for after `idle_from`
   /// was marked): flushes until no awaited record is missing. When a flush brings no record while
   /// some are missing (twice, a millisecond apart), or `patience` passed, every entry awaited
-  /// before `idle_from` still missing is lost: counted, said once, and its take() answers at once; the
-  /// flushing stops there too while only `others_pending` waits.
+  /// before `idle_from` still missing is lost: counted, said once, and its take() answers at
+  /// once; the flushing stops there too while only `others_pending` waits.
   void flush_until_delivered(std::chrono::milliseconds patience, std::uint64_t idle_from);
   /// Teardown, after the devices are idle: stops the collector, FORCED-flushes, and answers every
   /// later take() from what arrived.

@@ -9,7 +9,7 @@
 
 #include <launchwatch/launch_path.hpp>
 
-#include "backend/cuda/capture_mode.hpp"
+#include "cuda_common/capture_mode.hpp"
 
 namespace launchwatch::detail {
 

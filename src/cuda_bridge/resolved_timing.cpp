@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend/cuda/capture_mode.hpp"
+#include "cuda_common/capture_mode.hpp"
 
 namespace launchwatch::detail::cuda_bridge {
 namespace {

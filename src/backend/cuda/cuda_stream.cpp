@@ -17,7 +17,7 @@
 #include <launchwatch/errors.hpp>
 #include <launchwatch/launch_path.hpp>
 
-#include "capture_mode.hpp"
+#include "cuda_common/capture_mode.hpp"
 #include "cuda_check.hpp"
 
 namespace launchwatch::detail::cuda {

@@ -12,7 +12,7 @@
 
 #include <launchwatch/errors.hpp>
 
-#include "capture_mode.hpp"
+#include "cuda_common/capture_mode.hpp"
 #include "cuda_check.hpp"
 
 namespace launchwatch::detail::cuda {

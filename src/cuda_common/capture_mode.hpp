@@ -1,4 +1,8 @@
-// What the CUDA backend's own work needs around a user's capture windows and busy waits.
+// What launchwatch's own CUDA calls need around a user's capture windows and busy waits.
+//
+// Shared by the two parts that make CUDA calls of their own beside the program's: the CUDA backend
+// (its memory and timing work) and the CUDA bridge (its flushes and resolved-timing events). It
+// lives in neither, so neither includes the other's headers.
 #pragma once
 
 #include <cuda_runtime_api.h>

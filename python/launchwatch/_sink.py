@@ -78,21 +78,21 @@ def _injection_sink():
         return None
 
 
-_sink = None
+current = None  # the process's sink once looked for: hooks read `current or get()`
 
 
 def get():
     """The process's sink (looked for once)."""
-    global _sink
-    if _sink is None:
-        _sink = _injection_sink() or NullSink()
-    return _sink
+    global current
+    if current is None:
+        current = _injection_sink() or NullSink()
+    return current
 
 
 def set_sink(sink):
     """Makes `sink` the process's sink (tests: a recording one); returns the one it replaces.
     Hooks read the sink when they run, so it applies to hooks already installed."""
-    global _sink
-    previous = _sink
-    _sink = sink
+    global current
+    previous = current
+    current = sink
     return previous

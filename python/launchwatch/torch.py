@@ -50,12 +50,14 @@ class _Thread(threading.local):
     """One thread's open module, optimizer and backward ranges."""
 
     def __init__(self):
-        self.forward = []  # (module, depth, path, input nodes): open forward calls, innermost last
+        # (module, _Module, depth, input nodes or None): open forward calls, innermost last
+        self.forward = []
         self.optimizer = []  # (optimizer, depth)
         self.backward = []  # [name, depth, owner call]: open backward ranges under `backward`
         self.generation = 0  # the backward pass `backward` belongs to
         self.callback_queued = 0  # the generation whose end callback this thread queued
-        self.node = 0  # id of the graph node whose begin hook ran last on this thread
+        self.node = None  # the hook of the graph node whose begin ran last on this thread
+        self.hooked = {}  # id(node) -> (node, _NodeHook): nodes hooked in the running forward
 
 
 _thread = _Thread()
@@ -81,11 +83,29 @@ def _compiling_check():
 
 
 _compiling = _compiling_check()
+_grad_enabled = torch.is_grad_enabled
+_Tensor = torch.Tensor
 
 
 # ---- names ----------------------------------------------------------------------------------
 
-_names_cache = {}  # id(module) -> (module ref, parent ref, parent path, names, path)
+_states = {}  # id(module) -> _Module: what its hooks need, for the parent call it last had
+
+
+class _Module:
+    """What one module's forward hooks need that does not change between its calls under one
+    parent: built on its first call, then reused (cost per call: a dict lookup and an identity
+    check). `parent` is the parent call's _Module (None for a root): a module entered under another
+    parent, or under the same parent entered elsewhere, gets a new one."""
+
+    __slots__ = ("parent", "first", "rest", "path", "ref")
+
+    def __init__(self, parent, names, path):
+        self.parent = parent
+        self.first = names[0] if names else None  # None: recursion, the module's own scope
+        self.rest = names[1:]
+        self.path = path
+        self.ref = None
 
 
 def _encode(name):
@@ -131,26 +151,25 @@ def _relative_names(module, parent):
     return _root_names(module)
 
 
-def _no_parent():
-    return None
-
-
-def _names(module, parent, parent_path):
-    """(names to enter, the module's whole module path), cached per module for its last parent."""
+def _new_module_state(module, parent_call):
+    """Builds (and caches, while `module` lives) `module`'s _Module under `parent_call`, the open
+    forward call it is entered in (None: a root)."""
+    if parent_call is None:
+        parent, parent_state = None, None
+        names = _relative_names(module, None)
+        path = names
+    else:
+        parent, parent_state = parent_call[0], parent_call[1]
+        names = _relative_names(module, parent)
+        path = parent_state.path + names
+    state = _Module(parent_state, names, path)
     key = id(module)
-    cached = _names_cache.get(key)
-    if (cached is not None and cached[1]() is parent and cached[2] is parent_path
-            and cached[0]() is module):
-        return cached[3], cached[4]
-    names = _relative_names(module, parent)
-    path = parent_path + names
-    parent_ref = weakref.ref(parent) if parent is not None else _no_parent
     try:
-        module_ref = weakref.ref(module, lambda _, key=key: _names_cache.pop(key, None))
-    except TypeError:  # not weakly referable: not cached
-        return names, path
-    _names_cache[key] = (module_ref, parent_ref, parent_path, names, path)
-    return names, path
+        state.ref = weakref.ref(module, lambda _, key=key: _states.pop(key, None))
+    except TypeError:  # not weakly referable: not cached, built again each call
+        return state
+    _states[key] = state
+    return state
 
 
 # ---- forward --------------------------------------------------------------------------------
@@ -159,22 +178,22 @@ def _names(module, parent, parent_path):
 def _forward_pre(module, args):
     if _compiling():
         return None
-    sink = _sink.get()
+    sink = _sink.current or _sink.get()
     if not sink.active:
         return None
     forward = _thread.forward
-    if forward:
-        parent, _, parent_path, _ = forward[-1]
-    else:
-        parent, parent_path = None, ()
-    names, path = _names(module, parent, parent_path)
-    if names:
-        depth = sink.push(names[0])
-        for name in names[1:]:
-            sink.push(name)
-    else:
+    parent_call = forward[-1] if forward else None
+    state = _states.get(id(module))
+    if state is None or state.parent is not (parent_call[1] if parent_call else None):
+        state = _new_module_state(module, parent_call)
+    first = state.first
+    if first is None:
         depth = sink.pop_to(_EVERYTHING)
-    forward.append((module, depth, path, _input_nodes(args)))
+    else:
+        depth = sink.push(first)
+        for name in state.rest:
+            sink.push(name)
+    forward.append((module, state, depth, _input_nodes(args) if _grad_enabled() else None))
     return None
 
 
@@ -184,7 +203,7 @@ def _close_forward(module):
     for i in range(len(forward) - 1, -1, -1):
         if forward[i][0] is module:
             entry = forward[i]
-            _sink.get().pop_to(entry[1])
+            (_sink.current or _sink.get()).pop_to(entry[2])
             del forward[i:]
             return entry
     return None
@@ -193,9 +212,19 @@ def _close_forward(module):
 def _forward_post(module, args, result):
     if _compiling():
         return None
-    entry = _close_forward(module)
-    if entry is not None:
-        _hook_graph(entry[2], entry[3], result)
+    t = _thread
+    forward = t.forward
+    if forward and forward[-1][0] is module:  # the usual case: the innermost open call
+        entry = forward.pop()
+        (_sink.current or _sink.get()).pop_to(entry[2])
+    else:
+        entry = _close_forward(module)
+        if entry is None:
+            return None
+    if entry[3] is not None:
+        _hook_graph(entry[1].path, entry[3], result)
+    if not forward and t.hooked:
+        t.hooked.clear()  # the root returned: its nodes are no longer looked up
     return None
 
 
@@ -209,8 +238,11 @@ def _forward_post(module, args, result):
 # - a pre hook on each input's node (read when its forward began, before an in-place op in it
 #   could rebase the input): its backward has ended (its range closes, unless another one opened
 #   since). A node both input and output (a module returning its input) gets neither.
-# Several modules' hooks on one node run in the order they were registered, innermost module
-# first; a begin hook keeps the deeper ranges an earlier hook on the same node opened. A module
+# Each node gets one hook (_NodeHook) holding every call's begin and end on it, in the order they
+# were added, innermost module first; a begin keeps the deeper ranges an earlier begin on the same
+# node opened. One registration per node, not per module (torch's register_prehook is Python and
+# allocates a handle), and the node identified by its hook, not by id(grad_fn): torch 2 frees a
+# node's Python object when nothing holds it, so two reads of one node's grad_fn differ. A module
 # whose inputs have no node (the first layer, a root taking images) closes when another module's
 # backward begins or the pass ends. AccumulateGrad nodes run as soon as they are ready, so a
 # parameter's gradient accumulation is charged to the module whose backward produced it.
@@ -248,10 +280,10 @@ def _end_of_pass(generation, thread_id):
 def _this_pass():
     """This thread's open backward ranges, once they belong to the running pass; None outside
     one (a node run by no wrapped backward())."""
-    current = _current_pass()
-    if current is None or _compiling() or not _sink.get().active:
+    passes = _passes
+    if not passes or _compiling() or not (_sink.current or _sink.get()).active:
         return None
-    generation = current[0]
+    generation = passes[-1][0]
     t = _thread
     if t.generation != generation:
         _close_backward_to(0)  # a finished pass's leftovers, if its callback ran elsewhere
@@ -272,7 +304,7 @@ def _open_backward(path, common):
     backward = _thread.backward
     _close_backward_to(common)
     _, caller_path, caller_thread = _current_pass()
-    sink = _sink.get()
+    sink = _sink.current or _sink.get()
     for name in path[common:]:
         if not backward and threading.get_ident() != caller_thread:
             depth = sink.push_under(caller_path, name)
@@ -282,46 +314,45 @@ def _open_backward(path, common):
     return backward
 
 
-class _Call:
-    """One forward call of a module, as its backward hooks see it: its path. The range at its
-    path's depth names the call that opened it last (its owner), so only that call's end closes
-    it."""
+class _NodeHook:
+    """The one pre hook launchwatch puts on a graph node: the begins and ends of the forward calls
+    that node is an output or an input of, in the order they were added (innermost module first).
 
-    __slots__ = ("path",)
+    A call is `(path,)`, made when its forward returned: its identity, held by the range at its
+    path's depth that it opened last (its owner), so only that call's end closes the range. This
+    object is also the node's identity for "an earlier hook on the same node": a node's Python
+    object is not (torch 2 frees it when nothing holds it, and the next `grad_fn` is a new one
+    with another id), so one hook per node, found again while the forward that made it runs."""
 
-    def __init__(self, path):
-        self.path = path
+    __slots__ = ("entries",)
 
+    def __init__(self):
+        self.entries = []  # (True, call): its backward begins; (False, call): it has ended
 
-def _begin(call, node_key, grad_outputs):
-    """A pre hook on a node `call`'s forward produced: its backward begins here."""
-    backward = _this_pass()
-    if backward is None:
+    def __call__(self, grad_outputs):
+        backward = _this_pass()
+        if backward is None:
+            return None
+        t = _thread
+        for begins, call in self.entries:
+            path = call[0]
+            if begins:
+                same_node = t.node is self
+                t.node = self
+                common = 0
+                limit = min(len(backward), len(path))
+                while common < limit and backward[common][0] == path[common]:
+                    common += 1
+                if common < len(path) or (not same_node and len(backward) > len(path)):
+                    backward = _open_backward(path, common)
+                if path:
+                    backward[len(path) - 1][2] = call
+            else:
+                # Its backward has ended, unless another module's began since (and owns it).
+                index = len(path) - 1
+                if len(backward) > index and backward[index][2] is call:
+                    _close_backward_to(index)
         return None
-    t = _thread
-    same_node = t.node == node_key
-    t.node = node_key
-    path = call.path
-    common = 0
-    limit = min(len(backward), len(path))
-    while common < limit and backward[common][0] == path[common]:
-        common += 1
-    if common < len(path) or (not same_node and len(backward) > len(path)):
-        backward = _open_backward(path, common)
-    backward[len(path) - 1][2] = call
-    return None
-
-
-def _end(call, grad_outputs):
-    """A pre hook on the node of an input of `call`: its backward has ended, unless another
-    module's began since (which then owns the range)."""
-    backward = _this_pass()
-    if backward is None:
-        return None
-    index = len(call.path) - 1
-    if len(backward) > index and backward[index][2] is call:
-        _close_backward_to(index)
-    return None
 
 
 def _begin_loss(node_key, grad_outputs):
@@ -340,9 +371,9 @@ def _graph_nodes(value, nodes, depth=0):
     """Appends the graph nodes (grad_fn) of the tensors in `value` (a tensor, or tuples, lists and
     dicts of them, two levels deep: a model output's loss and logits, not its cache) to `nodes`,
     each once. Returns `nodes`."""
-    if isinstance(value, torch.Tensor):
+    if isinstance(value, _Tensor):
         node = value.grad_fn
-        if node is not None and not any(node is seen for seen in nodes):
+        if node is not None and not _holds(nodes, node):
             nodes.append(node)
     elif depth < 2:
         if isinstance(value, (tuple, list)):
@@ -354,30 +385,55 @@ def _graph_nodes(value, nodes, depth=0):
     return nodes
 
 
+def _holds(nodes, node):
+    for seen in nodes:
+        if seen is node:
+            return True
+    return False
+
+
 def _input_nodes(args):
-    """The graph nodes of a forward's inputs, or None where no graph is recorded."""
-    if not torch.is_grad_enabled():
-        return None
+    """The graph nodes of a forward's inputs (a module taking one tensor: no search)."""
+    if len(args) == 1:
+        arg = args[0]
+        if isinstance(arg, _Tensor):
+            node = arg.grad_fn
+            return (node,) if node is not None else ()
     return _graph_nodes(args, [])
 
 
+def _node_hook(node):
+    """The _NodeHook on `node`, registered on the first call for it while this thread's outermost
+    forward runs (which holds the node, so its id stays its own)."""
+    hooked = _thread.hooked
+    found = hooked.get(id(node))
+    if found is not None:
+        return found[1]
+    hook = _NodeHook()
+    node.register_prehook(hook)
+    hooked[id(node)] = (node, hook)
+    return hook
+
+
 def _hook_graph(path, inputs, result):
-    """Puts the begin and end hooks of the forward call that returned `result` on the graph."""
-    if inputs is None or not torch.is_grad_enabled():
-        return
-    outputs = _graph_nodes(result, [])
-    if not outputs:
-        return
-    call = _Call(path)
+    """Adds the begin and end of the forward call that returned `result` to its nodes' hooks.
+    Nothing where `result` has no node (inference: no graph was recorded)."""
+    if isinstance(result, _Tensor):
+        node = result.grad_fn
+        if node is None:
+            return
+        outputs = (node,)
+    else:
+        outputs = _graph_nodes(result, [])
+        if not outputs or not _grad_enabled():
+            return
+    call = (path,)
     for node in outputs:
-        if not any(node is seen for seen in inputs):
-            node.register_prehook(functools.partial(_begin, call, id(node)))
-    end = None
+        if not _holds(inputs, node):
+            _node_hook(node).entries.append((True, call))
     for node in inputs:
-        if not any(node is seen for seen in outputs):
-            if end is None:
-                end = functools.partial(_end, call)
-            node.register_prehook(end)
+        if not _holds(outputs, node):
+            _node_hook(node).entries.append((False, call))
 
 
 def _wrap_backward(original):
@@ -398,7 +454,7 @@ def _wrap_backward(original):
             roots = args[0] if args else kwargs.get("tensors", kwargs.get("outputs"))
             for node in _graph_nodes(roots, [], 1):
                 handles.append(node.register_prehook(
-                    functools.partial(_begin_loss, id(node))))
+                    functools.partial(_begin_loss, object())))
         except Exception:  # not tensors: backward() itself says what was wrong
             pass
         try:
@@ -511,7 +567,7 @@ def _install_exception_closing():
         except BaseException:
             forward = _thread.forward
             if len(forward) > open_calls:
-                _sink.get().pop_to(forward[open_calls][1])
+                _sink.get().pop_to(forward[open_calls][2])
                 del forward[open_calls:]
             raise
 
@@ -549,8 +605,8 @@ def _install_compiled_scope():
             for registry, key, hook in saved:
                 registry[key] = hook
             entry = _close_forward(self)
-        if entry is not None:
-            _hook_graph(entry[2], entry[3], result)
+        if entry is not None and entry[3] is not None:
+            _hook_graph(entry[1].path, entry[3], result)
         return result
 
     __call__._launchwatch = True

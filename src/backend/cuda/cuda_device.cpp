@@ -18,6 +18,7 @@
 
 #include "cuda_common/capture_mode.hpp"
 #include "cuda_check.hpp"
+#include "cuda_stream.hpp"
 #include "grid_overhead.hpp"
 
 namespace launchwatch::detail::cuda {

@@ -1,6 +1,6 @@
 // A captured CUDA graph, instantiated and replayed.
 
-#include "cuda_device.hpp"
+#include "cuda_graph.hpp"
 
 #include <cuda_runtime.h>
 
@@ -18,6 +18,7 @@
 
 #include "cuda_common/capture_mode.hpp"
 #include "cuda_check.hpp"
+#include "cuda_stream.hpp"
 
 namespace launchwatch::detail::cuda {
 

@@ -1,6 +1,6 @@
 // One CUDA stream: launches from the issuing thread, ordering points, faults, captures.
 
-#include "cuda_device.hpp"
+#include "cuda_stream.hpp"
 
 #include <cuda_runtime.h>
 
@@ -19,6 +19,7 @@
 
 #include "cuda_common/capture_mode.hpp"
 #include "cuda_check.hpp"
+#include "cuda_graph.hpp"
 
 namespace launchwatch::detail::cuda {
 

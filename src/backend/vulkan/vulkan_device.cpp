@@ -1,8 +1,7 @@
-// The Vulkan device: opening it, its memory, its pipelines, its clock and its timestamp budget.
+// The Vulkan device: opening it, its memory, its pipelines.
 #include "backend/vulkan/vulkan_device.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <iterator>
 
@@ -11,6 +10,7 @@
 #include <launchwatch/errors.hpp>
 
 #include "backend/vulkan/environment.hpp"
+#include "backend/vulkan/vulkan_stream.hpp"
 #include "diagnostics.hpp"
 
 namespace launchwatch::detail::vulkan {
@@ -23,131 +23,6 @@ bool has_extension(const std::vector<VkExtensionProperties>& offered, const char
 }
 
 }  // namespace
-
-// -----------------------------------------------------------------------------------------------
-// device_clock
-
-device_clock::device_clock(const device_api& api, VkDevice device, double period_ns)
-    : api_{api}, device_{device}, period_ns_{period_ns} {
-  anchor_ = calibrate();
-}
-
-device_clock::anchor device_clock::calibrate() {
-  VkCalibratedTimestampInfoEXT infos[2]{};
-  infos[0].sType = VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT;
-  infos[0].timeDomain = VK_TIME_DOMAIN_DEVICE_EXT;
-  infos[1].sType = VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT;
-  infos[1].timeDomain = VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT;
-  std::uint64_t stamps[2]{};
-  std::uint64_t deviation = 0;
-  check(api_.vkGetCalibratedTimestampsEXT(device_, 2, infos, stamps, &deviation),
-        "vkGetCalibratedTimestampsEXT");
-  deviation_ns_ = deviation;
-  // steady_clock is CLOCK_MONOTONIC with libstdc++ on Linux: the host stamp is its nanoseconds.
-  return anchor{static_cast<double>(stamps[0]) * period_ns_, static_cast<std::int64_t>(stamps[1]),
-                std::chrono::steady_clock::now()};
-}
-
-instant device_clock::to_host(std::uint64_t ticks) {
-  const double device_ns = static_cast<double>(ticks) * period_ns_;
-  std::lock_guard lock{mutex_};
-  if (std::chrono::steady_clock::now() - anchor_.taken > std::chrono::seconds{1}) {
-    try {
-      const anchor next = calibrate();
-      const double elapsed = next.device_ns - anchor_.device_ns;
-      const double predicted = static_cast<double>(anchor_.host_ns) + elapsed * slope_;
-      if (std::abs(predicted - static_cast<double>(next.host_ns)) > 1e6 || elapsed <= 0) {
-        slope_ = 1.0;  // the clock was stepped: start over from this anchor
-      } else if (elapsed > 5e8) {
-        slope_ = static_cast<double>(next.host_ns - anchor_.host_ns) / elapsed;
-      }
-      anchor_ = next;
-    } catch (const device_error&) {
-      // Keep mapping with the last anchor: a second-old anchor is off by microseconds.
-    }
-  }
-  const double offset = (device_ns - anchor_.device_ns) * slope_;
-  return instant{std::chrono::nanoseconds{anchor_.host_ns + std::llround(offset)}};
-}
-
-std::chrono::nanoseconds device_clock::deviation() const {
-  std::lock_guard lock{mutex_};
-  return std::chrono::nanoseconds{static_cast<std::int64_t>(deviation_ns_)};
-}
-
-// -----------------------------------------------------------------------------------------------
-// timestamp_budget
-
-timestamp_budget::timestamp_budget(const device_api& api, VkDevice device, std::uint32_t pairs,
-                                   std::uint32_t valid_bits)
-    : api_{api},
-      device_{device},
-      pairs_{pairs},
-      mask_{valid_bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << valid_bits) - 1} {
-  if (pairs_ == 0) return;
-  VkQueryPoolCreateInfo info{};
-  info.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO;
-  info.queryType = VK_QUERY_TYPE_TIMESTAMP;
-  info.queryCount = 2 * pairs_;
-  check(api_.vkCreateQueryPool(device_, &info, nullptr, &pool_), "vkCreateQueryPool");
-  api_.vkResetQueryPool(device_, pool_, 0, 2 * pairs_);
-  free_.reserve(pairs_);
-  for (std::uint32_t p = pairs_; p > 0; --p) free_.push_back(p - 1);
-}
-
-timestamp_budget::~timestamp_budget() {
-  dropped_.clear();
-  if (pool_ != VK_NULL_HANDLE) api_.vkDestroyQueryPool(device_, pool_, nullptr);
-}
-
-void timestamp_budget::reset(std::uint32_t pair) noexcept {
-  api_.vkResetQueryPool(device_, pool_, 2 * pair, 2);
-}
-
-std::optional<std::uint32_t> timestamp_budget::acquire() {
-  std::vector<std::shared_ptr<vulkan_stream>> let_go;  // released after the lock
-  std::lock_guard lock{mutex_};
-  if (free_.empty() && !dropped_.empty()) {
-    for (auto it = dropped_.begin(); it != dropped_.end();) {
-      if (static_cast<stream&>(*it->on).passed(it->point)) {
-        reset(it->pair);
-        free_.push_back(it->pair);
-        let_go.push_back(std::move(it->on));
-        it = dropped_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
-  if (free_.empty()) return std::nullopt;
-  const std::uint32_t pair = free_.back();
-  free_.pop_back();
-  return pair;
-}
-
-void timestamp_budget::release(std::uint32_t pair) noexcept {
-  reset(pair);
-  std::lock_guard lock{mutex_};
-  free_.push_back(pair);
-}
-
-void timestamp_budget::release_after(std::uint32_t pair, std::shared_ptr<vulkan_stream> on,
-                                     std::uint64_t point) noexcept {
-  try {
-    std::lock_guard lock{mutex_};
-    dropped_.push_back(dropped{pair, std::move(on), point});
-  } catch (...) {
-    // Out of memory: the pair is lost to the budget, which then times more launches `system`.
-  }
-}
-
-std::array<std::uint64_t, 2> timestamp_budget::read(std::uint32_t pair) const {
-  std::uint64_t stamps[2]{};
-  check(api_.vkGetQueryPoolResults(device_, pool_, 2 * pair, 2, sizeof stamps, stamps,
-                                   sizeof stamps[0], VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
-        "vkGetQueryPoolResults");
-  return {stamps[0] & mask_, stamps[1] & mask_};
-}
 
 // -----------------------------------------------------------------------------------------------
 // vulkan_device

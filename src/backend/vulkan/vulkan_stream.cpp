@@ -10,7 +10,8 @@
 
 #include <launchwatch/errors.hpp>
 
-#include "backend/vulkan/vulkan_device.hpp"
+#include "backend/vulkan/vulkan_stream.hpp"
+#include "backend/vulkan/vulkan_graph.hpp"
 #include "diagnostics.hpp"
 
 namespace launchwatch::detail::vulkan {
@@ -492,14 +493,6 @@ std::uint64_t vulkan_stream::replay(const std::vector<recorded_launch>& launches
     encode(pending_launch{l.name, l.shader, l.geometry, l.bytes.data(), l.bytes.size()}, std::nullopt);
   }
   return issued_.load(std::memory_order_relaxed);
-}
-
-std::uint64_t vulkan_graph::replay(stream& on) {
-  auto* target = dynamic_cast<vulkan_stream*>(&on);
-  if (target == nullptr || &target->owner() != owner_) {
-    throw invalid_launch{"a graph replays only on a stream of the device that recorded it"};
-  }
-  return target->replay(launches_);
 }
 
 }  // namespace launchwatch::detail::vulkan

@@ -1,0 +1,103 @@
+// One Vulkan stream: launches recorded into command buffers on the issuing thread and submitted in
+// batches on one of the device's queues.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "backend/vulkan/vulkan_device.hpp"
+#include "runtime/backend.hpp"
+#include "runtime/capture_window.hpp"
+
+namespace launchwatch::detail::vulkan {
+
+/// A launch as a Vulkan stream keeps it for a graph: the kernel's bytes, owned.
+struct recorded_launch {
+  std::string_view name;
+  const vulkan_shader* shader = nullptr;
+  launch_geometry geometry;
+  std::vector<std::byte> bytes;
+};
+
+/// One stream (backend.hpp's `stream`): launches recorded into the open command buffer on the
+/// issuing thread, submitted in batches on one of the device's queues; ordering points are the
+/// values of a timeline semaphore the batches signal.
+class vulkan_stream final : public stream, public std::enable_shared_from_this<vulkan_stream> {
+ public:
+  explicit vulkan_stream(std::shared_ptr<vulkan_device> owner);
+  ~vulkan_stream() override;
+
+  void validate(const launch_descriptor& launch) override;
+  void prepare(const launch_descriptor& launch) override;
+  std::uint64_t submit(const launch_descriptor& launch) override;
+  profiled_submission submit_profiled(const launch_descriptor& launch,
+                                      launch_path::read_when when) override;
+  bool record(const launch_descriptor& launch) override;
+  void wait(std::uint64_t point) override;
+  std::uint64_t last_point() const noexcept override;
+  bool passed(std::uint64_t point) const noexcept override;
+  std::exception_ptr take_failure() noexcept override;
+  std::exception_ptr failure_through(std::uint64_t point) const noexcept override;
+  void begin_capture() override;
+  std::unique_ptr<recorded_graph> end_capture() override;
+  bool capturing() const noexcept override { return capture_.open(); }
+
+  /// Records `launches` (a graph's) untimed and unreported; returns the point after the last.
+  std::uint64_t replay(const std::vector<recorded_launch>& launches);
+  vulkan_device& owner() const noexcept { return *owner_; }
+
+ private:
+  struct batch {
+    VkCommandBuffer commands = VK_NULL_HANDLE;
+    mapped_buffer arena;  // [0, 16): the failure word; then the fields of `ring` launches
+    std::size_t used = 0;
+    std::vector<std::pair<std::string_view, std::uint64_t>> launches;  // name, point
+    bool open = false;
+  };
+  struct pending_launch {
+    std::string_view name;
+    const vulkan_shader* shader;
+    launch_geometry geometry;
+    const void* bytes;
+    std::size_t size;
+  };
+
+  static pending_launch pending(const launch_descriptor& launch) noexcept;
+  /// Records one launch into the open batch (opening one, or submitting a full one, first) with
+  /// its timestamps around it when `pair` is given; returns its point. Holds mutex_.
+  std::uint64_t encode(const pending_launch& launch, std::optional<std::uint32_t> pair);
+  /// Submits the open batch, if it holds a launch. Holds mutex_.
+  void flush();
+  /// Takes a batch to record into: a spare one, or a new one. Holds mutex_.
+  std::unique_ptr<batch> take_batch();
+  /// Hands back the batches the device has finished, noting a failure they report. Holds mutex_.
+  void reap();
+  void record_locked(const pending_launch& launch);
+  std::uint64_t completed() const noexcept;
+
+  std::shared_ptr<vulkan_device> owner_;
+  queue_slot* queue_;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkSemaphore timeline_ = VK_NULL_HANDLE;
+
+  mutable std::mutex mutex_;
+  std::unique_ptr<batch> open_;                // guarded by mutex_
+  std::deque<std::unique_ptr<batch>> flying_;  // guarded by mutex_: submitted, in point order
+  std::vector<std::unique_ptr<batch>> spare_;  // guarded by mutex_
+  std::atomic<std::uint64_t> issued_{0};       // written under mutex_: the last point given out
+  std::uint64_t flushed_ = 0;                  // guarded by mutex_: the last point submitted
+  mutable std::atomic<std::uint64_t> completed_{0};
+  capture_window<recorded_launch> capture_;    // guarded by mutex_ (its open() is not)
+  std::exception_ptr failure_;                 // guarded by mutex_
+  std::uint64_t failure_point_ = 0;            // guarded by mutex_
+};
+
+}  // namespace launchwatch::detail::vulkan

@@ -357,5 +357,12 @@ void notify_profiled(std::string_view kernel, profile_duration profile);
 /// kernel is still launched and reported, and its measurement is skipped, with a warning.
 void warn_profile_refused(std::string_view kernel, std::string_view reason);
 
+/// Why a launch on a stream that is recording a graph capture carries no measurement: the kernel
+/// runs at each replay of the graph, not now. Every launch source gives this one reason as its
+/// refusal (to warn_profile_refused, or in a submitter's `measured_submission`), so an observer's
+/// log reads the same whichever backend or bridge refused. Static storage.
+inline constexpr std::string_view capture_refusal =
+    "the stream is recording a graph capture: its launches run at each replay, not now";
+
 }  // namespace launch_path
 }  // namespace launchwatch

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <launchwatch/errors.hpp>
 #include <launchwatch/logger.hpp>
 
 namespace launchwatch::detail {
@@ -24,6 +25,22 @@ stream::stream() : id_{next_id(stream_ids)} {}
 device::device() : id_{next_id(device_ids)} {}
 
 std::string label(const device& d) { return fmt::format("{}:{}", d.backend(), d.index()); }
+
+std::string launch_rejected(std::string_view kernel, const device& d, std::string_view why) {
+  return fmt::format("launch of `{}` on {} rejected: {}", kernel, label(d), why);
+}
+
+std::exception_ptr kernel_failed(std::string_view kernel, const device& d, std::uint64_t stream_id,
+                                 std::string_view cause, std::exception_ptr fallback) noexcept {
+  try {
+    return std::make_exception_ptr(kernel_failure{
+        kernel, fmt::format("kernel `{}` failed on {} (stream {}): {}. The launches queued after "
+                            "it still ran, and the stream stays usable.",
+                            kernel, label(d), stream_id, cause)});
+  } catch (...) {
+    return fallback ? fallback : std::current_exception();
+  }
+}
 
 void start_device_runtime() { profiling_logger::instance().start(); }
 

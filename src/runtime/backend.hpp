@@ -2,11 +2,12 @@
 //
 // ## Contract for backend implementers
 //
-// The runtime (src/runtime) owns everything common to backends: the launch path in the order of
-// DESIGN.md §3 (empty grid, validation against `device::limits()` and span owners, launch mode,
-// observer notification, profile routing to observers and the profiling logger), buffers and the
-// tracking of which launches referenced which allocation, per-thread and pinned streams, and graphs
-// as public objects. A backend only runs things, and answers:
+// The runtime (src/runtime) owns everything common to backends: a launch's checks in the order of
+// DESIGN.md §3 (empty grid, validation against `device::limits()` and span owners, launch mode),
+// handing it to the launch path (include/launchwatch/launch_path.hpp: observer notification and
+// profile routing to observers and the profiling logger, decided there), buffers and the tracking
+// of which launches referenced which allocation, per-thread and pinned streams, and graphs as
+// public objects. A backend only runs things, and answers:
 //
 // - `device`: one device of one backend. Created once per (backend, index) and kept for the process
 //   (a backend caches it); the first time, call `start_device_runtime()` before handing it out (it
@@ -26,14 +27,16 @@
 //   `failure_through(point)` shows the first one at or before `point` without taking it (a read
 //   reports a failure of what it waited for, and the thread that launched it still sees it), and
 //   `take_failure` hands over the first one not yet taken (as a `kernel_failure` naming the kernel
-//   when it is known), after which the stream stays usable where the device allows.
+//   when it is known), after which the stream stays usable where the device allows. Keep them in a
+//   `stream_failure`, which answers both.
 // - Launches: `validate` adds backend-specific checks to the runtime's (CUDA: the kernel was compiled
 //   as CUDA, its attributes fit) and throws invalid_launch; `prepare` does what a launch needs short
 //   of running (load a module) for a dry run; `submit` queues the launch; `submit_profiled` queues it
 //   bracketed by a measurement and returns the unread `profile_duration` (method `device` when both
 //   ends are stamped on the device clock and nothing waits), or a refusal with its reason when the
 //   stream cannot measure (it is capturing, checked under the stream's own lock, so a capture that
-//   another thread opens on a pinned stream never records a live measurement). A refused launch is
+//   another thread opens on a pinned stream never records a live measurement; the reason is then
+//   `launch_path::capture_refusal`). A refused launch is
 //   still submitted (recorded). `record` adds a launch to an open capture window (a dry run inside a
 //   capture records, since recording runs nothing) and says false, doing nothing, when none is open.
 // - Capture: between `begin_capture` and `end_capture`, `submit*` record instead of running and
@@ -41,6 +44,10 @@
 //   same device, returning that stream's ordering point after the replay. The runtime refuses reads
 //   and syncs on a capturing stream before they reach the backend.
 // - Ids: `device::id()` and `stream::id()` are process-unique, assigned by the base classes.
+// - Errors, in one voice: a launch the backend refuses throws invalid_launch worded by
+//   `launch_rejected` ("launch of `k` on vulkan:0 rejected: ..."), as the runtime's own checks are;
+//   a kernel that failed is kept as `kernel_failed` words it; anything else starts "launchwatch: "
+//   and names the device by its `label`. Each says what was wrong and what to do.
 // - The launch itself arrives as a `launch_descriptor` (include/launchwatch/runtime/kernel.hpp):
 //   public, because `client::launch<K>` builds it inline in the caller's translation unit, which is
 //   what lets it carry `&cuda_entry<K>` exactly when nvcc compiled that unit (null otherwise; a CUDA
@@ -57,6 +64,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <launchwatch/launch_path.hpp>
@@ -110,6 +118,33 @@ struct profiled_submission {
   std::optional<profile_duration> profile;
   /// Why the stream refused to measure, when `profile` is empty (static storage).
   std::string_view refusal;
+};
+
+/// A stream's first kernel failure not yet taken, with the ordering point of the launch it came
+/// from (the earliest it can have come from, when the device cannot say which): what
+/// `stream::take_failure` and `stream::failure_through` answer, kept alike by every backend.
+///
+/// Thread safety: none of its own; the owning stream calls it under the lock that guards it.
+class stream_failure {
+ public:
+  /// Whether a failure is kept. A later one is not: the first not yet taken is the one reported.
+  explicit operator bool() const noexcept { return failure_ != nullptr; }
+  /// Keeps `failure`, from the launch at ordering point `point`, unless one is kept already.
+  void keep(std::exception_ptr failure, std::uint64_t point) noexcept {
+    if (failure_) return;
+    failure_ = std::move(failure);
+    point_ = point;
+  }
+  /// Hands over the kept failure, or null, and keeps none.
+  std::exception_ptr take() noexcept { return std::exchange(failure_, nullptr); }
+  /// The kept failure if its launch is at or before `point`, or null; left in place.
+  std::exception_ptr through(std::uint64_t point) const noexcept {
+    return failure_ && point_ <= point ? failure_ : nullptr;
+  }
+
+ private:
+  std::exception_ptr failure_;
+  std::uint64_t point_ = 0;
 };
 
 /// A recorded sequence of launches that can be run again.
@@ -189,7 +224,7 @@ class device {
   /// Process-unique, never reused: the owner tag carried by every span of this device's memory.
   std::uint64_t id() const noexcept { return id_; }
 
-  /// "cpu" or "cuda" (static storage): launch_info::backend.
+  /// "cpu", "cuda" or "vulkan" (static storage): launch_info::backend.
   virtual std::string_view backend() const noexcept = 0;
   /// The device's index within its backend.
   virtual int index() const noexcept = 0;
@@ -222,8 +257,20 @@ class device {
   std::uint64_t id_;
 };
 
-/// "backend:index" (`cpu:0`, `cuda:1`): how the runtime's messages name a device.
+/// "backend:index" (`cpu:0`, `cuda:1`): how the runtime's and the backends' messages name a device.
 std::string label(const device& d);
+
+/// The message of the invalid_launch a backend throws for a launch of `kernel` on `d` it refuses:
+/// "launch of `kernel` on cpu:0 rejected: " then `why`, which says what is wrong and what to do.
+std::string launch_rejected(std::string_view kernel, const device& d, std::string_view why);
+
+/// A kernel that failed while running, as a stream keeps it: a kernel_failure naming `kernel`
+/// on stream `stream_id` of `d`, with `cause`, and saying the stream stays usable. Never throws:
+/// if the message cannot be made (out of memory), `fallback` is kept, or, when it is null, the
+/// exception that stopped the message.
+std::exception_ptr kernel_failed(std::string_view kernel, const device& d, std::uint64_t stream_id,
+                                 std::string_view cause,
+                                 std::exception_ptr fallback = nullptr) noexcept;
 
 /// Starts what a device runtime needs once per device (the profiling logger, which reads
 /// LAUNCHWATCH_PROFILE and LAUNCHWATCH_LOG). Call before handing out a new device's first client;

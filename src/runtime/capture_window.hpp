@@ -11,6 +11,12 @@
 
 namespace launchwatch::detail {
 
+/// What begin_capture throws (as capture_error) on a stream already recording a capture, in every
+/// backend: captures do not nest.
+inline constexpr const char* nested_capture_refusal =
+    "begin_capture refused: this stream is already recording a capture; end it first (captures do "
+    "not nest)";
+
 /// The launches recorded between begin() and end(), as a backend keeps them (`Launch`).
 ///
 /// Thread safety: begin, end and add are called under the owning stream's lock; open() from any
@@ -21,9 +27,7 @@ class capture_window {
   /// Opens the window. Throws capture_error if one is open: captures do not nest.
   void begin() {
     if (open_.load(std::memory_order_relaxed)) {
-      throw capture_error{
-          "begin_capture refused: this stream is already recording a capture; end it first "
-          "(captures do not nest)"};
+      throw capture_error{nested_capture_refusal};
     }
     recorded_.clear();
     open_.store(true, std::memory_order_release);

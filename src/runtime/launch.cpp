@@ -138,8 +138,6 @@ launch_info describe(const launch_descriptor& launch, const device& d, const str
   return info;
 }
 
-constexpr std::string_view capture_refusal = "the stream is recording a graph capture";
-
 /// What only the runtime can do for one launch: hand it to the stream (or, under a dry run, prepare
 /// it, or record it into an open capture, since recording runs nothing and the graph's real
 /// replays must find it there), and note the buffers it uses the moment the stream has it.
@@ -165,7 +163,7 @@ class client_submission final : public launch_path::submitter {
     if (mode_ == launch_mode::skip) {
       if (on_->record(launch_)) {
         track(0);
-        return {std::nullopt, capture_refusal};
+        return {std::nullopt, launch_path::capture_refusal};
       }
       // A duration measured over a dry launch is the preparation, with no kernel under it.
       const auto start = std::chrono::steady_clock::now();

@@ -81,7 +81,7 @@ namespace {
 /// to sit inside a profile_duration without an allocation.
 class cpu_resolver {
  public:
-  cpu_resolver(std::shared_ptr<cpu_timing_pool> pool, cpu_timing_pool::record* taken) noexcept
+  cpu_resolver(std::shared_ptr<cpu_timing_slots> pool, cpu_timing_slots::record* taken) noexcept
       : pool_{std::move(pool)}, taken_{taken} {}
   cpu_resolver(cpu_resolver&& other) noexcept
       : pool_{std::move(other.pool_)}, taken_{std::exchange(other.taken_, nullptr)} {}
@@ -110,8 +110,8 @@ class cpu_resolver {
   }
 
  private:
-  std::shared_ptr<cpu_timing_pool> pool_;
-  cpu_timing_pool::record* taken_;
+  std::shared_ptr<cpu_timing_slots> pool_;
+  cpu_timing_slots::record* taken_;
 };
 
 static_assert(sizeof(cpu_resolver) <= detail::profile_resolver::inline_size,
@@ -146,10 +146,9 @@ cpu_stream::~cpu_stream() {
 
 void cpu_stream::validate(const launch_descriptor& launch) {
   if (launch.cpu_entry == nullptr || (launch.kernel == nullptr && launch.kernel_size > 0)) {
-    throw invalid_launch{fmt::format(
-        "launch of `{}` rejected by the cpu backend: the launch carries no CPU entry; launch "
-        "kernels through client::launch",
-        launch.name)};
+    throw invalid_launch{launch_rejected(
+        launch.name, *owner_,
+        "the launch carries no CPU entry; launch kernels through client::launch")};
   }
 }
 
@@ -178,7 +177,7 @@ profiled_submission cpu_stream::submit_profiled(const launch_descriptor& launch,
     // Recorded, not queued: neither the worker nor a measurement will hold the record.
     timings_->let_go(timing);
     timings_->let_go(timing);
-    return profiled_submission{0, std::nullopt, "the stream is recording a graph capture"};
+    return profiled_submission{0, std::nullopt, launch_path::capture_refusal};
   }
   return profiled_submission{
       point, profile_duration{cpu_resolver{timings_, timing}, timing_method::device}, {}};
@@ -280,16 +279,8 @@ void cpu_stream::execute(const cpu_launch& launch, std::uint64_t point) noexcept
     const auto thrown = std::current_exception();
     std::lock_guard lock{mutex_};
     if (!failure_) {
-      failure_point_ = point;
-      try {
-        failure_ = std::make_exception_ptr(kernel_failure{
-            launch.name,
-            fmt::format("kernel `{}` failed on {}:{} (stream {}): {}. The launches queued after it "
-                        "still ran, and the stream stays usable.",
-                        launch.name, owner_->backend(), owner_->index(), id(), describe(thrown))});
-      } catch (...) {
-        failure_ = thrown;  // Formatting failed (out of memory): keep the kernel's own exception.
-      }
+      // Should the message not fit in memory, the kernel's own exception is kept.
+      failure_.keep(kernel_failed(launch.name, *owner_, id(), describe(thrown), thrown), point);
     }
   }
 }
@@ -313,13 +304,13 @@ bool cpu_stream::passed(std::uint64_t point) const noexcept {
 std::exception_ptr cpu_stream::take_failure() noexcept {
   if (inherited_through_fork()) [[unlikely]] return nullptr;
   std::lock_guard lock{mutex_};
-  return std::exchange(failure_, nullptr);
+  return failure_.take();
 }
 
 std::exception_ptr cpu_stream::failure_through(std::uint64_t point) const noexcept {
   if (inherited_through_fork()) [[unlikely]] return nullptr;
   std::lock_guard lock{mutex_};
-  return failure_ && failure_point_ <= point ? failure_ : nullptr;
+  return failure_.through(point);
 }
 
 void cpu_stream::begin_capture() {

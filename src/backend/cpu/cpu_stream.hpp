@@ -86,7 +86,7 @@ class cpu_stream final : public stream {
   struct work_item {
     cpu_launch launch;
     std::shared_ptr<const std::vector<cpu_launch>> replay;
-    cpu_timing_pool::record* timing = nullptr;
+    cpu_timing_slots::record* timing = nullptr;
     std::uint64_t point = 0;
   };
 
@@ -100,7 +100,7 @@ class cpu_stream final : public stream {
   bool inherited_through_fork() const noexcept;
 
   std::shared_ptr<cpu_device> owner_;
-  std::shared_ptr<cpu_timing_pool> timings_ = std::make_shared<cpu_timing_pool>();
+  std::shared_ptr<cpu_timing_slots> timings_ = std::make_shared<cpu_timing_slots>();
   const std::uint64_t generation_;
 
   mutable std::mutex mutex_;
@@ -109,8 +109,7 @@ class cpu_stream final : public stream {
   std::vector<work_item> queue_;         // guarded by mutex_
   std::uint64_t submitted_ = 0;          // guarded by mutex_
   std::uint64_t completed_ = 0;          // guarded by mutex_
-  std::exception_ptr failure_;           // guarded by mutex_
-  std::uint64_t failure_point_ = 0;      // guarded by mutex_: the launch that failed
+  stream_failure failure_;               // guarded by mutex_
   capture_window<cpu_launch> capture_;   // guarded by mutex_ (its open() is not)
   bool stopping_ = false;                // guarded by mutex_
   std::atomic<std::uint64_t> completed_relaxed_{0};  // completed_, for passed() without the lock

@@ -3,7 +3,7 @@
 
 namespace launchwatch::detail {
 
-cpu_timing_pool::record* cpu_timing_pool::acquire() {
+cpu_timing_slots::record* cpu_timing_slots::acquire() {
   std::lock_guard lock{mutex_};
   if (free_ == nullptr) {
     chunks_.push_back(std::make_unique<record[]>(chunk_size));
@@ -20,7 +20,7 @@ cpu_timing_pool::record* cpu_timing_pool::acquire() {
   return taken;
 }
 
-void cpu_timing_pool::let_go(record* taken) noexcept {
+void cpu_timing_slots::let_go(record* taken) noexcept {
   if (taken->holders.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   std::lock_guard lock{mutex_};
   taken->next_free = free_;

@@ -1,4 +1,9 @@
 // Timing slots for a CPU stream: the records its worker stamps timed launches' windows into.
+//
+// "Timing slots" is one concept in every backend (cuda/timing_slots.hpp, vulkan/timing_slots.hpp):
+// the places where a timed launch's two stamps are written, lent to the launch from its submission
+// until its measurement is read. On the CPU the worker stamps the steady clock itself, so a slot is
+// a host record, the slots belong to one stream, and they grow rather than run out.
 #pragma once
 
 #include <atomic>
@@ -14,7 +19,8 @@
 
 namespace launchwatch::detail {
 
-/// Where a stream's worker stamps its timed launches' starts and ends, record by record.
+/// A stream's timing slots: where its worker stamps its timed launches' starts and ends, record by
+/// record.
 ///
 /// Records are reused from launch to launch, so a timed launch allocates nothing once the stream has
 /// timed a chunk's worth; a measurement holds its pool (not its stream, which it may outlive) and
@@ -23,7 +29,7 @@ namespace launchwatch::detail {
 /// before its kernel ran never frees a record the worker is about to write.
 ///
 /// Thread safety: acquire and release from any thread.
-class cpu_timing_pool {
+class cpu_timing_slots {
  public:
   struct record {
     instant start{};
@@ -33,9 +39,9 @@ class cpu_timing_pool {
     record* next_free = nullptr;
   };
 
-  cpu_timing_pool() = default;
-  cpu_timing_pool(const cpu_timing_pool&) = delete;
-  cpu_timing_pool& operator=(const cpu_timing_pool&) = delete;
+  cpu_timing_slots() = default;
+  cpu_timing_slots(const cpu_timing_slots&) = delete;
+  cpu_timing_slots& operator=(const cpu_timing_slots&) = delete;
 
   /// A record for one launch, with both holders counted. Cost: a lock; an allocation of a chunk of
   /// records when none is free.

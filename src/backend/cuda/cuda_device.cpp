@@ -189,13 +189,15 @@ const cudaFuncAttributes& cuda_device::attributes_of(const launch_descriptor& la
   if (status == cudaErrorInvalidDeviceFunction || status == cudaErrorNoKernelImageForDevice ||
       status == cudaErrorInvalidPtx || status == cudaErrorUnsupportedPtxVersion) {
     (void)cudaGetLastError();
-    throw invalid_launch{fmt::format(
-        "launchwatch: kernel '{}' has no code CUDA device {} ({}) can run: {} ({}). Either the file "
-        "that launches it was compiled for another GPU architecture (set CMAKE_CUDA_ARCHITECTURES "
-        "to include this one: 90 for an H100 or H200), or it was linked against a second, static "
-        "copy of the CUDA runtime (CMake's default for CUDA targets) that launchwatch's shared one "
-        "does not know: set the target's CUDA_RUNTIME_LIBRARY to Shared",
-        launch.name, index_, name_, cudaGetErrorName(status), cudaGetErrorString(status))};
+    throw invalid_launch{launch_rejected(
+        launch.name, *this,
+        fmt::format(
+            "the kernel has no code this device ({}) can run: {} ({}). Either the file that "
+            "launches it was compiled for another GPU architecture (set CMAKE_CUDA_ARCHITECTURES "
+            "to include this one: 90 for an H100 or H200), or it was linked against a second, "
+            "static copy of the CUDA runtime (CMake's default for CUDA targets) that launchwatch's "
+            "shared one does not know: set the target's CUDA_RUNTIME_LIBRARY to Shared",
+            name_, cudaGetErrorName(status), cudaGetErrorString(status)))};
   }
   health_->check(status, "cudaFuncGetAttributes", launch.name);
   std::unique_lock lock{attributes_mutex_};
@@ -206,31 +208,32 @@ const cudaFuncAttributes& cuda_device::attributes_of(const launch_descriptor& la
 
 void cuda_device::check_attributes(const launch_descriptor& launch) {
   if (launch.cuda_entry == nullptr) {
-    throw invalid_launch{fmt::format(
-        "launchwatch: kernel '{}' cannot run on CUDA device {}: the file that launched it was not "
-        "compiled by nvcc, so no CUDA entry was instantiated for it. Compile that file as CUDA (name "
-        "it .cu, or set_source_files_properties(FILE PROPERTIES LANGUAGE CUDA)), or launch it "
-        "through client::cpu()",
-        launch.name, index_)};
+    throw invalid_launch{launch_rejected(
+        launch.name, *this,
+        "the file that launched it was not compiled by nvcc, so no CUDA entry was instantiated "
+        "for it. Compile that file as CUDA (name it .cu, or set_source_files_properties(FILE "
+        "PROPERTIES LANGUAGE CUDA)), or launch it through client::cpu()")};
   }
   const cudaFuncAttributes& attributes = attributes_of(launch);
   const ::launchwatch::cube_dim dim = launch.geometry.dim;
   const std::uint64_t units = dim.total();
   if (units > static_cast<std::uint64_t>(attributes.maxThreadsPerBlock)) {
-    throw invalid_launch{fmt::format(
-        "launchwatch: kernel '{}' was launched with {} units per cube ({}x{}x{}), but as compiled "
-        "for CUDA device {} it can run at most {} per cube: it uses {} registers per unit. Launch it "
-        "with smaller cubes, or make it use fewer registers",
-        launch.name, units, dim.x, dim.y, dim.z, index_, attributes.maxThreadsPerBlock,
-        attributes.numRegs)};
+    throw invalid_launch{launch_rejected(
+        launch.name, *this,
+        fmt::format("it has {} units per cube ({}x{}x{}), but as compiled for this device it can "
+                    "run at most {} per cube: it uses {} registers per unit. Launch it with "
+                    "smaller cubes, or make it use fewer registers",
+                    units, dim.x, dim.y, dim.z, attributes.maxThreadsPerBlock,
+                    attributes.numRegs))};
   }
   if (attributes.sharedSizeBytes > shared_memory_per_block_) {
-    throw invalid_launch{fmt::format(
-        "launchwatch: kernel '{}' declares {} bytes of shared memory per cube, over the {} bytes CUDA "
-        "device {} gives a cube without opting in (up to {} with opt-in, which launchwatch does not "
-        "do): use less shared memory",
-        launch.name, attributes.sharedSizeBytes, shared_memory_per_block_, index_,
-        shared_memory_per_block_optin_)};
+    throw invalid_launch{launch_rejected(
+        launch.name, *this,
+        fmt::format("it declares {} bytes of shared memory per cube, over the {} bytes this device "
+                    "gives a cube without opting in (up to {} with opt-in, which launchwatch does "
+                    "not do): use less shared memory",
+                    attributes.sharedSizeBytes, shared_memory_per_block_,
+                    shared_memory_per_block_optin_))};
   }
 }
 

@@ -20,6 +20,7 @@
 #include "cuda_common/capture_mode.hpp"
 #include "cuda_check.hpp"
 #include "cuda_graph.hpp"
+#include "runtime/capture_window.hpp"
 
 namespace launchwatch::detail::cuda {
 
@@ -142,11 +143,11 @@ std::uint64_t cuda_stream::submit(const launch_descriptor& launch) {
 
 profiled_submission cuda_stream::submit_profiled(const launch_descriptor& launch,
                                                  launch_path::read_when when) {
-  constexpr std::string_view capturing_refusal =
-      "the stream is recording a CUDA graph: its launches run at each replay, not now";
   // Checked first without the lock so a launch inside a capture window never creates the device's
   // timing state (an allocation a capturing thread must not make), and again under it below.
-  if (capturing()) return profiled_submission{submit(launch), std::nullopt, capturing_refusal};
+  if (capturing()) {
+    return profiled_submission{submit(launch), std::nullopt, launch_path::capture_refusal};
+  }
   const bool at_once = when == launch_path::read_when::at_once;
   const std::shared_ptr<device_timing>& timing = owner_->timing();
   timing->note_timed_launch();
@@ -156,7 +157,8 @@ profiled_submission cuda_stream::submit_profiled(const launch_descriptor& launch
     // recorded now would replay into a slot that was long given back, and its measurement would
     // never arrive. Recorded untimed instead, and the profile refused.
     this->launch(launch, cuda_timing_target{});
-    return profiled_submission{note_submitted(launch.name), std::nullopt, capturing_refusal};
+    return profiled_submission{note_submitted(launch.name), std::nullopt,
+                               launch_path::capture_refusal};
   }
   const auto taken = timing->collector.acquire(open_batch_, stream_, std::chrono::steady_clock::now());
   if (!taken) {
@@ -220,25 +222,28 @@ void cuda_stream::wait(std::uint64_t point) {
   if (failure_) return;  // the first failure not yet taken is kept
   const std::uint64_t done = completed_.load(std::memory_order_relaxed);
   const std::uint64_t first = done + 1;
-  // The earliest launch the fault can have come from: a read that waited for an earlier point did
-  // not wait for the culprit.
-  failure_point_ = first;
+  // Kept at the earliest launch the fault can have come from: a read that waited for an earlier
+  // point did not wait for the culprit.
   if (first == target) {
     // One launch was not known to have finished: that one faulted.
     const std::string_view culprit = recent_[first % recent_capacity];
-    failure_ = std::make_exception_ptr(kernel_failure{
-        culprit, fmt::format("launchwatch: kernel '{}' failed on CUDA device {}: {}", culprit,
-                             owner_->index(), cause)});
+    failure_.keep(std::make_exception_ptr(kernel_failure{
+                      culprit, fmt::format("launchwatch: kernel '{}' failed on CUDA device {}: {}",
+                                           culprit, owner_->index(), cause)}),
+                  first);
     return;
   }
   // CUDA reports a fault per context, not per kernel: with several launches not known to have
   // finished, naming one of them would accuse a kernel that may have run fine.
-  failure_ = std::make_exception_ptr(kernel_failure{
-      std::string_view{},
-      fmt::format("launchwatch: a kernel failed on CUDA device {}, and CUDA does not say which: one "
-                  "of the launches on this stream not known to have finished ({}). {} Run it under "
-                  "compute-sanitizer, or synchronise after each launch, to find the culprit",
-                  owner_->index(), pending_kernels(done, target), cause)});
+  failure_.keep(
+      std::make_exception_ptr(kernel_failure{
+          std::string_view{},
+          fmt::format("launchwatch: a kernel failed on CUDA device {}, and CUDA does not say "
+                      "which: one of the launches on this stream not known to have finished ({}). "
+                      "{} Run it under compute-sanitizer, or synchronise after each launch, to "
+                      "find the culprit",
+                      owner_->index(), pending_kernels(done, target), cause)}),
+      first);
 }
 
 std::uint64_t cuda_stream::last_point() const noexcept {
@@ -247,12 +252,12 @@ std::uint64_t cuda_stream::last_point() const noexcept {
 
 std::exception_ptr cuda_stream::take_failure() noexcept {
   std::lock_guard lock{mutex_};
-  return std::exchange(failure_, nullptr);
+  return failure_.take();
 }
 
 std::exception_ptr cuda_stream::failure_through(std::uint64_t point) const noexcept {
   std::lock_guard lock{mutex_};
-  return failure_ && failure_point_ <= point ? failure_ : nullptr;
+  return failure_.through(point);
 }
 
 void cuda_stream::order_before(cudaStream_t waiter) {
@@ -271,9 +276,7 @@ void cuda_stream::order_before(cudaStream_t waiter) {
 void cuda_stream::begin_capture() {
   std::lock_guard lock{mutex_};
   if (capturing_.load(std::memory_order_relaxed)) {
-    throw capture_error{
-        "launchwatch: this stream is already recording a capture; end it (end_capture) before "
-        "beginning another"};
+    throw capture_error{nested_capture_refusal};
   }
   device_guard on{owner_->index()};
   auto& health = *owner_->health();

@@ -73,8 +73,7 @@ class cuda_stream final : public stream {
   std::size_t captured_launches_ = 0;
   cudaEvent_t before_capture_ = nullptr;  // marks the work submitted before the window
   std::shared_ptr<timing_batch> open_batch_;  // this stream's timed launches not yet beaconed
-  std::exception_ptr failure_;
-  std::uint64_t failure_point_ = 0;  // the earliest launch the failure can have come from
+  stream_failure failure_;  // guarded by mutex_: at the earliest launch it can have come from
 
   // The names of the last launches, by ordering point, so a fault found at a wait can name the
   // kernels that may have caused it.

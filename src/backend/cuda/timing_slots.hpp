@@ -1,6 +1,11 @@
 // Deferred timing's storage for one CUDA device: the device slots timed launches stamp, the host
 // records that hold each launch's window once read back, and the collector that reads them back in
 // bulk, off the issuing thread and off the user's stream.
+//
+// "Timing slots" is one concept in every backend (cpu/timing_slots.hpp, vulkan/timing_slots.hpp):
+// the bounded places where the device writes a timed launch's two stamps, lent to the launch from
+// its submission until its measurement is read back. Here a slot is a `cuda_timing_slot` in device
+// memory, stamped by the launch's own kernel with %globaltimer, and slots go in batches.
 #pragma once
 
 #include <cuda_runtime_api.h>

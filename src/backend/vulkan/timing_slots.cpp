@@ -5,8 +5,8 @@
 
 namespace launchwatch::detail::vulkan {
 
-timestamp_budget::timestamp_budget(const device_api& api, VkDevice device, std::uint32_t pairs,
-                                   std::uint32_t valid_bits)
+timing_slots::timing_slots(const device_api& api, VkDevice device, std::uint32_t pairs,
+                           std::uint32_t valid_bits)
     : api_{api},
       device_{device},
       pairs_{pairs},
@@ -22,16 +22,16 @@ timestamp_budget::timestamp_budget(const device_api& api, VkDevice device, std::
   for (std::uint32_t p = pairs_; p > 0; --p) free_.push_back(p - 1);
 }
 
-timestamp_budget::~timestamp_budget() {
+timing_slots::~timing_slots() {
   dropped_.clear();
   if (pool_ != VK_NULL_HANDLE) api_.vkDestroyQueryPool(device_, pool_, nullptr);
 }
 
-void timestamp_budget::reset(std::uint32_t pair) noexcept {
+void timing_slots::reset(std::uint32_t pair) noexcept {
   api_.vkResetQueryPool(device_, pool_, 2 * pair, 2);
 }
 
-std::optional<std::uint32_t> timestamp_budget::acquire() {
+std::optional<std::uint32_t> timing_slots::acquire() {
   std::vector<std::shared_ptr<vulkan_stream>> let_go;  // released after the lock
   std::lock_guard lock{mutex_};
   if (free_.empty() && !dropped_.empty()) {
@@ -52,23 +52,23 @@ std::optional<std::uint32_t> timestamp_budget::acquire() {
   return pair;
 }
 
-void timestamp_budget::release(std::uint32_t pair) noexcept {
+void timing_slots::release(std::uint32_t pair) noexcept {
   reset(pair);
   std::lock_guard lock{mutex_};
   free_.push_back(pair);
 }
 
-void timestamp_budget::release_after(std::uint32_t pair, std::shared_ptr<vulkan_stream> on,
-                                     std::uint64_t point) noexcept {
+void timing_slots::release_after(std::uint32_t pair, std::shared_ptr<vulkan_stream> on,
+                                 std::uint64_t point) noexcept {
   try {
     std::lock_guard lock{mutex_};
     dropped_.push_back(dropped{pair, std::move(on), point});
   } catch (...) {
-    // Out of memory: the pair is lost to the budget, which then times more launches `system`.
+    // Out of memory: the pair is lost to the slots, which then time more launches `system`.
   }
 }
 
-std::array<std::uint64_t, 2> timestamp_budget::read(std::uint32_t pair) const {
+std::array<std::uint64_t, 2> timing_slots::read(std::uint32_t pair) const {
   std::uint64_t stamps[2]{};
   check(api_.vkGetQueryPoolResults(device_, pool_, 2 * pair, 2, sizeof stamps, stamps,
                                    sizeof stamps[0], VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),

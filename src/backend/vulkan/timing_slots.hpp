@@ -1,4 +1,10 @@
 // Timing slots for a Vulkan device: a query pool of timestamp pairs, lent to timed launches.
+//
+// "Timing slots" is one concept in every backend (cuda/timing_slots.hpp, cpu/timing_slots.hpp):
+// the bounded places where the device writes a timed launch's two stamps, lent to the launch from
+// its submission until its measurement is read (or, dropped unread, until the launch has run). Here
+// a slot is a pair of timestamp queries, and their number is the device's timestamp budget
+// (LAUNCHWATCH_VULKAN_TIMESTAMPS), so the fallback to `system` timing can be forced and tested.
 #pragma once
 
 #include <array>
@@ -14,18 +20,17 @@ namespace launchwatch::detail::vulkan {
 
 class vulkan_stream;
 
-/// The device's timestamp budget: a query pool of 2 x `pairs` queries, a pair lent to each measured
+/// A device's timing slots: a query pool of 2 x `pairs` queries, a pair lent to each measured
 /// launch from the moment it is recorded until its measurement is read (or, dropped unread, until
-/// its launch has run). Mirrors the CUDA backend's timing slots, with a bound the program sets
-/// (LAUNCHWATCH_VULKAN_TIMESTAMPS) so the fallback to `system` timing can be forced and tested.
+/// its launch has run). `pairs` is the timestamp budget.
 /// Thread safety: every member may be called from several threads at once.
-class timestamp_budget {
+class timing_slots {
  public:
-  timestamp_budget(const device_api& api, VkDevice device, std::uint32_t pairs,
-                   std::uint32_t valid_bits);
-  ~timestamp_budget();
-  timestamp_budget(const timestamp_budget&) = delete;
-  timestamp_budget& operator=(const timestamp_budget&) = delete;
+  timing_slots(const device_api& api, VkDevice device, std::uint32_t pairs,
+               std::uint32_t valid_bits);
+  ~timing_slots();
+  timing_slots(const timing_slots&) = delete;
+  timing_slots& operator=(const timing_slots&) = delete;
 
   /// A free pair, or nothing when every pair is lent. Cost: a lock; when none is free, a check of
   /// the pairs dropped unread whose launches may have run since.

@@ -167,8 +167,8 @@ vulkan_device::vulkan_device(int index, VkPhysicalDevice physical)
   const std::uint32_t pairs = vulkan_timestamps_from_environment().value_or(default_vulkan_timestamp_pairs);
   if (calibrated && api_.vkGetCalibratedTimestampsEXT != nullptr) {
     clock_ = std::make_unique<device_clock>(api_, device_, double{properties.limits.timestampPeriod});
-    budget_ = std::make_unique<timestamp_budget>(api_, device_, pairs,
-                                                 families[family].timestampValidBits);
+    slots_ = std::make_unique<timing_slots>(api_, device_, pairs,
+                                            families[family].timestampValidBits);
   } else {
     diagnostics().warn(
         "launchwatch: Vulkan device {} ({}) offers no VK_EXT_calibrated_timestamps with "
@@ -181,7 +181,7 @@ vulkan_device::vulkan_device(int index, VkPhysicalDevice physical)
 vulkan_device::~vulkan_device() {
   if (device_ == VK_NULL_HANDLE) return;
   (void)api_.vkDeviceWaitIdle(device_);
-  budget_.reset();
+  slots_.reset();
   for (auto& [key, pipeline] : pipelines_) api_.vkDestroyPipeline(device_, pipeline, nullptr);
   for (auto& [code, module] : modules_) api_.vkDestroyShaderModule(device_, module, nullptr);
   for (auto& [address, buffer] : buffers_) destroy(buffer);
@@ -321,9 +321,11 @@ VkPipeline vulkan_device::pipeline(const vulkan_shader& shader, bool ring, cube_
     const VkResult made = api_.vkCreateShaderModule(device_, &info, nullptr, &module);
     if (made != VK_SUCCESS) {
       module = VK_NULL_HANDLE;
-      throw invalid_launch{fmt::format("launch of `{}` rejected by Vulkan device {}: its shader {} "
-                                       "was refused by vkCreateShaderModule ({})",
-                                       kernel, index_, shader.source, result_name(made))};
+      throw invalid_launch{launch_rejected(
+          kernel, *this,
+          fmt::format("its shader {} was refused by vkCreateShaderModule ({}); rebuild it with "
+                      "launchwatch_vulkan_shaders()",
+                      shader.source, result_name(made)))};
     }
   }
   const std::uint32_t sizes[3] = {dim.x, dim.y, dim.z};
@@ -341,10 +343,11 @@ VkPipeline vulkan_device::pipeline(const vulkan_shader& shader, bool ring, cube_
   const VkResult status =
       api_.vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &info, nullptr, &made);
   if (status != VK_SUCCESS) {
-    throw invalid_launch{fmt::format(
-        "launch of `{}` rejected by Vulkan device {}: a pipeline of its shader {} with cubes of "
-        "{}x{}x{} could not be created ({})",
-        kernel, index_, shader.source, dim.x, dim.y, dim.z, result_name(status))};
+    throw invalid_launch{launch_rejected(
+        kernel, *this,
+        fmt::format("a pipeline of its shader {} with cubes of {}x{}x{} could not be created ({}); "
+                    "try smaller cubes",
+                    shader.source, dim.x, dim.y, dim.z, result_name(status)))};
   }
   pipelines_.emplace(key, made);
   return made;

@@ -73,8 +73,8 @@ class vulkan_device final : public device, public std::enable_shared_from_this<v
   VkPipelineLayout layout() const noexcept { return layout_; }
   /// The push-constant bytes every pipeline's layout declares: the device's limit, up to 256.
   std::uint32_t push_bytes() const noexcept { return push_bytes_; }
-  /// The timestamp budget; none (every measurement `system`) without calibrated timestamps.
-  timestamp_budget* budget() noexcept { return budget_.get(); }
+  /// The timing slots; none (every measurement `system`) without calibrated timestamps.
+  timing_slots* slots() noexcept { return slots_.get(); }
   device_clock* clock() noexcept { return clock_.get(); }
   /// Whether a timestamp is taken only when the driver next flushes its work, so a barrier must
   /// follow each one: Mesa's lavapipe bins timestamps into its next scene, and flushes at barriers.
@@ -109,7 +109,7 @@ class vulkan_device final : public device, public std::enable_shared_from_this<v
   std::uint32_t push_bytes_ = 128;
   bool flush_after_stamps_ = false;
   std::unique_ptr<device_clock> clock_;
-  std::unique_ptr<timestamp_budget> budget_;
+  std::unique_ptr<timing_slots> slots_;
 
   std::shared_mutex pipelines_mutex_;
   std::map<std::tuple<const std::uint32_t*, std::uint32_t, std::uint32_t, std::uint32_t>, VkPipeline>

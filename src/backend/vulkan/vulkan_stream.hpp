@@ -96,8 +96,7 @@ class vulkan_stream final : public stream, public std::enable_shared_from_this<v
   std::uint64_t flushed_ = 0;                  // guarded by mutex_: the last point submitted
   mutable std::atomic<std::uint64_t> completed_{0};
   capture_window<recorded_launch> capture_;    // guarded by mutex_ (its open() is not)
-  std::exception_ptr failure_;                 // guarded by mutex_
-  std::uint64_t failure_point_ = 0;            // guarded by mutex_
+  stream_failure failure_;                     // guarded by mutex_
 };
 
 }  // namespace launchwatch::detail::vulkan

@@ -48,16 +48,19 @@ void warn_slots_spent_once(const vulkan_device& d, std::uint32_t pairs) {
       pairs, d.index(), d.name());
 }
 
-/// Reads one timed launch's pair of timestamps when asked, mapped onto the steady clock; hands the
-/// pair back when read, or, dropped unread, once the launch has run. Small enough to sit inside a
-/// profile_duration without an allocation.
+/// Reads one timed launch's pair of timestamps when asked, mapped onto the steady clock (never
+/// before `submitted`); hands the pair back when read, or, dropped unread, once the launch has run.
+/// Small enough to sit inside a profile_duration without an allocation.
 class timestamp_resolver {
  public:
-  timestamp_resolver(std::shared_ptr<vulkan_stream> on, std::uint32_t pair,
-                     std::uint64_t point) noexcept
-      : on_{std::move(on)}, pair_{pair}, point_{point} {}
+  timestamp_resolver(std::shared_ptr<vulkan_stream> on, std::uint32_t pair, std::uint64_t point,
+                     instant submitted) noexcept
+      : on_{std::move(on)}, pair_{pair}, point_{point}, submitted_{submitted} {}
   timestamp_resolver(timestamp_resolver&& other) noexcept
-      : on_{std::move(other.on_)}, pair_{other.pair_}, point_{other.point_} {}
+      : on_{std::move(other.on_)},
+        pair_{other.pair_},
+        point_{other.point_},
+        submitted_{other.submitted_} {}
   timestamp_resolver& operator=(timestamp_resolver&&) = delete;
   timestamp_resolver(const timestamp_resolver&) = delete;
   timestamp_resolver& operator=(const timestamp_resolver&) = delete;
@@ -80,15 +83,14 @@ class timestamp_resolver {
       throw;
     }
     d.slots()->release(pair_);
-    const instant start = d.clock()->to_host(stamps[0]);
-    const instant end = std::max(start, d.clock()->to_host(stamps[1]));
-    return profile_ticks::from_start_end(start, end);
+    return d.clock()->window(stamps[0], stamps[1], submitted_);
   }
 
  private:
   std::shared_ptr<vulkan_stream> on_;
   std::uint32_t pair_;
   std::uint64_t point_;
+  instant submitted_;
 };
 
 static_assert(sizeof(timestamp_resolver) <= detail::profile_resolver::inline_size,
@@ -369,6 +371,7 @@ profiled_submission vulkan_stream::submit_profiled(const launch_descriptor& laun
   timing_slots* slots = owner_->slots();
   const std::optional<std::uint32_t> pair = slots != nullptr ? slots->acquire() : std::nullopt;
   if (pair) {
+    const instant submitted = std::chrono::steady_clock::now();
     std::uint64_t point = 0;
     try {
       point = encode(pending(launch), pair);
@@ -379,7 +382,8 @@ profiled_submission vulkan_stream::submit_profiled(const launch_descriptor& laun
     }
     return profiled_submission{
         point,
-        profile_duration{timestamp_resolver{shared_from_this(), *pair, point}, timing_method::device},
+        profile_duration{timestamp_resolver{shared_from_this(), *pair, point, submitted},
+                         timing_method::device},
         {}};
   }
   // No pair free: host wall time around a blocking submit of this launch alone.

@@ -36,9 +36,9 @@
 //   ends are stamped on the device clock and nothing waits), or a refusal with its reason when the
 //   stream cannot measure (it is capturing, checked under the stream's own lock, so a capture that
 //   another thread opens on a pinned stream never records a live measurement; the reason is then
-//   `launch_path::capture_refusal`). A refused launch is
-//   still submitted (recorded). `record` adds a launch to an open capture window (a dry run inside a
-//   capture records, since recording runs nothing) and says false, doing nothing, when none is open.
+//   `launch_path::capture_refusal`). A refused launch is still submitted (recorded). `record` adds
+//   a launch to an open capture window (a dry run inside a capture records, since recording runs
+//   nothing) and says false, doing nothing, when none is open.
 // - Capture: between `begin_capture` and `end_capture`, `submit*` record instead of running and
 //   return point 0. `end_capture` returns a graph that `replay` runs, in order, on any stream of the
 //   same device, returning that stream's ordering point after the replay. The runtime refuses reads

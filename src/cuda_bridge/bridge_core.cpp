@@ -151,7 +151,7 @@ void bridge_core::launch_entered(const launch_call& call) {
   note_device(info.device);
   if (!state.decision.measure()) return;
   if (info.capturing) {
-    state.refusal = capture_refusal;
+    state.refusal = launch_path::capture_refusal;
   } else if (state.decision.when() == launch_path::read_when::at_once) {
     if (!device_.open_window(call.context, call.stream)) {
       state.refusal = "CUDA could not record an event on its stream";
@@ -269,7 +269,7 @@ void bridge_core::report_kernel_node(const created_node& node) {
     launches_reported_.fetch_add(1, std::memory_order_relaxed);
     if (decision.measure()) {
       launch_path::measured_submission refused;
-      refused.refusal = capture_refusal;
+      refused.refusal = launch_path::capture_refusal;
       launch_path::finish_issue(info, decision, std::move(refused));
     } else {
       launch_path::finish_issue(info, decision);

@@ -109,10 +109,6 @@ class bridge_device {
   bridge_device& operator=(const bridge_device&) = default;
 };
 
-/// Why a launch recorded into a graph is not measured now (behaviour 10).
-inline constexpr std::string_view capture_refusal =
-    "the stream is recording a CUDA graph: the kernel runs at each replay, not now";
-
 /// The bridge's state machine. One per bridge engine; its events come from CUPTI's callbacks (any
 /// thread, each on the thread CUPTI calls it on) and its records from CUPTI's buffers.
 ///

@@ -452,7 +452,7 @@ TEST_F(CudaBridge, ALaunchInACaptureIsReportedCapturingAndItsMeasurementRefusedW
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_TRUE(seen[0].info.capturing);
   EXPECT_TRUE(observer->take().empty());
-  EXPECT_EQ(log->count_containing("recording a CUDA graph"), 1u);
+  EXPECT_EQ(log->count_containing(std::string{launch_path::capture_refusal}), 1u);
   (void)cudaGraphDestroy(graph);
 }
 

@@ -22,6 +22,7 @@ mkdir -p "$OUT"
 TEST_TARGETS=(launchwatch_conformance_cuda_test launchwatch_conformance_cuda_concurrency_test launchwatch_cuda_timing_budget_test launchwatch_cuda_deferred_timing_test launchwatch_cuda_launch_stress_test
               launchwatch_cuda_backend_test launchwatch_cuda_host_test
               launchwatch_cuda_bridge_test launchwatch_cuda_bridge_stress_test launchwatch_cuda_bridge_host_test
+              launchwatch_cuda_bridge_core_test launchwatch_cuda_bridge_run_exit_test launchwatch_bridge_exit_program
               launchwatch launchwatch_inject launchwatch_cuda_bridge_scopes launchwatch_run_gpu_test)
 BENCH_TARGETS=(launchwatch_timing_mechanism_bench launchwatch_launch_cost_bench)
 

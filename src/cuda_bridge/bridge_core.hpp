@@ -52,8 +52,8 @@ struct launch_call {
 /// A graph launch's ENTER callback (cuGraphLaunch and its per-thread form).
 struct graph_launch_call {
   std::uint32_t correlation = 0;
-  /// CUPTI's id of the CUgraphExec replayed (cuptiGetGraphExecId): unique in the process, so an
-  /// executable graph made at a destroyed one's address is another.
+  /// The key of the CUgraphExec replayed (its address): an executable graph made later at a
+  /// destroyed one's address is another, since exec_destroyed forgot the old one first.
   std::uint64_t exec = 0;
   void* context = nullptr;
   std::uint64_t stream_number = 0;
@@ -147,12 +147,12 @@ class bridge_core {
   void node_adding_call(bool entering, bool adds_kernel = true) noexcept;
   /// A node was created (GRAPHNODE_CREATED).
   void node_created(const created_node& node);
-  /// `clone` (in the executable graph of CUPTI id `exec`, 0 when CUPTI did not say) was cloned
+  /// `clone` (in the executable graph `exec`, 0 when CUPTI did not say) was cloned
   /// from `original` (GRAPHNODE_CLONED).
   void node_cloned(std::uint64_t original, std::uint64_t clone, std::uint64_t exec);
   /// The graph of CUPTI id `graph` is being destroyed (GRAPH_DESTROY_STARTING).
   void graph_destroyed(std::uint64_t graph);
-  /// The executable graph of CUPTI id `exec` is being destroyed (GRAPHEXEC_DESTROY_STARTING).
+  /// The executable graph `exec` is being destroyed (GRAPHEXEC_DESTROY_STARTING).
   void exec_destroyed(std::uint64_t exec);
   /// The launch callbacks were turned off (nothing watches): a launch caught between its ENTER and
   /// EXIT never gets its EXIT, so its awaited record is forgotten.

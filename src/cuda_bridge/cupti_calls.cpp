@@ -68,9 +68,11 @@ std::uint64_t graph_id(CUgraph graph) noexcept {
 }
 
 std::uint64_t exec_id(CUgraphExec exec) noexcept {
-  std::uint32_t id = 0;
-  if (exec == nullptr || cuptiGetGraphExecId(exec, &id) != CUPTI_SUCCESS) return 0;
-  return std::uint64_t{id} + 1;  // 0 means "unknown" to the core, whatever CUPTI numbers from
+  // The address, not cuptiGetGraphExecId: on the H200 (driver 580) keying the clones by CUPTI's id
+  // delivered no replay at all, while the address is the same in the clone, launch and destroy
+  // callbacks. A reused address is still a new executable graph: its destroy callback erased what
+  // was kept under it first.
+  return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(exec));
 }
 
 std::string cupti_error(CUptiResult result) {

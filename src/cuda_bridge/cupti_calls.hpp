@@ -44,8 +44,8 @@ bool adds_kernel_node(CUpti_CallbackId id, const void* parameters) noexcept;
 /// CUPTI's id of a graph (cuptiGetGraphId), 0 when CUPTI cannot give one.
 std::uint64_t graph_id(CUgraph graph) noexcept;
 
-/// CUPTI's id of an executable graph (cuptiGetGraphExecId): unique in the process, where the
-/// address is not (CUDA hands a destroyed one's out again); 0 when CUPTI cannot give one.
+/// The key of an executable graph: its address, 0 for none. Unique while the graph lives; CUDA hands
+/// a destroyed one's address out again, so the core forgets an exec at its destroy callback.
 std::uint64_t exec_id(CUgraphExec exec) noexcept;
 
 /// Whether `id` is one of `ids`.

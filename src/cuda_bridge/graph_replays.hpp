@@ -11,7 +11,8 @@
 // again (a capture per step, shapes that change) must not grow these tables, so a graph's nodes
 // are forgotten when CUPTI says the graph is destroyed (GRAPH_DESTROY_STARTING) and an executable
 // graph's clones when it is (GRAPHEXEC_DESTROY_STARTING) and its replays in flight are done. An
-// executable graph is keyed by CUPTI's id, never by its address, which CUDA hands out again. A
+// executable graph is keyed by its address, which CUDA hands out again once it is destroyed: the
+// destroy callback forgets the old one first, so a new graph at that address starts afresh. A
 // replay whose records never all come (a record dropped, a launch that failed) is given up after
 // the record timeout, so it does not keep the collector flushing.
 #pragma once
@@ -60,7 +61,7 @@ class graph_replays {
   /// A node `node_id` of the graph `graph` (CUPTI's ids) was created while the launch `launch` was
   /// being captured.
   void node_created(std::uint64_t node_id, std::uint64_t graph, const captured_node& launch);
-  /// `clone_id` (in the executable graph of CUPTI id `exec`, 0 when unknown) was cloned from
+  /// `clone_id` (in the executable graph `exec`, 0 when unknown) was cloned from
   /// `original_id`.
   void node_cloned(std::uint64_t original_id, std::uint64_t clone_id, std::uint64_t exec);
   /// The graph `graph` is being destroyed: its nodes are forgotten (their clones stay, with the

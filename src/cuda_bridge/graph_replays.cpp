@@ -24,7 +24,10 @@ void graph_replays::node_cloned(std::uint64_t original_id, std::uint64_t clone_i
   // A clone CUPTI names no executable graph for is filed under the graph id in its own id's upper
   // half (CUPTI's numbering of node ids), and forgotten if that graph is destroyed.
   if (exec != 0) {
-    execs_[exec].clones.push_back(clone_id);
+    exec_nodes& made = execs_[exec];
+    made.clones.push_back(clone_id);
+    made.originals.push_back(original_id);
+    ++originals_in_use_[original_id].execs;
   } else {
     nodes_of_graph_[clone_id >> 32].push_back(clone_id);
   }
@@ -34,7 +37,14 @@ void graph_replays::graph_destroyed(std::uint64_t graph) {
   std::lock_guard lock{mutex_};
   const auto found = nodes_of_graph_.find(graph);
   if (found == nodes_of_graph_.end()) return;
-  for (const std::uint64_t node : found->second) nodes_.erase(node);
+  for (const std::uint64_t node : found->second) {
+    const auto used = originals_in_use_.find(node);
+    if (used != originals_in_use_.end()) {
+      used->second.graph_destroyed = true;  // the last exec cloned from it forgets it
+    } else {
+      nodes_.erase(node);
+    }
+  }
   nodes_of_graph_.erase(found);
 }
 
@@ -49,6 +59,12 @@ void graph_replays::exec_destroyed(std::uint64_t exec) {
 void graph_replays::forget_exec_locked(
     std::unordered_map<std::uint64_t, exec_nodes>::iterator exec) {
   for (const std::uint64_t clone : exec->second.clones) nodes_.erase(clone);
+  for (const std::uint64_t original : exec->second.originals) {
+    const auto used = originals_in_use_.find(original);
+    if (used == originals_in_use_.end() || --used->second.execs != 0) continue;
+    if (used->second.graph_destroyed) nodes_.erase(original);
+    originals_in_use_.erase(used);
+  }
   execs_.erase(exec);
 }
 

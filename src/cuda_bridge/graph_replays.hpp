@@ -64,8 +64,8 @@ class graph_replays {
   /// `clone_id` (in the executable graph `exec`, 0 when unknown) was cloned from
   /// `original_id`.
   void node_cloned(std::uint64_t original_id, std::uint64_t clone_id, std::uint64_t exec);
-  /// The graph `graph` is being destroyed: its nodes are forgotten (their clones stay, with the
-  /// executable graphs made from it).
+  /// The graph `graph` is being destroyed: its nodes are forgotten, but for those a live executable
+  /// graph was cloned from, which go with the last such exec.
   void graph_destroyed(std::uint64_t graph);
   /// The executable graph `exec` is being destroyed: its clones are forgotten once its replays in
   /// flight got their records (or were given up).
@@ -106,6 +106,10 @@ class graph_replays {
   };
   struct exec_nodes {
     std::vector<std::uint64_t> clones;
+    /// The captured nodes its clones were made from: kept while the exec lives, even once their
+    /// graph is destroyed (a program may destroy the graph right after instantiating it, and a
+    /// replay's records may name the node it was cloned from).
+    std::vector<std::uint64_t> originals;
     /// Replays of it waiting for records: a destroyed exec's clones stay until they are done.
     std::size_t replays_pending = 0;
     bool destroyed = false;
@@ -123,6 +127,13 @@ class graph_replays {
   mutable std::mutex mutex_;
   std::unordered_map<std::uint64_t, captured_node> nodes_;
   std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> nodes_of_graph_;
+  /// Captured nodes that live executable graphs were cloned from: how many such execs each has,
+  /// and whether its graph is destroyed already (then the last exec to go forgets it).
+  struct original_use {
+    std::size_t execs = 0;
+    bool graph_destroyed = false;
+  };
+  std::unordered_map<std::uint64_t, original_use> originals_in_use_;
   std::unordered_map<std::uint64_t, exec_nodes> execs_;
   std::unordered_map<std::uint64_t, replay> replays_;
   /// Known replays, oldest first, for ageing out (an entry may be done already).

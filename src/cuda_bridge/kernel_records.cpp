@@ -261,8 +261,14 @@ std::uint64_t kernel_records::mark() const noexcept {
 
 void kernel_records::flush_until_delivered(std::chrono::milliseconds patience,
                                            std::uint64_t idle_from) {
-  const auto deadline = std::chrono::steady_clock::now() + patience;
-  int empty_flushes = 0;
+  // How long flushes of idle devices must bring nothing before what is missing counts as lost.
+  // Not one or two flushes: CUPTI can hand a finished kernel's record over some time after the
+  // device is idle (with "two empty flushes 1 ms apart" as the rule, the H200 delivered no graph
+  // replay's records before flush() returned), so a flush that brings nothing says little alone.
+  constexpr auto settle = std::chrono::milliseconds{250};
+  const auto began = std::chrono::steady_clock::now();
+  const auto deadline = began + patience;
+  auto last_progress = began;
   for (;;) {
     std::uint64_t received_before = 0;
     {
@@ -279,11 +285,11 @@ void kernel_records::flush_until_delivered(std::chrono::milliseconds patience,
     }
     const bool others_delivered = !others_pending_ || !others_pending_();
     if (delivered && others_delivered) return;
-    empty_flushes = brought_nothing ? empty_flushes + 1 : 0;
-    // The devices are idle, so a flush hands over every record CUPTI still holds: one that brings
-    // nothing (twice, for a record being parsed on another thread meanwhile) means the missing
-    // ones are not coming.
-    if (empty_flushes >= 2 || std::chrono::steady_clock::now() >= deadline) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!brought_nothing) last_progress = now;
+    // The devices are idle, so flushes that bring nothing for `settle` mean the missing records
+    // are not coming: one wait for all of them, never one timeout each.
+    if (now - last_progress >= settle || now >= deadline) {
       std::size_t lost = 0;
       {
         std::lock_guard lock{mutex_};
@@ -295,7 +301,7 @@ void kernel_records::flush_until_delivered(std::chrono::milliseconds patience,
       }
       return;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds{1});
+    std::this_thread::sleep_for(std::chrono::milliseconds{2});
   }
 }
 

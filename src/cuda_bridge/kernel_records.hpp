@@ -111,7 +111,7 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   void flush_completed();
   /// For cuda_bridge::flush(), once the devices are idle (they were waited for after `idle_from`
   /// was marked): flushes until no awaited record is missing. When a flush brings no record while
-  /// some are missing (twice, a millisecond apart), or `patience` passed, every entry awaited
+  /// some are missing for 250 ms, or `patience` passed, every entry awaited
   /// before `idle_from` still missing is lost: counted, said once, and its take() answers at
   /// once; the flushing stops there too while only `others_pending` waits.
   void flush_until_delivered(std::chrono::milliseconds patience, std::uint64_t idle_from);

@@ -499,6 +499,29 @@ TEST(BridgeCore, CapturingReplayingAndDestroyingAThousandGraphsLeavesTheTablesFl
   EXPECT_EQ(tables.replays, 0u);
 }
 
+TEST(BridgeCore, AReplayWhoseRecordsNameTheCapturedNodesIsToldAfterItsGraphAndExecAreDestroyed) {
+  fake_cupti cupti{per_node()};
+  cupti.records_name_captured_nodes();
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::none);
+  launch_observation watching{observer};
+  for (int step = 0; step < 10; ++step) {
+    cupti.begin_capture(fake_cupti::stream(7));
+    cupti.launch("norm");
+    cupti.launch("mlp");
+    const std::uint64_t graph = cupti.end_capture(fake_cupti::stream(7));
+    const void* exec = cupti.instantiate(graph);
+    cupti.destroy_graph(graph);  // right after instantiating, as programs do
+    cupti.replay(exec);
+    cupti.destroy_exec(exec);  // before its replay's records came
+  }
+  cupti.core().deliver_pending(2s);
+  EXPECT_EQ(cupti.core().stats().replayed_nodes_delivered, 20u);
+  const auto tables = cupti.core().graph_tables();
+  EXPECT_EQ(tables.nodes, 0u);
+  EXPECT_EQ(tables.execs, 0u);
+  EXPECT_EQ(tables.replays, 0u);
+}
+
 TEST(BridgeCore, AnExecutableGraphMadeAtADestroyedOnesAddressCountsAsNew) {
   fake_cupti cupti{per_node()};
   auto observer = std::make_shared<recording_observer>(cupti, timing_request::none);

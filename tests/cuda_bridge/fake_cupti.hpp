@@ -107,8 +107,16 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
       core_.node_cloned(original, clone, exec_graph);
       std::lock_guard lock{mutex_};
       clones_[exec].push_back(clone);
+      originals_of_[exec].push_back(original);
     }
     return exec;
+  }
+  /// Replays' records name the captured node each kernel's node was cloned from, not the clone:
+  /// what the H200 (driver 580) suggests CUPTI does, where a replay whose graph was destroyed
+  /// before its records came was told nothing while the captured nodes were forgotten.
+  void records_name_captured_nodes() {
+    std::lock_guard lock{mutex_};
+    records_name_originals_ = true;
   }
   /// cudaGraphCreate: an empty graph for the explicit graph API.
   std::uint64_t new_graph() {
@@ -156,6 +164,7 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
       id = exec_ids_.at(exec);
       exec_ids_.erase(exec);
       clones_.erase(exec);
+      originals_of_.erase(exec);
     }
     core_.exec_destroyed(id);
   }
@@ -177,7 +186,7 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
     {
       std::lock_guard lock{mutex_};
       id = exec_ids_.at(exec);
-      nodes = clones_[exec];
+      nodes = records_name_originals_ ? originals_of_[exec] : clones_[exec];
     }
     core_.graph_launch_entered({correlation, id, context, reinterpret_cast<std::uintptr_t>(on)});
     for (const std::uint64_t node : nodes) {
@@ -296,6 +305,8 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
   std::map<void*, std::uint64_t> capturing_;
   std::map<std::uint64_t, std::vector<std::uint64_t>> graphs_;
   std::map<const void*, std::vector<std::uint64_t>> clones_;
+  std::map<const void*, std::vector<std::uint64_t>> originals_of_;  // the captured node of each clone
+  bool records_name_originals_ = false;
   std::map<const void*, std::uint64_t> exec_ids_;
   std::map<std::uint64_t, const char*> names_;
   std::map<std::uint64_t, std::uint32_t> node_counts_;

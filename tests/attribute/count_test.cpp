@@ -14,7 +14,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "support/observers.hpp"
+#include "support/recording_observer.hpp"
 
 namespace launchwatch {
 namespace {
@@ -86,7 +86,7 @@ TEST(CountLaunches, CountsADryRunWithoutRunningIt) {
 }
 
 TEST(CountLaunches, PutsBackTheObserverItReplaced) {
-  auto outer = std::make_shared<testing::recorder>();
+  auto outer = std::make_shared<testing::recording_observer>();
   launch_observation watching{outer};
   (void)count_launches(block);
   launch("after");

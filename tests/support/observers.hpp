@@ -1,4 +1,7 @@
-// Observers the tests install: each records one kind of call.
+// Measurements the tests hand the launch path (measured, measured_on_device, measured_while), and
+// three one-call observers that recording_observer.hpp replaces: recorder, timer and keeper stay
+// only until the tests still using them (tests/runtime, tests/conformance, tests/cuda,
+// tests/cuda_bridge) are converted; new tests use recording_observer.
 #pragma once
 
 #include <chrono>

@@ -7,10 +7,9 @@
 #include <memory>
 #include <thread>
 #include <type_traits>
+#include <vector>
 
 #include <gtest/gtest.h>
-
-#include "support/observers.hpp"
 
 namespace launchwatch {
 namespace {
@@ -56,6 +55,7 @@ TEST(DryRun, ARealRunScopeMakesOnlyItsOwnThreadExecute) {
 
 // 12. Under a dry run every launch is still reported, and dry_run() tells the observer.
 TEST(DryRun, AnObserverIsStillToldOfADryLaunchAndCanTellItIsDry) {
+  // Bespoke: the point is what dry_run() answers from inside the callback.
   struct dry_aware : launch_observer {
     std::vector<bool> dry;
     void launched(std::string_view) override { dry.push_back(dry_run()); }

@@ -20,17 +20,18 @@
 #include <gtest/gtest.h>
 
 #include "support/capturing_sink.hpp"
-#include "support/observers.hpp"
+#include "support/recording_observer.hpp"
 
 namespace launchwatch {
 namespace {
 
 using namespace std::chrono_literals;
 using testing::captured_log;
-using testing::keeper;
-using testing::recorder;
-using testing::timed_call;
-using testing::timer;
+using testing::Launched;
+using testing::LaunchedWith;
+using testing::ProfiledUnread;
+using testing::recording_observer;
+using testing::Timed;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -90,25 +91,6 @@ launch_info info_of(std::string_view kernel) {
   return info;
 }
 
-/// Counts every call the launch path makes on it, and answers `request`.
-class counting_observer : public keeper {
- public:
-  explicit counting_observer(timing_request request) : request_{request} {}
-  void launched_with(const launch_info& info) override {
-    ++reported;
-    keeper::launched_with(info);
-  }
-  timing_request timing() const override {
-    ++asked;
-    return request_;
-  }
-  std::atomic<int> reported{0};
-  mutable std::atomic<int> asked{0};
-
- private:
-  timing_request request_;
-};
-
 /// The profiling logger writing to a string for one test, put back as a fresh process has it after.
 class with_logger {
  public:
@@ -140,7 +122,7 @@ TEST(LaunchPath, WithNothingWatchingALaunchIsNotWatchedAndIssueSubmitsItUntimed)
 
 TEST(LaunchPath, AnInstalledObserverOrTheLoggerMakesLaunchesWatched) {
   {
-    launch_observation watching{std::make_shared<recorder>()};
+    launch_observation watching{std::make_shared<recording_observer>()};
     EXPECT_TRUE(launch_path::watched());
   }
   EXPECT_FALSE(launch_path::watched());
@@ -153,57 +135,61 @@ TEST(LaunchPath, AnInstalledObserverOrTheLoggerMakesLaunchesWatched) {
 
 // 3. timing() defaults to none; the launch path asks before bracketing.
 TEST(LaunchPath, AnObserverAskingForNoTimingIsToldOfTheLaunchWhichIsSubmittedUntimed) {
-  auto observer = std::make_shared<recorder>();
+  auto observer = std::make_shared<recording_observer>();
   launch_observation watching{observer};
   fake_submitter source;
   launch_path::issue(info_of("a_kernel"), source);
   EXPECT_THAT(observer->names(), ElementsAre("a_kernel"));
+  EXPECT_THAT(observer->launches(),
+              ElementsAre(LaunchedWith(::testing::Field(&launch_info::stream, 3u))))
+      << "reported with everything the source said of it";
   EXPECT_THAT(source.calls, ElementsAre("submit"));
 }
 
 TEST(LaunchPath, ALaunchIsReportedOnceAndItsTimingAskedOnce) {
-  auto observer = std::make_shared<counting_observer>(timing_request::deferred);
+  auto observer = std::make_shared<recording_observer>(timing_request::deferred);
   launch_observation watching{observer};
   fake_submitter source;
   launch_path::issue(info_of("a_kernel"), source);
-  EXPECT_EQ(observer->reported.load(), 1);
-  EXPECT_EQ(observer->asked.load(), 1);
+  EXPECT_EQ(observer->launches().size(), 1u);
+  EXPECT_EQ(observer->timing_asks(), 1);
 }
 
 // 1. `launched` comes before the launch reaches the backend.
 TEST(LaunchPath, TheLaunchIsReportedBeforeItIsSubmitted) {
-  auto observer = std::make_shared<counting_observer>(timing_request::deferred);
+  auto observer = std::make_shared<recording_observer>(timing_request::deferred);
   launch_observation watching{observer};
   fake_submitter source;
-  int reported_at_submission = -1;
-  source.while_submitting = [&] { reported_at_submission = observer->reported.load(); };
+  std::size_t reported_at_submission = 0;
+  source.while_submitting = [&] { reported_at_submission = observer->launches().size(); };
   launch_path::issue(info_of("a_kernel"), source);
-  EXPECT_EQ(reported_at_submission, 1);
+  EXPECT_EQ(reported_at_submission, 1u);
 }
 
 // 4. deferred: handed to `profiled` unread, right after the launch, on the issuing thread.
 TEST(LaunchPath, ADeferredObserverIsHandedTheMeasurementUnreadRightAfterTheSubmission) {
-  auto observer = std::make_shared<keeper>();
+  auto observer = std::make_shared<recording_observer>(timing_request::deferred);
   launch_observation watching{observer};
   fake_submitter source;
   launch_path::issue(info_of("a_kernel"), source);
   EXPECT_THAT(source.calls, ElementsAre("submit_profiled"));
   EXPECT_EQ(source.reads.load(), 0) << "read on the launch path";
-  auto kept = observer->take();
+  EXPECT_THAT(observer->events(), ElementsAre(Launched("a_kernel"), ProfiledUnread()));
+  auto kept = observer->take_profiles();
   ASSERT_EQ(kept.size(), 1u);
-  EXPECT_EQ(kept[0].first, "a_kernel");
-  EXPECT_EQ(std::move(kept[0].second).resolve()->length(), 7us);
+  EXPECT_EQ(kept[0].kernel, "a_kernel");
+  EXPECT_EQ(std::move(kept[0].profile).resolve()->length(), 7us);
 }
 
 // 5. resolved: read with the slot's lock released, then `timed` with the duration and the method.
 TEST(LaunchPath, AResolvedObserverIsToldTheDurationReadOnTheIssuingThreadWithTheSlotUnlocked) {
-  auto observer = std::make_shared<timer>();
+  auto observer = std::make_shared<recording_observer>(timing_request::resolved);
   launch_observation watching{observer};
   fake_submitter source;
   launch_path::issue(info_of("a_kernel"), source);
   EXPECT_EQ(source.reads.load(), 1);
   EXPECT_EQ(source.read_on, std::this_thread::get_id());
-  EXPECT_THAT(observer->calls(), ElementsAre(timed_call{"a_kernel", 7us, timing_method::device}));
+  EXPECT_THAT(observer->timings(), ElementsAre(Timed("a_kernel", 7us, timing_method::device)));
 }
 
 // 6. A duration reaches only the observation the launch was reported to (finding 9 of the review:
@@ -230,8 +216,8 @@ class changed_while_submitting {
 };
 
 TEST(LaunchPath, AnObserverInstalledWhileADeferredLaunchIsSubmittedIsNotHandedItsMeasurement) {
-  auto reported_to = std::make_shared<keeper>();
-  auto replacement = std::make_shared<keeper>();
+  auto reported_to = std::make_shared<recording_observer>(timing_request::deferred);
+  auto replacement = std::make_shared<recording_observer>(timing_request::deferred);
   launch_observation watching{reported_to};
   std::optional<launch_observation> replacing;
   fake_submitter source;
@@ -239,28 +225,28 @@ TEST(LaunchPath, AnObserverInstalledWhileADeferredLaunchIsSubmittedIsNotHandedIt
     changed_while_submitting install{source, [&] { replacing.emplace(replacement); }};
     launch_path::issue(info_of("a_kernel"), source);
   }
-  EXPECT_TRUE(replacement->take().empty()) << "the replacement never saw the launch";
-  EXPECT_EQ(reported_to->take().size(), 1u)
+  EXPECT_TRUE(replacement->take_profiles().empty()) << "the replacement never saw the launch";
+  EXPECT_EQ(reported_to->take_profiles().size(), 1u)
       << "handed over before the install could replace the observation the launch was reported to";
   replacing.reset();
 }
 
 TEST(LaunchPath, AnObservationDroppedWhileADeferredLaunchIsSubmittedEndsAfterItsMeasurementArrives) {
   captured_log log;
-  auto observer = std::make_shared<keeper>();
+  auto observer = std::make_shared<recording_observer>(timing_request::deferred);
   auto watching = std::make_unique<launch_observation>(observer);
   fake_submitter source;
   {
     changed_while_submitting drop{source, [&] { watching.reset(); }};
     launch_path::issue(info_of("a_kernel"), source);
   }
-  EXPECT_EQ(observer->take().size(), 1u) << "the observation ended only once it had it";
+  EXPECT_EQ(observer->take_profiles().size(), 1u) << "the observation ended only once it had it";
   EXPECT_EQ(log->count_containing("Dropped a timing"), 0u);
 }
 
 TEST(LaunchPath, AResolvedReadWhoseObservationEndedMidReadIsNotToldAnyone) {
-  auto reader = std::make_shared<timer>();
-  auto replacement = std::make_shared<timer>();
+  auto reader = std::make_shared<recording_observer>(timing_request::resolved);
+  auto replacement = std::make_shared<recording_observer>(timing_request::resolved);
   launch_observation watching{reader};
   std::optional<launch_observation> replacing;
   fake_submitter source;
@@ -268,8 +254,8 @@ TEST(LaunchPath, AResolvedReadWhoseObservationEndedMidReadIsNotToldAnyone) {
     std::thread{[&] { replacing.emplace(replacement); }}.join();
   };
   launch_path::issue(info_of("a_kernel"), source);
-  EXPECT_THAT(reader->calls(), IsEmpty());
-  EXPECT_THAT(replacement->calls(), IsEmpty());
+  EXPECT_THAT(reader->timings(), IsEmpty());
+  EXPECT_THAT(replacement->timings(), IsEmpty());
   replacing.reset();
 }
 
@@ -278,15 +264,15 @@ TEST(LaunchPath, AResolvedReadWhoseObservationEndedMidReadIsNotToldAnyone) {
 TEST(LaunchPath, WithTheLoggerReadingADeferredObserverIsToldTimedAndTheLoggerGetsTheSameReading) {
   captured_log log;
   with_logger logging{profile_level::medium};
-  auto observer = std::make_shared<keeper>();
+  auto observer = std::make_shared<recording_observer>(timing_request::deferred);
   launch_observation watching{observer};
   fake_submitter first;
   fake_submitter second;
   launch_path::issue(info_of("a_kernel"), first);
   launch_path::issue(info_of("a_kernel"), second);
   EXPECT_EQ(first.reads.load() + second.reads.load(), 2) << "each measurement read exactly once";
-  EXPECT_TRUE(observer->take().empty()) << "profiled is not called while the logger reads";
-  EXPECT_EQ(observer->calls().size(), 2u);
+  EXPECT_TRUE(observer->take_profiles().empty()) << "profiled is not called while the logger reads";
+  EXPECT_EQ(observer->timings().size(), 2u);
   EXPECT_THAT(logging.written(), HasSubstr("launch a_kernel took 7.000 us (device)"));
   EXPECT_EQ(log->count_containing("profiling logger is reading"), 1u);
 }
@@ -295,7 +281,7 @@ TEST(LaunchPath, WithTheLoggerReadingADeferredObserverIsToldTimedAndTheLoggerGet
 TEST(LaunchPath, WithTheLoggerReadingAnObserverAskingForNoTimingDoesNotMakeTheLaunchWait) {
   captured_log log;
   with_logger logging{profile_level::medium};
-  auto observer = std::make_shared<recorder>();
+  auto observer = std::make_shared<recording_observer>();
   launch_observation watching{observer};
   fake_submitter source;
   launch_path::issue(info_of("a_kernel"), source);
@@ -326,11 +312,11 @@ TEST(LaunchPath, WithTheLoggerAtExecutionOnlyTheLaunchIsWrittenAndSubmittedUntim
 
 TEST(LaunchPath, WithTheLoggerAtExecutionOnlyADeferredObserversLaunchIsWrittenToo) {
   with_logger logging{profile_level::execution_only};
-  auto observer = std::make_shared<keeper>();
+  auto observer = std::make_shared<recording_observer>(timing_request::deferred);
   launch_observation watching{observer};
   fake_submitter source;
   launch_path::issue(info_of("a_kernel"), source);
-  EXPECT_EQ(observer->take().size(), 1u);
+  EXPECT_EQ(observer->take_profiles().size(), 1u);
   EXPECT_THAT(logging.written(), HasSubstr("launch a_kernel on cpu:0 stream 3"));
 }
 
@@ -347,22 +333,28 @@ TEST(LaunchPath, TheSourceIsToldWhetherTheMeasurementWillBeReadAtOnceOrLater) {
     if (logging) (void)logging->written();
     return source.asked_when;
   };
-  EXPECT_THAT(asked(std::make_shared<keeper>(), profile_level::disabled), ElementsAre(read_when::later));
-  EXPECT_THAT(asked(std::make_shared<timer>(), profile_level::disabled), ElementsAre(read_when::at_once));
+  const auto asking = [](timing_request request) {
+    return std::make_shared<recording_observer>(request);
+  };
+  const auto deferred = [&] { return asking(timing_request::deferred); };
+  const auto resolved = [&] { return asking(timing_request::resolved); };
+  EXPECT_THAT(asked(deferred(), profile_level::disabled), ElementsAre(read_when::later));
+  EXPECT_THAT(asked(resolved(), profile_level::disabled), ElementsAre(read_when::at_once));
   EXPECT_THAT(asked(nullptr, profile_level::medium), ElementsAre(read_when::later))
       << "the logger's writer reads in turn, off the launch path";
-  EXPECT_THAT(asked(std::make_shared<recorder>(), profile_level::medium), ElementsAre(read_when::later));
-  EXPECT_THAT(asked(std::make_shared<keeper>(), profile_level::medium), ElementsAre(read_when::at_once));
+  EXPECT_THAT(asked(std::make_shared<recording_observer>(), profile_level::medium),
+              ElementsAre(read_when::later));
+  EXPECT_THAT(asked(deferred(), profile_level::medium), ElementsAre(read_when::at_once));
 }
 
 // 8. A measurement without ticks is skipped with a warning, never reported as zero.
 TEST(LaunchPath, AMeasurementWithoutTicksIsSkippedWithAWarningNotReportedAsZero) {
   captured_log log;
-  auto observer = std::make_shared<timer>();
+  auto observer = std::make_shared<recording_observer>(timing_request::resolved);
   launch_observation watching{observer};
   fake_submitter source{fake_submitter::measurement::without_ticks};
   launch_path::issue(info_of("a_kernel"), source);
-  EXPECT_THAT(observer->calls(), IsEmpty());
+  EXPECT_THAT(observer->timings(), IsEmpty());
   EXPECT_EQ(log->count_containing("carried no measurement"), 1u);
 }
 
@@ -370,12 +362,12 @@ TEST(LaunchPath, AMeasurementWithoutTicksIsSkippedWithAWarningNotReportedAsZero)
 // 10. A refused profile: warned about, the kernel still submitted and reported.
 TEST(LaunchPath, ARefusedProfileIsWarnedAboutAndTheLaunchIsStillSubmittedAndReported) {
   captured_log log;
-  auto observer = std::make_shared<keeper>();
+  auto observer = std::make_shared<recording_observer>(timing_request::deferred);
   launch_observation watching{observer};
   fake_submitter source{fake_submitter::measurement::refused};
   launch_path::issue(info_of("a_kernel"), source);
   EXPECT_THAT(source.calls, ElementsAre("submit_profiled"));
-  EXPECT_TRUE(observer->take().empty());
+  EXPECT_TRUE(observer->take_profiles().empty());
   EXPECT_EQ(log->count_containing("graph capture"), 1u);
 }
 
@@ -399,7 +391,7 @@ TEST(LaunchPath, AnObserverThatThrowsDoesNotStopTheLaunch) {
 }
 
 TEST(LaunchPath, AnExceptionFromTheSubmissionPropagatesAfterTheLaunchWasReported) {
-  auto observer = std::make_shared<recorder>();
+  auto observer = std::make_shared<recording_observer>();
   launch_observation watching{observer};
   struct failing : launch_path::submitter {
     void submit() override { throw std::runtime_error{"queue full"}; }
@@ -412,36 +404,36 @@ TEST(LaunchPath, AnExceptionFromTheSubmissionPropagatesAfterTheLaunchWasReported
 // The two-step form (begin_issue before the submission, finish_issue after it), as the CUDA
 // bridge's CUPTI callbacks use it.
 TEST(LaunchPath, BeginIssueReportsTheLaunchAndDecidesBeforeAnythingIsSubmitted) {
-  auto observer = std::make_shared<counting_observer>(timing_request::deferred);
+  auto observer = std::make_shared<recording_observer>(timing_request::deferred);
   launch_observation watching{observer};
   const auto decision = launch_path::begin_issue(info_of("a_kernel"));
-  EXPECT_EQ(observer->reported.load(), 1);
+  EXPECT_EQ(observer->launches().size(), 1u);
   EXPECT_TRUE(decision.measure());
   EXPECT_EQ(decision.when(), launch_path::read_when::later);
   fake_submitter source;
   launch_path::finish_issue(info_of("a_kernel"), decision,
                             source.submit_profiled(decision.when()));
-  auto kept = observer->take();
+  auto kept = observer->take_profiles();
   ASSERT_EQ(kept.size(), 1u);
-  EXPECT_EQ(std::move(kept[0].second).resolve()->length(), 7us);
+  EXPECT_EQ(std::move(kept[0].profile).resolve()->length(), 7us);
 }
 
 TEST(LaunchPath, BeginIssueAsksANamesOnlyObserverForNoMeasurement) {
-  launch_observation watching{std::make_shared<recorder>()};
+  launch_observation watching{std::make_shared<recording_observer>()};
   EXPECT_FALSE(launch_path::begin_issue(info_of("a_kernel")).measure());
 }
 
 TEST(LaunchPath, AMeasurementFinishedAfterItsObservationWasReplacedGoesToNobody) {
-  auto reported_to = std::make_shared<timer>();
-  auto replacement = std::make_shared<timer>();
+  auto reported_to = std::make_shared<recording_observer>(timing_request::resolved);
+  auto replacement = std::make_shared<recording_observer>(timing_request::resolved);
   launch_observation watching{reported_to};
   const auto decision = launch_path::begin_issue(info_of("a_kernel"));
   launch_observation replacing{replacement};
   fake_submitter source;
   launch_path::finish_issue(info_of("a_kernel"), decision,
                             source.submit_profiled(decision.when()));
-  EXPECT_THAT(reported_to->calls(), IsEmpty());
-  EXPECT_THAT(replacement->calls(), IsEmpty()) << "it never saw the launch";
+  EXPECT_THAT(reported_to->timings(), IsEmpty());
+  EXPECT_THAT(replacement->timings(), IsEmpty()) << "it never saw the launch";
 }
 
 TEST(LaunchPath, FinishingAnUntimedLaunchWritesTheLoggersLine) {
@@ -461,7 +453,7 @@ launch_info collective_of(std::string_view kernel) {
 
 TEST(LaunchPath, AResolvedObserverGetsNoMeasurementOfACollectiveAndOneWarningPerProcess) {
   captured_log log;
-  auto observer = std::make_shared<timer>();
+  auto observer = std::make_shared<recording_observer>(timing_request::resolved);
   launch_observation watching{observer};
   fake_submitter first;
   fake_submitter second;
@@ -469,31 +461,31 @@ TEST(LaunchPath, AResolvedObserverGetsNoMeasurementOfACollectiveAndOneWarningPer
   launch_path::issue(collective_of("all_reduce"), second);
   EXPECT_THAT(first.calls, ElementsAre("submit")) << "still launched, untimed";
   EXPECT_THAT(second.calls, ElementsAre("submit"));
-  EXPECT_THAT(observer->calls(), IsEmpty());
+  EXPECT_THAT(observer->timings(), IsEmpty());
   EXPECT_EQ(log->count_containing("it is a collective"), 1u);
 }
 
 TEST(LaunchPath, ACollectiveIsStillReportedWhenItsMeasurementIsRefused) {
-  auto observer = std::make_shared<counting_observer>(timing_request::resolved);
+  auto observer = std::make_shared<recording_observer>(timing_request::resolved);
   launch_observation watching{observer};
   fake_submitter source;
   launch_path::issue(collective_of("all_reduce"), source);
-  EXPECT_EQ(observer->reported.load(), 1);
+  EXPECT_EQ(observer->launches().size(), 1u);
 }
 
 TEST(LaunchPath, ADeferredObserverKeepsACollectivesMeasurement) {
-  auto observer = std::make_shared<keeper>();
+  auto observer = std::make_shared<recording_observer>(timing_request::deferred);
   launch_observation watching{observer};
   fake_submitter source;
   launch_path::issue(collective_of("all_reduce"), source);
   EXPECT_THAT(source.asked_when, ElementsAre(launch_path::read_when::later));
-  EXPECT_EQ(observer->take().size(), 1u);
+  EXPECT_EQ(observer->take_profiles().size(), 1u);
 }
 
 TEST(LaunchPath, WithTheLoggerReadingACollectiveIsWrittenUntimedRatherThanWaitedFor) {
   captured_log log;
   with_logger logging{profile_level::medium};
-  launch_observation watching{std::make_shared<keeper>()};
+  launch_observation watching{std::make_shared<recording_observer>(timing_request::deferred)};
   fake_submitter source;
   launch_path::issue(collective_of("all_reduce"), source);
   EXPECT_THAT(source.calls, ElementsAre("submit"));

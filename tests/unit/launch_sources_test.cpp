@@ -9,7 +9,6 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -20,12 +19,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "support/observers.hpp"
+#include "support/recording_observer.hpp"
 
 namespace launchwatch {
 namespace {
 
-using testing::recorder;
+using testing::recording_observer;
+using testing::replay_recording_observer;
+using testing::Replayed;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
@@ -33,24 +34,6 @@ static_assert(!std::is_copy_constructible_v<launch_path::reported_here>);
 static_assert(!std::is_move_constructible_v<launch_path::reported_here>);
 static_assert(!std::is_copy_assignable_v<launch_path::reported_here>);
 static_assert(!std::is_move_assignable_v<launch_path::reported_here>);
-
-/// Watches replays: records the kernel of each replayed node it is told.
-class replay_watcher : public launch_observer, public graph_replay_observer {
- public:
-  void launched(std::string_view) override {}
-  void replayed(const replayed_node& node) override {
-    std::lock_guard lock{mutex_};
-    kernels_.emplace_back(node.kernel);
-  }
-  std::vector<std::string> kernels() const {
-    std::lock_guard lock{mutex_};
-    return kernels_;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::vector<std::string> kernels_;
-};
 
 replayed_node node_of(std::string_view kernel) {
   replayed_node node;
@@ -69,58 +52,58 @@ TEST(LaunchSources, TheCurrentObservationIsEmptyWhenNothingIsInstalled) {
 }
 
 TEST(LaunchSources, TheCurrentObservationNamesTheInstalledOneUntilAnotherIsInstalled) {
-  launch_observation first{std::make_shared<recorder>()};
+  launch_observation first{std::make_shared<recording_observer>()};
   const auto a = launch_path::current_observation();
   EXPECT_FALSE(a.empty());
   EXPECT_EQ(a, launch_path::current_observation());
-  launch_observation second{std::make_shared<recorder>()};
+  launch_observation second{std::make_shared<recording_observer>()};
   EXPECT_NE(a, launch_path::current_observation());
 }
 
 // Behaviour 6 for replayed graph nodes: deliver_replayed
 
 TEST(LaunchSources, AReplayedNodeReachesTheObservationInstalledWhenItsReplayWasLaunched) {
-  auto watcher = std::make_shared<replay_watcher>();
+  auto watcher = std::make_shared<replay_recording_observer>();
   launch_observation watching{watcher};
   const auto launched_under = launch_path::current_observation();
   EXPECT_TRUE(launch_path::deliver_replayed(launched_under, node_of("gemm")));
-  EXPECT_THAT(watcher->kernels(), ElementsAre("gemm"));
+  EXPECT_THAT(watcher->replays(), ElementsAre(Replayed("gemm")));
 }
 
 TEST(LaunchSources, AReplayedNodeDoesNotReachAnObservationThatReplacedTheOneItBelongsTo) {
-  auto first = std::make_shared<replay_watcher>();
-  auto second = std::make_shared<replay_watcher>();
+  auto first = std::make_shared<replay_recording_observer>();
+  auto second = std::make_shared<replay_recording_observer>();
   launch_observation watching{first};
   const auto launched_under = launch_path::current_observation();
   launch_observation replacing{second};
   EXPECT_FALSE(launch_path::deliver_replayed(launched_under, node_of("gemm")));
-  EXPECT_THAT(first->kernels(), IsEmpty());
-  EXPECT_THAT(second->kernels(), IsEmpty());
+  EXPECT_THAT(first->replays(), IsEmpty());
+  EXPECT_THAT(second->replays(), IsEmpty());
 }
 
 TEST(LaunchSources, AReplayedNodeReachesItsObservationAgainOnceTheReplacementIsDropped) {
-  auto first = std::make_shared<replay_watcher>();
+  auto first = std::make_shared<replay_recording_observer>();
   launch_observation watching{first};
   const auto launched_under = launch_path::current_observation();
-  { launch_observation replacing{std::make_shared<replay_watcher>()}; }
+  { launch_observation replacing{std::make_shared<replay_recording_observer>()}; }
   EXPECT_TRUE(launch_path::deliver_replayed(launched_under, node_of("gemm")));
-  EXPECT_THAT(first->kernels(), ElementsAre("gemm"));
+  EXPECT_THAT(first->replays(), ElementsAre(Replayed("gemm")));
 }
 
 TEST(LaunchSources, AReplayedNodeDoesNotReachTheObservationPutBackWhenItsOwnEnded) {
-  auto below = std::make_shared<replay_watcher>();
+  auto below = std::make_shared<replay_recording_observer>();
   launch_observation watching{below};
   launch_path::observation_ref launched_under;
   {
-    launch_observation above{std::make_shared<replay_watcher>()};
+    launch_observation above{std::make_shared<replay_recording_observer>()};
     launched_under = launch_path::current_observation();
   }
   EXPECT_FALSE(launch_path::deliver_replayed(launched_under, node_of("gemm")));
-  EXPECT_THAT(below->kernels(), IsEmpty());
+  EXPECT_THAT(below->replays(), IsEmpty());
 }
 
 TEST(LaunchSources, AReplayedNodeDoesNotReachItsObserverInstalledAgainByANewObservation) {
-  auto watcher = std::make_shared<replay_watcher>();
+  auto watcher = std::make_shared<replay_recording_observer>();
   launch_path::observation_ref launched_under;
   {
     launch_observation watching{watcher};
@@ -129,23 +112,24 @@ TEST(LaunchSources, AReplayedNodeDoesNotReachItsObserverInstalledAgainByANewObse
   EXPECT_FALSE(launch_path::deliver_replayed(launched_under, node_of("ended")));
   launch_observation again{watcher};
   EXPECT_FALSE(launch_path::deliver_replayed(launched_under, node_of("again")));
-  EXPECT_THAT(watcher->kernels(), IsEmpty());
+  EXPECT_THAT(watcher->replays(), IsEmpty());
 }
 
 TEST(LaunchSources, AReplayedNodeDoesNotReachAnObserverThatDoesNotWatchReplays) {
-  launch_observation watching{std::make_shared<recorder>()};
+  launch_observation watching{std::make_shared<recording_observer>()};
   EXPECT_FALSE(launch_path::deliver_replayed(launch_path::current_observation(), node_of("gemm")));
 }
 
 TEST(LaunchSources, AnEmptyObservationReferenceDeliversNothing) {
   const auto none = launch_path::current_observation();
-  auto watcher = std::make_shared<replay_watcher>();
+  auto watcher = std::make_shared<replay_recording_observer>();
   launch_observation watching{watcher};
   EXPECT_FALSE(launch_path::deliver_replayed(none, node_of("gemm")));
-  EXPECT_THAT(watcher->kernels(), IsEmpty());
+  EXPECT_THAT(watcher->replays(), IsEmpty());
 }
 
 TEST(LaunchSources, AnExceptionFromReplayedIsContained) {
+  // Bespoke: the point is an observer whose replayed() throws.
   class throwing_watcher : public launch_observer, public graph_replay_observer {
    public:
     void launched(std::string_view) override {}
@@ -157,7 +141,8 @@ TEST(LaunchSources, AnExceptionFromReplayedIsContained) {
 
 // inside_observer
 
-/// Records, in `launched`, whether the launch path says it is inside an observer.
+/// Records, in `launched`, whether the launch path says it is inside an observer. Bespoke: the
+/// point is what the launch path answers from inside a callback.
 class reentry_prober : public launch_observer {
  public:
   void launched(std::string_view) override { inside = launch_path::inside_observer(); }
@@ -203,7 +188,7 @@ struct listening {
 TEST(LaunchSources, TheWatchListenerIsToldWhenAnObservationIsInstalledAndWhenItIsDropped) {
   listening listener;
   {
-    launch_observation watching{std::make_shared<recorder>()};
+    launch_observation watching{std::make_shared<recording_observer>()};
     EXPECT_EQ(changes.load(), 1);
     EXPECT_TRUE(watched_when_told.load());
   }
@@ -213,14 +198,14 @@ TEST(LaunchSources, TheWatchListenerIsToldWhenAnObservationIsInstalledAndWhenItI
 
 TEST(LaunchSources, TheWatchListenerIsNotToldWhenASecondObservationChangesNothingWatched) {
   listening listener;
-  launch_observation first{std::make_shared<recorder>()};
-  { launch_observation second{std::make_shared<recorder>()}; }
+  launch_observation first{std::make_shared<recording_observer>()};
+  { launch_observation second{std::make_shared<recording_observer>()}; }
   EXPECT_EQ(changes.load(), 1);
 }
 
 TEST(LaunchSources, ARemovedWatchListenerIsNotTold) {
   { listening listener; }
-  launch_observation watching{std::make_shared<recorder>()};
+  launch_observation watching{std::make_shared<recording_observer>()};
   EXPECT_EQ(changes.load(), 0);
 }
 
@@ -254,30 +239,30 @@ TEST(LaunchSources, AReportedHereGuardMarksOnlyItsOwnThread) {
 // launch_observation::is_installed
 
 TEST(LaunchSources, AnObserverIsInstalledWhileItsObservationIsTheNewest) {
-  auto observer = std::make_shared<recorder>();
+  auto observer = std::make_shared<recording_observer>();
   launch_observation watching{observer};
   EXPECT_TRUE(launch_observation::is_installed(*observer));
 }
 
 TEST(LaunchSources, AnObserverNeverInstalledIsNotInstalled) {
-  recorder never;
+  recording_observer never;
   EXPECT_FALSE(launch_observation::is_installed(never));
-  launch_observation watching{std::make_shared<recorder>()};
+  launch_observation watching{std::make_shared<recording_observer>()};
   EXPECT_FALSE(launch_observation::is_installed(never));
 }
 
 TEST(LaunchSources, AnObserverShadowedByANewerObservationIsNotInstalledUntilThatOneIsDropped) {
-  auto below = std::make_shared<recorder>();
+  auto below = std::make_shared<recording_observer>();
   launch_observation watching{below};
   {
-    launch_observation above{std::make_shared<recorder>()};
+    launch_observation above{std::make_shared<recording_observer>()};
     EXPECT_FALSE(launch_observation::is_installed(*below));
   }
   EXPECT_TRUE(launch_observation::is_installed(*below));
 }
 
 TEST(LaunchSources, AnObserverIsNotInstalledOnceItsObservationEnded) {
-  auto observer = std::make_shared<recorder>();
+  auto observer = std::make_shared<recording_observer>();
   { launch_observation watching{observer}; }
   EXPECT_FALSE(launch_observation::is_installed(*observer));
 }

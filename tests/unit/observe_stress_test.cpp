@@ -7,7 +7,6 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,32 +14,20 @@
 #include <gtest/gtest.h>
 
 #include "support/observers.hpp"
+#include "support/recording_observer.hpp"
 
 namespace launchwatch {
 namespace {
 
 using namespace std::chrono_literals;
 
-/// Counts launches per kernel name and notes any that arrive after its observation ended.
-class tally : public launch_observer {
- public:
-  void launched(std::string_view kernel) override {
-    if (ended_.load(std::memory_order_relaxed)) late_.fetch_add(1, std::memory_order_relaxed);
-    std::lock_guard lock{mutex_};
-    names_.emplace_back(kernel);
-  }
-  void end() { ended_.store(true, std::memory_order_relaxed); }
-  int late() const { return late_.load(); }
-  std::vector<std::string> names() const {
-    std::lock_guard lock{mutex_};
-    return names_;
-  }
+using testing::recording_observer;
 
- private:
-  std::atomic<bool> ended_{false};
-  std::atomic<int> late_{0};
-  mutable std::mutex mutex_;
-  std::vector<std::string> names_;
+/// An observer whose observation has ended, with how many launches it had been told of by then:
+/// any it was told of later reached an ended observation.
+struct ended {
+  std::shared_ptr<recording_observer> observer;
+  std::size_t launches_when_ended = 0;
 };
 
 // Kernel names must outlive the launches: one static table of them.
@@ -59,35 +46,35 @@ TEST(LaunchObservationStress, EveryLaunchReachesExactlyOneObserverAndNoneAnEnded
   constexpr int launches_per_thread = 20000;
   const auto& names = kernel_names(launcher_count, launches_per_thread);
 
-  auto base = std::make_shared<tally>();
+  auto base = std::make_shared<recording_observer>();
   launch_observation base_watch{base};  // so every launch has an observer to reach
 
   std::atomic<int> launchers_done{0};
   // The launchers start once the swapper is churning, so the race is run even on a loaded machine
   // where 80k launches could otherwise finish before the swapper is first scheduled.
   std::atomic<bool> churning{false};
-  std::vector<std::shared_ptr<tally>> swapped;
+  std::vector<ended> swapped;
   std::thread swapper{[&] {
     // Nested and out-of-order installs and drops while the launchers run.
     while (launchers_done.load() < launcher_count) {
-      auto a = std::make_shared<tally>();
-      auto b = std::make_shared<tally>();
-      auto watch_a = std::make_unique<launch_observation>(a);
-      auto watch_b = std::make_unique<launch_observation>(b);
+      ended a{std::make_shared<recording_observer>()};
+      ended b{std::make_shared<recording_observer>()};
+      auto watch_a = std::make_unique<launch_observation>(a.observer);
+      auto watch_b = std::make_unique<launch_observation>(b.observer);
       std::this_thread::yield();
+      const auto end = [](std::unique_ptr<launch_observation>& watch, ended& observer) {
+        watch.reset();
+        observer.launches_when_ended = observer.observer->launches().size();
+      };
       if (swapped.size() % 2 == 0) {
-        watch_b.reset();
-        b->end();
-        watch_a.reset();
-        a->end();
+        end(watch_b, b);
+        end(watch_a, a);
       } else {
-        watch_a.reset();
-        a->end();
-        watch_b.reset();
-        b->end();
+        end(watch_a, a);
+        end(watch_b, b);
       }
-      swapped.push_back(a);
-      swapped.push_back(b);
+      swapped.push_back(std::move(a));
+      swapped.push_back(std::move(b));
       churning.store(true);
     }
   }};
@@ -106,7 +93,7 @@ TEST(LaunchObservationStress, EveryLaunchReachesExactlyOneObserverAndNoneAnEnded
   swapper.join();
 
   std::vector<int> seen(names.size(), 0);
-  auto count = [&](const tally& observer) {
+  auto count = [&](const recording_observer& observer) {
     for (const auto& name : observer.names()) {
       const auto colon = name.find(':');
       const auto index = std::stoi(name.substr(0, colon)) * launches_per_thread +
@@ -115,9 +102,10 @@ TEST(LaunchObservationStress, EveryLaunchReachesExactlyOneObserverAndNoneAnEnded
     }
   };
   count(*base);
-  for (const auto& observer : swapped) {
+  for (const auto& [observer, launches_when_ended] : swapped) {
     count(*observer);
-    EXPECT_EQ(observer->late(), 0) << "an observer was called after its observation ended";
+    EXPECT_EQ(observer->launches().size(), launches_when_ended)
+        << "an observer was called after its observation ended";
   }
   for (std::size_t i = 0; i < seen.size(); ++i) {
     ASSERT_EQ(seen[i], 1) << "launch " << names[i] << " reached " << seen[i] << " observers";
@@ -128,7 +116,7 @@ TEST(LaunchObservationStress, EveryLaunchReachesExactlyOneObserverAndNoneAnEnded
 TEST(LaunchObservationStress, ResolvedTimingsFromManyThreadsReachTheInstalledObserver) {
   constexpr int launcher_count = 4;
   constexpr int launches_per_thread = 2000;
-  auto observer = std::make_shared<testing::timer>();
+  auto observer = std::make_shared<recording_observer>(timing_request::resolved);
   launch_observation watching{observer};
   std::vector<std::thread> launchers;
   for (int t = 0; t < launcher_count; ++t) {
@@ -140,7 +128,7 @@ TEST(LaunchObservationStress, ResolvedTimingsFromManyThreadsReachTheInstalledObs
     });
   }
   for (auto& launcher : launchers) launcher.join();
-  EXPECT_EQ(observer->calls().size(), std::size_t{launcher_count * launches_per_thread});
+  EXPECT_EQ(observer->timings().size(), std::size_t{launcher_count * launches_per_thread});
 }
 
 }  // namespace

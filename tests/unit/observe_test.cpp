@@ -17,19 +17,23 @@
 
 #include "support/capturing_sink.hpp"
 #include "support/observers.hpp"
+#include "support/recording_observer.hpp"
 
 namespace launchwatch {
 namespace {
 
 using namespace std::chrono_literals;
 using testing::captured_log;
-using testing::keeper;
 using testing::measured;
 using testing::measured_on_device;
 using testing::measured_while;
-using testing::recorder;
-using testing::timed_call;
-using testing::timer;
+using testing::OnThread;
+using testing::Profiled;
+using testing::ProfiledUnread;
+using testing::recording_observer;
+using testing::Timed;
+using ::testing::AllOf;
+using ::testing::Each;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
@@ -41,14 +45,7 @@ static_assert(!std::is_move_assignable_v<launch_observation>);
 // 1. `launched` is called on the issuing thread, before the launch reaches the backend, in issue
 // order.
 TEST(LaunchObservation, LaunchedIsCalledOnTheIssuingThreadInIssueOrder) {
-  struct thread_recorder : recorder {
-    std::thread::id seen_on;
-    void launched(std::string_view kernel) override {
-      seen_on = std::this_thread::get_id();
-      recorder::launched(kernel);
-    }
-  };
-  auto observer = std::make_shared<thread_recorder>();
+  auto observer = std::make_shared<recording_observer>();
   {
     launch_observation watching{observer};
     launch_path::notify_launch("first");
@@ -56,7 +53,7 @@ TEST(LaunchObservation, LaunchedIsCalledOnTheIssuingThreadInIssueOrder) {
   }
   launch_path::notify_launch("after");
   EXPECT_THAT(observer->names(), ElementsAre("first", "second"));
-  EXPECT_EQ(observer->seen_on, std::this_thread::get_id());
+  EXPECT_THAT(observer->events(), Each(OnThread(std::this_thread::get_id())));
 }
 
 // 2. With nothing installed a launch costs one relaxed load: nothing observes it and nothing is
@@ -73,16 +70,16 @@ TEST(LaunchObservation, NothingInstalledMeansNothingIsObservingOrTimed) {
 TEST(LaunchObservation, TimingIsOffUnlessAnObserverAsks) {
   EXPECT_FALSE(launch_path::timing_wanted());
   {
-    launch_observation names_only{std::make_shared<recorder>()};
-    EXPECT_EQ(recorder{}.timing(), timing_request::none);
+    launch_observation names_only{std::make_shared<recording_observer>()};
+    EXPECT_EQ(recording_observer{}.timing(), timing_request::none);
     EXPECT_FALSE(launch_path::timing_wanted());
   }
   {
-    launch_observation resolved{std::make_shared<timer>()};
+    launch_observation resolved{std::make_shared<recording_observer>(timing_request::resolved)};
     EXPECT_TRUE(launch_path::timing_wanted());
   }
   {
-    launch_observation deferred{std::make_shared<keeper>()};
+    launch_observation deferred{std::make_shared<recording_observer>(timing_request::deferred)};
     EXPECT_TRUE(launch_path::timing_wanted());
   }
   EXPECT_FALSE(launch_path::timing_wanted());
@@ -91,14 +88,7 @@ TEST(LaunchObservation, TimingIsOffUnlessAnObserverAsks) {
 // 4. `deferred`: the measurement is handed to `profiled` unread, right after the launch, on the
 // issuing thread.
 TEST(LaunchObservation, DeferredMeasurementsAreHandedOverUnreadOnTheIssuingThread) {
-  struct thread_keeper : keeper {
-    std::thread::id seen_on;
-    void profiled(std::string_view kernel, profile_duration profile) override {
-      seen_on = std::this_thread::get_id();
-      keeper::profiled(kernel, std::move(profile));
-    }
-  };
-  auto observer = std::make_shared<thread_keeper>();
+  auto observer = std::make_shared<recording_observer>(timing_request::deferred);
   std::atomic<int> reads{0};
   {
     launch_observation watching{observer};
@@ -106,63 +96,65 @@ TEST(LaunchObservation, DeferredMeasurementsAreHandedOverUnreadOnTheIssuingThrea
     launch_path::notify_profiled("second", measured(5us));
   }
   EXPECT_EQ(reads.load(), 0) << "a deferred measurement must reach the observer unread";
-  EXPECT_EQ(observer->seen_on, std::this_thread::get_id());
-  EXPECT_THAT(observer->calls(), IsEmpty()) << "deferred goes to profiled, not timed";
+  EXPECT_THAT(observer->events(), Each(OnThread(std::this_thread::get_id())));
+  EXPECT_THAT(observer->events(), ElementsAre(AllOf(Profiled("first"), ProfiledUnread()),
+                                              AllOf(Profiled("second"), ProfiledUnread())));
+  EXPECT_THAT(observer->timings(), IsEmpty()) << "deferred goes to profiled, not timed";
 
-  auto kept = observer->take();
+  auto kept = observer->take_profiles();
   ASSERT_EQ(kept.size(), 2u);
-  EXPECT_EQ(kept[0].first, "first");
-  EXPECT_EQ(kept[1].first, "second");
-  EXPECT_EQ(std::move(kept[0].second).resolve()->length(), 3us);
+  EXPECT_EQ(kept[0].kernel, "first");
+  EXPECT_EQ(kept[1].kernel, "second");
+  EXPECT_EQ(std::move(kept[0].profile).resolve()->length(), 3us);
   EXPECT_EQ(reads.load(), 1);
-  EXPECT_EQ(std::move(kept[1].second).resolve()->length(), 5us);
+  EXPECT_EQ(std::move(kept[1].profile).resolve()->length(), 5us);
 }
 
 // 5. `resolved`: the launch path reads the measurement with the slot's lock released, then calls
 // `timed` with the duration and the method.
 TEST(LaunchObservation, ResolvedMeasurementsAreReadWithTheSlotUnlockedThenTimed) {
-  auto observer = std::make_shared<timer>();
+  auto observer = std::make_shared<recording_observer>(timing_request::resolved);
   launch_observation watching{observer};
   bool another_thread_could_install = false;
   launch_path::notify_profiled("a_kernel", measured_while(7us, [&] {
     // Installing needs the slot's exclusive lock: it can only finish if the read holds no lock.
     auto installing = std::async(std::launch::async, [] {
-      launch_observation briefly{std::make_shared<recorder>()};
+      launch_observation briefly{std::make_shared<recording_observer>()};
     });
     another_thread_could_install = installing.wait_for(10s) == std::future_status::ready;
   }));
   EXPECT_TRUE(another_thread_could_install) << "the slot's lock was held across the read";
-  EXPECT_THAT(observer->calls(), ElementsAre(timed_call{"a_kernel", 7us, timing_method::system}));
+  EXPECT_THAT(observer->timings(), ElementsAre(Timed("a_kernel", 7us, timing_method::system)));
 }
 
 // 6. A duration reaches only the observer the launch was reported to, and only while it is still
 // installed; an observation that ended mid-read is not told.
 TEST(LaunchObservation, AnObservationThatEndedMidReadIsNotToldTheDuration) {
-  auto observer = std::make_shared<timer>();
+  auto observer = std::make_shared<recording_observer>(timing_request::resolved);
   auto watching = std::make_unique<launch_observation>(observer);
   launch_path::notify_profiled("a_kernel", measured_while(7us, [&] { watching.reset(); }));
   EXPECT_EQ(watching, nullptr) << "the read ended the observation";
-  EXPECT_THAT(observer->calls(), IsEmpty());
+  EXPECT_THAT(observer->timings(), IsEmpty());
 }
 
 TEST(LaunchObservation, AnObserverThatReplacedTheReaderMidReadIsNotToldTheDuration) {
-  auto reader = std::make_shared<timer>();
-  auto replacement = std::make_shared<timer>();
+  auto reader = std::make_shared<recording_observer>(timing_request::resolved);
+  auto replacement = std::make_shared<recording_observer>(timing_request::resolved);
   launch_observation watching{reader};
   std::optional<launch_observation> replacing;
   launch_path::notify_profiled("a_kernel",
                                measured_while(7us, [&] { replacing.emplace(replacement); }));
-  EXPECT_THAT(reader->calls(), IsEmpty()) << "no longer installed when the read ended";
-  EXPECT_THAT(replacement->calls(), IsEmpty()) << "never saw the launch";
+  EXPECT_THAT(reader->timings(), IsEmpty()) << "no longer installed when the read ended";
+  EXPECT_THAT(replacement->timings(), IsEmpty()) << "never saw the launch";
   replacing.reset();
 }
 
 TEST(LaunchObservation, AnObservationThatEndedMidReadIsNotToldTheLoggersReading) {
-  auto observer = std::make_shared<timer>();
+  auto observer = std::make_shared<recording_observer>(timing_request::resolved);
   auto watching = std::make_unique<launch_observation>(observer);
   auto for_the_logger = launch_path::read_and_notify_timed(
       "a_kernel", measured_while(7us, [&] { watching.reset(); }));
-  EXPECT_THAT(observer->calls(), IsEmpty());
+  EXPECT_THAT(observer->timings(), IsEmpty());
   auto ticks = std::move(for_the_logger).resolve();
   ASSERT_TRUE(ticks.has_value()) << "the logger still gets the reading";
   EXPECT_EQ(ticks->length(), 7us);
@@ -172,20 +164,20 @@ TEST(LaunchObservation, AnObservationThatEndedMidReadIsNotToldTheLoggersReading)
 // (even a deferred one), and hands the same reading to the logger; a deferred observer there
 // triggers one warning per process.
 TEST(LaunchObservation, TheLoggersReadingIsToldEvenToADeferredObserverAndHandedOn) {
-  auto observer = std::make_shared<keeper>();
+  auto observer = std::make_shared<recording_observer>(timing_request::deferred);
   launch_observation watching{observer};
   std::atomic<int> reads{0};
   auto for_the_logger = launch_path::read_and_notify_timed(
       "a_kernel", measured_while(7us, [&] { ++reads; }));
-  EXPECT_THAT(observer->calls(), ElementsAre(timed_call{"a_kernel", 7us, timing_method::system}));
-  EXPECT_TRUE(observer->take().empty()) << "profiled is not called on the logger's path";
+  EXPECT_THAT(observer->timings(), ElementsAre(Timed("a_kernel", 7us, timing_method::system)));
+  EXPECT_TRUE(observer->take_profiles().empty()) << "profiled is not called on the logger's path";
   EXPECT_EQ(std::move(for_the_logger).resolve()->length(), 7us);
   EXPECT_EQ(reads.load(), 1) << "read once, and handed on";
 }
 
 TEST(LaunchObservation, TheLoggerTakingDeferredMeasurementsIsWarnedOncePerProcess) {
   captured_log log;
-  launch_observation watching{std::make_shared<keeper>()};
+  launch_observation watching{std::make_shared<recording_observer>(timing_request::deferred)};
   launch_path::warn_logger_takes_deferred_measurements();
   launch_path::warn_logger_takes_deferred_measurements();
   EXPECT_EQ(log->count_containing("profiling logger is reading"), 1u);
@@ -193,7 +185,7 @@ TEST(LaunchObservation, TheLoggerTakingDeferredMeasurementsIsWarnedOncePerProces
 
 TEST(LaunchObservation, TheLoggerTakingMeasurementsIsNotWarnedForAResolvedObserver) {
   captured_log log;
-  launch_observation watching{std::make_shared<timer>()};
+  launch_observation watching{std::make_shared<recording_observer>(timing_request::resolved)};
   launch_path::warn_logger_takes_deferred_measurements();
   EXPECT_EQ(log->count_containing("profiling logger is reading"), 0u);
 }
@@ -201,13 +193,13 @@ TEST(LaunchObservation, TheLoggerTakingMeasurementsIsNotWarnedForAResolvedObserv
 // 8. A measurement that carries no ticks is skipped with a warning, never reported as zero.
 TEST(LaunchObservation, AMeasurementWithoutTicksIsSkippedWithAWarningNotReportedAsZero) {
   captured_log log;
-  auto observer = std::make_shared<timer>();
+  auto observer = std::make_shared<recording_observer>(timing_request::resolved);
   launch_observation watching{observer};
   auto empty = [] { return profile_duration{[] { return std::optional<profile_ticks>{}; },
                                             timing_method::device}; };
   launch_path::notify_profiled("resolved_path", empty());
   auto for_the_logger = launch_path::read_and_notify_timed("logger_path", empty());
-  EXPECT_THAT(observer->calls(), IsEmpty());
+  EXPECT_THAT(observer->timings(), IsEmpty());
   EXPECT_FALSE(std::move(for_the_logger).resolve().has_value()) << "no reading to hand on";
   EXPECT_EQ(log->count_containing("carried no measurement"), 2u);
 }
@@ -216,7 +208,8 @@ TEST(LaunchObservation, AMeasurementWithoutTicksIsSkippedWithAWarningNotReported
 // one warning per process.
 TEST(LaunchObservation, AnObserverThatStoppedAskingForTimingLosesItWithOneWarning) {
   captured_log log;
-  struct fickle : timer {
+  // Bespoke: the point is an observer whose timing answer changes while installed.
+  struct fickle : recording_observer {
     std::atomic<timing_request> answer{timing_request::resolved};
     timing_request timing() const override { return answer.load(); }
   };
@@ -226,7 +219,7 @@ TEST(LaunchObservation, AnObserverThatStoppedAskingForTimingLosesItWithOneWarnin
   observer->answer = timing_request::none;
   launch_path::notify_profiled("a_kernel", measured(7us));
   launch_path::notify_profiled("a_kernel", measured(7us));
-  EXPECT_THAT(observer->calls(), IsEmpty());
+  EXPECT_THAT(observer->timings(), IsEmpty());
   EXPECT_EQ(log->count_containing("asked for no timing"), 1u);
 }
 
@@ -241,8 +234,8 @@ TEST(LaunchObservation, ARefusedProfileIsWarnedAboutNamingTheKernelAndReason) {
 
 // 11. One process-wide slot: a new observation replaces the installed one and puts it back.
 TEST(LaunchObservation, RestoresTheObserverItReplaced) {
-  auto outer = std::make_shared<recorder>();
-  auto inner = std::make_shared<recorder>();
+  auto outer = std::make_shared<recording_observer>();
+  auto inner = std::make_shared<recording_observer>();
   {
     launch_observation watching_outer{outer};
     {
@@ -259,8 +252,8 @@ TEST(LaunchObservation, RestoresTheObserverItReplaced) {
 }
 
 TEST(LaunchObservation, AnObservationDroppedOutOfOrderIsNeverPutBack) {
-  auto first = std::make_shared<recorder>();
-  auto second = std::make_shared<recorder>();
+  auto first = std::make_shared<recording_observer>();
+  auto second = std::make_shared<recording_observer>();
   auto watching_first = std::make_unique<launch_observation>(first);
   auto watching_second = std::make_unique<launch_observation>(second);
   watching_first.reset();  // not the top: the second stays installed
@@ -276,7 +269,7 @@ TEST(LaunchObservation, TheObservingFlagIsSetOnlyOnceTheSlotIsFilled) {
   // A thread that sees the flag set must find the observer: a flag set before the slot was filled
   // would let this launch fall through an empty slot.
   for (int attempt = 0; attempt < 200; ++attempt) {
-    auto observer = std::make_shared<recorder>();
+    auto observer = std::make_shared<recording_observer>();
     std::atomic<bool> go{false};
     std::thread launcher{[&] {
       go = true;
@@ -297,21 +290,22 @@ TEST(LaunchObservation, RejectsAnEmptyObserver) {
 
 // 14. Every duration carries how it was measured.
 TEST(LaunchObservation, EveryDurationCarriesHowItWasMeasured) {
-  auto observer = std::make_shared<timer>();
+  auto observer = std::make_shared<recording_observer>(timing_request::resolved);
   launch_observation watching{observer};
   launch_path::notify_profiled("on_device", measured_on_device(7us));
   launch_path::notify_profiled("on_host", measured(9us));
-  EXPECT_THAT(observer->calls(),
-              ElementsAre(timed_call{"on_device", 7us, timing_method::device},
-                          timed_call{"on_host", 9us, timing_method::system}));
+  EXPECT_THAT(observer->timings(),
+              ElementsAre(Timed("on_device", 7us, timing_method::device),
+                          Timed("on_host", 9us, timing_method::system)));
 }
 
 // An observer's exception is contained: logged once per process, launches go on.
 TEST(LaunchObservation, AnObserverThatThrowsIsContainedAndLoggedOnce) {
   captured_log log;
-  struct throwing : recorder {
+  // Bespoke: the point is an observer that throws.
+  struct throwing : recording_observer {
     void launched(std::string_view kernel) override {
-      recorder::launched(kernel);
+      recording_observer::launched(kernel);
       throw std::runtime_error{"observer failure"};
     }
   };
@@ -327,11 +321,13 @@ TEST(LaunchObservation, AnObserverThatThrowsIsContainedAndLoggedOnce) {
 // measurement still arrives.
 TEST(LaunchObservation, AnObserverWhoseMeasurementCallbacksThrowIsContainedAndLoggedOnce) {
   captured_log log;
-  struct throws_once : keeper {
+  // Bespoke: the point is observers whose measurement callbacks throw.
+  struct throws_once : recording_observer {
+    throws_once() : recording_observer{timing_request::deferred} {}
     std::atomic<bool> thrown{false};
     void profiled(std::string_view kernel, profile_duration profile) override {
       if (!thrown.exchange(true)) throw std::runtime_error{"profiled failure"};
-      keeper::profiled(kernel, std::move(profile));
+      recording_observer::profiled(kernel, std::move(profile));
     }
   };
   auto deferred = std::make_shared<throws_once>();
@@ -340,16 +336,17 @@ TEST(LaunchObservation, AnObserverWhoseMeasurementCallbacksThrowIsContainedAndLo
     EXPECT_NO_THROW(launch_path::notify_profiled("first", measured(1us)));
     EXPECT_NO_THROW(launch_path::notify_profiled("second", measured(2us)));
   }
-  const auto kept = deferred->take();
+  const auto kept = deferred->take_profiles();
   ASSERT_EQ(kept.size(), 1u);
-  EXPECT_EQ(kept[0].first, "second");
+  EXPECT_EQ(kept[0].kernel, "second");
 
-  struct timed_throws : timer {
+  struct timed_throws : recording_observer {
+    timed_throws() : recording_observer{timing_request::resolved} {}
     std::atomic<bool> thrown{false};
     void timed(std::string_view kernel, std::chrono::nanoseconds length,
                timing_method method) override {
       if (!thrown.exchange(true)) throw std::runtime_error{"timed failure"};
-      timer::timed(kernel, length, method);
+      recording_observer::timed(kernel, length, method);
     }
   };
   auto resolved = std::make_shared<timed_throws>();
@@ -358,14 +355,15 @@ TEST(LaunchObservation, AnObserverWhoseMeasurementCallbacksThrowIsContainedAndLo
     EXPECT_NO_THROW(launch_path::notify_profiled("first", measured(1us)));
     EXPECT_NO_THROW(launch_path::notify_profiled("second", measured(2us)));
   }
-  EXPECT_THAT(resolved->calls(), ElementsAre(timed_call{"second", 2us, timing_method::system}));
+  EXPECT_THAT(resolved->timings(), ElementsAre(Timed("second", 2us, timing_method::system)));
   EXPECT_EQ(log->count_containing("profiled failure"), 1u);
   EXPECT_EQ(log->count_containing("timed failure"), 0u) << "said twice in one process";
 }
 
 TEST(LaunchObservation, AnObserverWhoseTimingThrowsIsTreatedAsAskingForNone) {
   captured_log log;
-  struct throwing_timing : recorder {
+  // Bespoke: the point is an observer whose timing() throws.
+  struct throwing_timing : recording_observer {
     timing_request timing() const override { throw std::runtime_error{"timing failure"}; }
   };
   launch_observation watching{std::make_shared<throwing_timing>()};
@@ -380,7 +378,9 @@ namespace launchwatch {
 namespace {
 
 TEST(LaunchObservation, ALaunchReportedWithItsInfoReachesLaunchedWithAndByDefaultLaunched) {
-  struct info_recorder : testing::recorder {
+  // Bespoke: the point is launch_observer's default launched_with, which recording_observer
+  // overrides; this one keeps the info and calls the default.
+  struct info_recorder : recording_observer {
     std::vector<launch_info> infos;
     void launched_with(const launch_info& info) override {
       infos.push_back(info);

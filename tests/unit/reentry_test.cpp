@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "support/observers.hpp"
+#include "support/recording_observer.hpp"
 
 namespace launchwatch {
 namespace {
@@ -22,6 +23,8 @@ class ReentryDeathTest : public ::testing::Test {
  protected:
   void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
 };
+
+// The observers here stay bespoke: each one's point is what it does from inside a callback.
 
 TEST_F(ReentryDeathTest, AnObserverThatLaunchesFromACallbackAbortsWithAMessage) {
   struct launches_inside : launch_observer {
@@ -38,7 +41,7 @@ TEST_F(ReentryDeathTest, AnObserverThatLaunchesFromACallbackAbortsWithAMessage) 
 TEST_F(ReentryDeathTest, AnObserverThatInstallsFromACallbackAbortsWithAMessage) {
   struct installs_inside : launch_observer {
     void launched(std::string_view) override {
-      launch_observation nested{std::make_shared<testing::recorder>()};
+      launch_observation nested{std::make_shared<testing::recording_observer>()};
     }
   };
   EXPECT_DEATH(
@@ -99,7 +102,7 @@ TEST_F(ReentryDeathTest, AnObserverThatInstallsFromProfiledAbortsWithAMessage) {
     void launched(std::string_view) override {}
     timing_request timing() const override { return timing_request::deferred; }
     void profiled(std::string_view, profile_duration) override {
-      launch_observation nested{std::make_shared<testing::recorder>()};
+      launch_observation nested{std::make_shared<testing::recording_observer>()};
     }
   };
   EXPECT_DEATH(

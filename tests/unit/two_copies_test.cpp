@@ -13,7 +13,7 @@
 
 #include <gtest/gtest.h>
 
-#include "support/observers.hpp"
+#include "support/recording_observer.hpp"
 
 namespace launchwatch {
 namespace {
@@ -43,7 +43,7 @@ bool this_copy_reported_here_now() { return launch_path::reported_here_now(); }
 
 TEST(TwoCopies, TheModuleHoldsACopyOfTheCoreOfItsOwn) {
   second_copy module;
-  launch_observation watching{std::make_shared<testing::recorder>()};
+  launch_observation watching{std::make_shared<testing::recording_observer>()};
   EXPECT_FALSE(module.entry<bool()>("second_copy_is_observing")());
 }
 

@@ -14,7 +14,7 @@
 #include <launchwatch/launchwatch.hpp>
 
 #include "conformance/conformance_kernels.hpp"
-#include "support/observers.hpp"
+#include "support/recording_observer.hpp"
 #include "vulkan/vulkan_backend.hpp"
 #include "vulkan_test_shaders.hpp"
 
@@ -73,7 +73,7 @@ TEST_F(VulkanBackend, AKernelLargerThanThePushConstantsRunsAsOnTheCpu) {
 TEST_F(VulkanBackend, AKernelWithoutAShaderIsRejectedBeforeReportingSayingWhatToAdd) {
   auto client = client::vulkan();
   auto values = client.empty<int>(8);
-  auto names = std::make_shared<testing::recorder>();
+  auto names = std::make_shared<testing::recording_observer>();
   launch_observation watching{names};
   try {
     client.launch(host_only{values.view()}, cube_count{1}, cube_dim{8});
@@ -108,7 +108,7 @@ TEST_F(VulkanBackend, ADeviceMeasurementLiesInsideTheHostWindowAroundItsLaunchAn
   auto done = client.empty<int>(1);
   client.launch(spin{1'000ull, done.view()}, cube_count{1}, cube_dim{1});  // pipeline warm
   client.sync();
-  auto keeps = std::make_shared<testing::keeper>();
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
   const auto before = std::chrono::steady_clock::now();
   {
     launch_observation watching{keeps};
@@ -116,10 +116,10 @@ TEST_F(VulkanBackend, ADeviceMeasurementLiesInsideTheHostWindowAroundItsLaunchAn
   }
   client.sync();
   const auto after = std::chrono::steady_clock::now();
-  auto kept = keeps->take();
+  auto kept = keeps->take_profiles();
   ASSERT_EQ(kept.size(), 1u);
-  ASSERT_EQ(kept[0].second.method(), timing_method::device);
-  const auto ticks = std::move(kept[0].second).resolve();
+  ASSERT_EQ(kept[0].profile.method(), timing_method::device);
+  const auto ticks = std::move(kept[0].profile).resolve();
   ASSERT_TRUE(ticks.has_value());
   // Mapped through calibrated timestamps; NVIDIA's anchors are good to about 3 us.
   EXPECT_GE(ticks->start(), before - 50us);

@@ -5,13 +5,14 @@
 #include <memory>
 #include <vector>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <launchwatch/launchwatch.hpp>
 
 #include "conformance/conformance_kernels.hpp"
 #include "support/capturing_sink.hpp"
-#include "support/observers.hpp"
+#include "support/recording_observer.hpp"
 #include "vulkan/vulkan_backend.hpp"
 
 namespace launchwatch {
@@ -32,62 +33,62 @@ class VulkanTimestampBudget : public ::testing::Test {
 TEST_F(VulkanTimestampBudget, OnePairGivesADeviceDurationThenSystemOnesWithOneWarning) {
   auto client = client::vulkan();
   testing::captured_log log;
-  auto keeps = std::make_shared<testing::keeper>();
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
   auto values = client.empty<int>(8);
   {
     launch_observation watching{keeps};
     for (int i = 1; i <= 3; ++i) client.launch(fill{values.view(), i}, cube_count{1}, cube_dim{8});
   }
   EXPECT_EQ(client.read(values), std::vector<int>(8, 3)) << "every launch ran, in order";
-  auto kept = keeps->take();
+  auto kept = keeps->take_profiles();
   ASSERT_EQ(kept.size(), 3u);
   // The first holds the only pair, unread: the next two find the budget spent.
-  EXPECT_EQ(kept[0].second.method(), timing_method::device);
-  EXPECT_EQ(kept[1].second.method(), timing_method::system);
-  EXPECT_EQ(kept[2].second.method(), timing_method::system);
+  EXPECT_EQ(kept[0].profile.method(), timing_method::device);
+  EXPECT_EQ(kept[1].profile.method(), timing_method::system);
+  EXPECT_EQ(kept[2].profile.method(), timing_method::system);
   for (auto& [kernel, profile] : kept) EXPECT_TRUE(std::move(profile).resolve().has_value()) << kernel;
   EXPECT_EQ(log->count_containing(spent_warning), 1u);
 }
 
 TEST_F(VulkanTimestampBudget, ReadingAMeasurementGivesItsPairBackForTheNextLaunch) {
   auto client = client::vulkan();
-  auto keeps = std::make_shared<testing::keeper>();
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
   auto values = client.empty<int>(8);
   launch_observation watching{keeps};
   for (int i = 0; i < 3; ++i) {
     client.launch(fill{values.view(), i}, cube_count{1}, cube_dim{8});
-    auto kept = keeps->take();
+    auto kept = keeps->take_profiles();
     ASSERT_EQ(kept.size(), 1u);
-    EXPECT_EQ(kept[0].second.method(), timing_method::device) << "launch " << i;
-    EXPECT_TRUE(std::move(kept[0].second).resolve().has_value());
+    EXPECT_EQ(kept[0].profile.method(), timing_method::device) << "launch " << i;
+    EXPECT_TRUE(std::move(kept[0].profile).resolve().has_value());
   }
 }
 
 TEST_F(VulkanTimestampBudget, AMeasurementDroppedUnreadGivesItsPairBackOnceItsLaunchRan) {
   auto client = client::vulkan();
-  auto keeps = std::make_shared<testing::keeper>();
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
   auto values = client.empty<int>(8);
   launch_observation watching{keeps};
   client.launch(fill{values.view(), 1}, cube_count{1}, cube_dim{8});
-  (void)keeps->take();  // dropped unread
+  (void)keeps->take_profiles();  // dropped unread
   client.sync();
   client.launch(fill{values.view(), 2}, cube_count{1}, cube_dim{8});
-  auto kept = keeps->take();
+  auto kept = keeps->take_profiles();
   ASSERT_EQ(kept.size(), 1u);
-  EXPECT_EQ(kept[0].second.method(), timing_method::device);
+  EXPECT_EQ(kept[0].profile.method(), timing_method::device);
 }
 
 TEST_F(VulkanTimestampBudget, ResolvedTimingWithOnePairIsAlwaysDevice) {
   auto client = client::vulkan();
-  auto timed = std::make_shared<testing::timer>();
+  auto timed = std::make_shared<testing::recording_observer>(timing_request::resolved);
   auto values = client.empty<int>(8);
   {
     launch_observation watching{timed};
     for (int i = 0; i < 3; ++i) client.launch(fill{values.view(), i}, cube_count{1}, cube_dim{8});
   }
-  const auto calls = timed->calls();
+  const auto calls = timed->timings();
   ASSERT_EQ(calls.size(), 3u);
-  for (const auto& call : calls) EXPECT_EQ(std::get<2>(call), timing_method::device);
+  EXPECT_THAT(calls, ::testing::Each(testing::TimedWith(timing_method::device)));
 }
 
 }  // namespace

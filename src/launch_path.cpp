@@ -58,7 +58,7 @@ profile_duration no_measurement() {
                           timing_method::system};
 }
 
-/// Why a collective's measurement is not read at once (DESIGN.md §10).
+/// Why a collective's measurement is not read at once (docs/design.md §10).
 constexpr std::string_view collective_refusal =
     "it is a collective (it completes only once its peers launch, so reading it at once could wait "
     "forever); ask for deferred timing to measure collectives";

@@ -2,7 +2,7 @@
 """Checks, in the machine code of the launch-path hooks, that an idle launch costs one load and one
 branch.
 
-The contract (DESIGN.md section 2, behaviour 2) says that with nothing installed a launch costs one
+The contract (docs/design.md section 2, behaviour 2) says that with nothing installed a launch costs one
 relaxed atomic load: no lock, no call, no allocation. A timing can't show that reliably (a load and
 a branch are under a nanosecond, below a shared machine's noise), but the instructions can: this
 script disassembles an object file compiled from the hooks (idle_path_probe.cpp), follows every
@@ -349,7 +349,7 @@ def main():
         print()
     if failed:
         print("The idle path of a launch must be one relaxed load of the observing flag and one "
-              "branch (DESIGN.md section 2, behaviour 2). See the listing above for what the "
+              "branch (docs/design.md section 2, behaviour 2). See the listing above for what the "
               "compiler made of the hooks in include/launchwatch/launch_path.hpp.")
         return 1
     print("All probes: one load of the flag and one branch before returning.")

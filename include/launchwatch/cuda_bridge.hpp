@@ -6,7 +6,7 @@
 // (launch_path.hpp): reported synchronously on the issuing thread before it is submitted, timed on
 // request, attributed to scopes, rendered by the same reports. It hangs on CUPTI's driver-domain
 // launch callbacks (which run exactly there) and takes device time from CUPTI's concurrent-kernel
-// records on the steady clock. Facts behind the design: DESIGN.md §8, research/cuda-bridge.md;
+// records on the steady clock. Facts behind the design: docs/design.md §8, research/cuda-bridge.md;
 // user-facing guide: docs/cuda_bridge.md.
 //
 // Declared in every build, with no CUDA header: a build without CUDA (or without CUPTI) links, and

@@ -4,7 +4,7 @@
 // Every launch source calls one function, issue(), with what only it can do (submit the launch, or
 // submit it between profile markers) and the launch's description; issue() reports the launch,
 // decides whether to time it, and routes the measurement to the observer and the profiling logger
-// as DESIGN.md §3 says. The rule is written there once, so no source and no observer re-derives it.
+// as docs/design.md §3 says. The rule is written there once, so no source and no observer re-derives it.
 // A source checks watched() first, and when nothing watches submits directly and builds nothing.
 //
 // The finer hooks below issue() (notify_launch, timing_wanted, notify_profiled,
@@ -88,7 +88,7 @@ class submitter {
   submitter& operator=(const submitter&) = default;
 };
 
-/// Issues one launch: steps 4 and 5 of DESIGN.md §3, the part every launch source shares.
+/// Issues one launch: steps 4 and 5 of docs/design.md §3, the part every launch source shares.
 ///
 /// Reports `info` to the installed observer (`launched_with`), asks its timing() once, then either
 /// submits the launch untimed, or submits it profiled and routes the measurement: unread to

@@ -1,4 +1,4 @@
-"""PyTorch's modules and optimizer steps as launchwatch scopes (DESIGN.md section 12).
+"""PyTorch's modules and optimizer steps as launchwatch scopes (docs/design.md section 12).
 
 `install(mode)` (what `launchwatch run --torch modules|ops` does, through the package's
 sitecustomize, once the program imports torch) installs torch's global hooks; `annotate(module)`

@@ -36,7 +36,7 @@ struct run_settings {
 };
 
 /// The attribution a session runs: aggregate-only (memory bounded by the distinct (scope, kernel,
-/// stream) triples, DESIGN.md section 11), keeping the pass's beginning for trace.json up to
+/// stream) triples, docs/design.md section 11), keeping the pass's beginning for trace.json up to
 /// `settings.trace_events` (all of it for 0), with the settings' timing and unscoped rule.
 /// Thread safety: a pure function.
 inline attribution_options session_attribution_options(const run_settings& settings) {

@@ -3,7 +3,7 @@
 // ## Contract for backend implementers
 //
 // The runtime (src/runtime) owns everything common to backends: a launch's checks in the order of
-// DESIGN.md §3 (empty grid, validation against `device::limits()` and span owners, launch mode),
+// docs/design.md §3 (empty grid, validation against `device::limits()` and span owners, launch mode),
 // handing it to the launch path (include/launchwatch/launch_path.hpp: observer notification and
 // profile routing to observers and the profiling logger, decided there), buffers and the tracking
 // of which launches referenced which allocation, per-thread and pinned streams, and graphs as

@@ -1,4 +1,4 @@
-// A client's launches: validation (step 2 of DESIGN.md §3), then the core launch path, handed what
+// A client's launches: validation (step 2 of docs/design.md §3), then the core launch path, handed what
 // only the runtime can do for it: submitting to the backend and tracking the buffers the launch uses.
 
 #include <launchwatch/runtime/client.hpp>

@@ -1,4 +1,4 @@
-// check_trace FILE: applies the Chrome trace rules of DESIGN.md §7 (tests/attribute/trace_rules.hpp)
+// check_trace FILE: applies the Chrome trace rules of docs/design.md §7 (tests/attribute/trace_rules.hpp)
 // to a trace file written by the program, printing each violation; exits 1 on any.
 #include <fstream>
 #include <iostream>

@@ -16,7 +16,7 @@
 
 namespace launchwatch::conformance {
 
-/// DESIGN.md §3's example, exactly as written there.
+/// docs/design.md §3's example, exactly as written there.
 struct axpy {
   float a;
   launchwatch::device_span<const float> x;

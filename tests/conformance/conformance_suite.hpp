@@ -1,4 +1,4 @@
-// The backend conformance suite: every behaviour of the runtime's launch path (DESIGN.md §2-§3),
+// The backend conformance suite: every behaviour of the runtime's launch path (docs/design.md §2-§3),
 // written once and run unchanged on every backend.
 //
 // A backend runs it by defining a fixture type and instantiating the suites for it, in a test file

@@ -532,7 +532,7 @@ TEST_F(CudaBridge, WithTheLoggerListingLaunchesAForeignLaunchIsWritten) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Collectives (DESIGN.md §10).
+// Collectives (docs/design.md §10).
 
 TEST_F(CudaBridge, AnNcclKernelIsMarkedCollectiveAndNeverReadAtOnceWithOneWarning) {
   testing::captured_log log;

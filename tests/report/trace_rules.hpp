@@ -1,4 +1,4 @@
-// A checker for the Chrome trace rules of DESIGN.md §7, run against the trace writer's output.
+// A checker for the Chrome trace rules of docs/design.md §7, run against the trace writer's output.
 #pragma once
 
 #include <string>

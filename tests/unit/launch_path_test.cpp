@@ -1,4 +1,4 @@
-// The one launch path (launch_path::issue): behaviours 3-10 of DESIGN.md §2 as decisions, against a
+// The one launch path (launch_path::issue): behaviours 3-10 of docs/design.md §2 as decisions, against a
 // fake submitter that records what the launch path asked of it and hands out measurements whose
 // reads the tests can see.
 
@@ -444,7 +444,7 @@ TEST(LaunchPath, FinishingAnUntimedLaunchWritesTheLoggersLine) {
   EXPECT_THAT(logging.written(), HasSubstr("launch a_kernel on cpu:0 stream 3"));
 }
 
-// DESIGN.md §10: a collective is never read at once; deferred is kept.
+// docs/design.md §10: a collective is never read at once; deferred is kept.
 launch_info collective_of(std::string_view kernel) {
   launch_info info = info_of(kernel);
   info.collective = true;

@@ -1,4 +1,4 @@
-// The observer contract of DESIGN.md §2, behaviour by behaviour, through the launch-path hooks.
+// The observer contract of docs/design.md §2, behaviour by behaviour, through the launch-path hooks.
 
 #include <launchwatch/launch_path.hpp>
 #include <launchwatch/observe.hpp>

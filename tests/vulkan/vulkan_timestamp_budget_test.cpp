@@ -1,5 +1,5 @@
 // The Vulkan timestamp budget forced to one pair (LAUNCHWATCH_VULKAN_TIMESTAMPS=1, see
-// CMakeLists.txt), so the fallback of DESIGN.md §9 is reached at the second measured launch.
+// CMakeLists.txt), so the fallback of docs/design.md §9 is reached at the second measured launch.
 
 #include <cstdlib>
 #include <memory>

@@ -36,7 +36,7 @@ class stream;
 /// threads never serialise behind each other's kernels and a thread's launches run in the order it
 /// issued them. `pinned()` makes a client whose every thread shares one stream instead.
 ///
-/// Every launch goes through the launch path of DESIGN.md §3 on the issuing thread: an empty grid
+/// Every launch goes through the launch path of docs/design.md §3 on the issuing thread: an empty grid
 /// returns at once; a bad configuration throws `invalid_launch` before anything is reported; then
 /// the installed observer is told (`launched`), the launch is timed if the observer or the profiling
 /// logger asks, and it is submitted, or only validated and prepared under a dry run.

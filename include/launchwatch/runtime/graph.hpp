@@ -19,7 +19,7 @@ struct graph_state;
 ///
 /// Made by `client::capture` or `client::end_capture`. A replay runs every recorded launch, in the
 /// order they were issued, without issuing them again: their observers saw them once, when the
-/// capture recorded them, so replays are not reported (DESIGN.md §2, behaviour 12). On CUDA it is a
+/// capture recorded them, so replays are not reported (docs/design.md §2, behaviour 12). On CUDA it is a
 /// CUDA graph, which is why replaying is cheaper per kernel than launching.
 ///
 /// Contract: a graph keeps the buffers its launches reference alive; a replay runs on the stream the

@@ -325,7 +325,7 @@ namespace launchwatch {
 
 /// Whether launches of kernel type `K` are one side of a collective: a kernel that completes only
 /// when its peers (on other devices or streams) launch, as NCCL's do. The launch path then never
-/// reads such a launch's measurement at once (DESIGN.md §10): a thread issuing several sides would
+/// reads such a launch's measurement at once (docs/design.md §10): a thread issuing several sides would
 /// wait forever for the first.
 ///
 /// A kernel says so with a member `static constexpr bool collective = true;`. For a type that

@@ -15,6 +15,8 @@ launchwatch_packages=(
 # What only the tests need: chromium for the browser test (tests/browser), Mesa's lavapipe (Vulkan on
 # the CPU) for the Vulkan tests and the demo on Vulkan, and node with npm for its npm packages; Debian's nodejs and npm only where no node is on PATH already (NodeSource's has npm).
 launchwatch_test_packages=(chromium mesa-vulkan-drivers)  # mesa-vulkan-drivers: lavapipe
+# The Python package's tests (tests/python): pytest, and torch for the PyTorch hooks on the CPU.
+launchwatch_test_packages+=(python3-pytest python3-torch)
 command -v npm >/dev/null 2>&1 || launchwatch_test_packages+=(nodejs npm)
 
 # Installs launchwatch_packages and any packages named as arguments, when missing.

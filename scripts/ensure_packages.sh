@@ -17,6 +17,9 @@ launchwatch_packages=(
 launchwatch_test_packages=(chromium mesa-vulkan-drivers)  # mesa-vulkan-drivers: lavapipe
 # The Python package's tests (tests/python): pytest, and torch for the PyTorch hooks on the CPU.
 launchwatch_test_packages+=(python3-pytest python3-torch)
+# The wheel's check (tests/wheel, run by .ci/run): scripts/wheel writes it with python3-wheel and
+# the check installs it into a virtual environment (python3-venv).
+launchwatch_test_packages+=(python3-wheel python3-venv)
 command -v npm >/dev/null 2>&1 || launchwatch_test_packages+=(nodejs npm)
 
 # Installs launchwatch_packages and any packages named as arguments, when missing.

@@ -50,7 +50,8 @@ constexpr int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
 constexpr std::chrono::seconds descendants_grace{10};
 
 /// liblaunchwatch_inject.so: LAUNCHWATCH_INJECTION_LIBRARY, else beside this program (the build
-/// tree), else in the installed library folder beside its bin folder.
+/// tree and the wheel's launchwatch/_bin), else in the installed library folder beside its bin
+/// folder.
 std::optional<fs::path> find_injection_library() {
   if (const char* named = std::getenv("LAUNCHWATCH_INJECTION_LIBRARY"); named != nullptr && *named != '\0') {
     if (!fs::exists(named)) {
@@ -80,14 +81,15 @@ std::optional<fs::path> find_injection_library() {
 }
 
 /// The folder holding launchwatch's Python package (python/CMakeLists.txt): the build tree's
-/// `python` folder two levels above this program, or the installed share/launchwatch/python.
+/// `python` folder two levels above this program, the installed share/launchwatch/python, or, in
+/// the wheel (scripts/wheel), the site-packages folder whose launchwatch/_bin holds this program.
 std::optional<fs::path> find_python_package() {
   std::error_code error;
   const auto self = fs::read_symlink("/proc/self/exe", error);
   if (error) return std::nullopt;
   const auto prefix = self.parent_path().parent_path();
   const auto installed = prefix / LAUNCHWATCH_INSTALL_DATADIR / "launchwatch" / "python";
-  for (const auto& candidate : {prefix.parent_path() / "python", installed}) {
+  for (const auto& candidate : {prefix.parent_path() / "python", installed, prefix.parent_path()}) {
     const auto sitecustomize = candidate / "launchwatch" / "_site" / "sitecustomize.py";
     if (fs::exists(sitecustomize, error)) return candidate;
   }
@@ -613,8 +615,8 @@ int run_program(const run_options& options) {
     } else {
       std::cerr << fmt::format(
           "launchwatch run: --torch {}: launchwatch's Python package was not found beside this "
-          "program or in its installed share/launchwatch/python folder; PyTorch modules are not "
-          "scopes\n",
+          "program, in its installed share/launchwatch/python folder or around the wheel's "
+          "launchwatch/_bin; PyTorch modules are not scopes\n",
           mode);
     }
   }

@@ -121,7 +121,7 @@ void cuda_bridge_engine::on_graph_node(CUpti_CallbackId id, const CUpti_Resource
         cuptiGetGraphNodeId(graph->node, &clone) != CUPTI_SUCCESS) {
       return;
     }
-    core_.node_cloned(original, clone, cuda_bridge::exec_id(graph->graphExec));
+    core_.node_cloned(original, clone, cuda_bridge::clone_exec_id(*graph));
   }
 }
 

@@ -68,11 +68,14 @@ std::uint64_t graph_id(CUgraph graph) noexcept {
 }
 
 std::uint64_t exec_id(CUgraphExec exec) noexcept {
-  // The address, not cuptiGetGraphExecId: on the H200 (driver 580) keying the clones by CUPTI's id
-  // delivered no replay at all, while the address is the same in the clone, launch and destroy
-  // callbacks. A reused address is still a new executable graph: its destroy callback erased what
-  // was kept under it first.
-  return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(exec));
+  std::uint32_t id = 0;
+  if (exec == nullptr || cuptiGetGraphExecId(exec, &id) != CUPTI_SUCCESS) return 0;
+  return id;
+}
+
+std::uint64_t clone_exec_id(const CUpti_GraphData& clone) noexcept {
+  if (clone.graphExec != nullptr) return exec_id(clone.graphExec);
+  return graph_id(clone.graph);
 }
 
 std::string cupti_error(CUptiResult result) {

@@ -44,9 +44,16 @@ bool adds_kernel_node(CUpti_CallbackId id, const void* parameters) noexcept;
 /// CUPTI's id of a graph (cuptiGetGraphId), 0 when CUPTI cannot give one.
 std::uint64_t graph_id(CUgraph graph) noexcept;
 
-/// The key of an executable graph: its address, 0 for none. Unique while the graph lives; CUDA hands
-/// a destroyed one's address out again, so the core forgets an exec at its destroy callback.
+/// CUPTI's id of an executable graph (cuptiGetGraphExecId), 0 when CUPTI cannot give one. Never
+/// reused in a process, unlike the exec's address.
 std::uint64_t exec_id(CUgraphExec exec) noexcept;
+
+/// The executable graph a GRAPHNODE_CLONED callback's clone belongs to. On driver 580 the callback
+/// leaves `graphExec` null during cudaGraphInstantiate and names, as its `graph`, the executable
+/// graph's own internal graph, whose CUPTI graph id is the exec's id (the clone's node id carries it
+/// in its upper half, and its replays' kernel records carry it as graphId): a probe on the H200
+/// (docs/benchmarks.md, 2026-12-02). 0 when neither is known.
+std::uint64_t clone_exec_id(const CUpti_GraphData& clone) noexcept;
 
 /// Whether `id` is one of `ids`.
 template <std::size_t N>

@@ -11,8 +11,8 @@
 // again (a capture per step, shapes that change) must not grow these tables, so a graph's nodes
 // are forgotten when CUPTI says the graph is destroyed (GRAPH_DESTROY_STARTING) and an executable
 // graph's clones when it is (GRAPHEXEC_DESTROY_STARTING) and its replays in flight are done. An
-// executable graph is keyed by its address, which CUDA hands out again once it is destroyed: the
-// destroy callback forgets the old one first, so a new graph at that address starts afresh. A
+// executable graph is keyed by CUPTI's id of it, which is never reused (its address is: CUDA hands a
+// destroyed one's out again). A
 // replay whose records never all come (a record dropped, a launch that failed) is given up after
 // the record timeout, so it does not keep the collector flushing.
 #pragma once

@@ -111,9 +111,8 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
     }
     return exec;
   }
-  /// Replays' records name the captured node each kernel's node was cloned from, not the clone:
-  /// what the H200 (driver 580) suggests CUPTI does, where a replay whose graph was destroyed
-  /// before its records came was told nothing while the captured nodes were forgotten.
+  /// Replays' records name the captured node each kernel's node was cloned from, not the clone.
+  /// Driver 580 names the clone (a probe on the H200); the bridge accepts either.
   void records_name_captured_nodes() {
     std::lock_guard lock{mutex_};
     records_name_originals_ = true;
@@ -156,7 +155,8 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
     }
     core_.node_adding_call(false);
   }
-  /// cudaGraphExecDestroy (GRAPHEXEC_DESTROY_STARTING).
+  /// cudaGraphExecDestroy: GRAPHEXEC_DESTROY_STARTING, then GRAPH_DESTROY_STARTING of the exec's
+  /// internal graph, which has the exec's id (driver 580, a probe on the H200).
   void destroy_exec(const void* exec) {
     std::uint64_t id = 0;
     {
@@ -167,6 +167,7 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
       originals_of_.erase(exec);
     }
     core_.exec_destroyed(id);
+    core_.graph_destroyed(id);
   }
   /// cudaGraphDestroy (GRAPH_DESTROY_STARTING).
   void destroy_graph(std::uint64_t graph) {

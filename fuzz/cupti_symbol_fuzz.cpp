@@ -5,7 +5,7 @@
 //
 // The input's first byte picks the target (`E` LAUNCHWATCH_CUPTI, anything else a symbol, so the
 // seeds read `Eon`, `S_Z3addPf`); the rest is the value.
-#include "kernel_symbols.hpp"
+#include "core/interface/kernel_symbols.hpp"
 #include "cuda_bridge/environment.hpp"
 
 #include <cstddef>

@@ -8,7 +8,7 @@
 // its value, given to the parser directly (any bytes) and through the environment (up to the first
 // NUL, which an environment cannot hold).
 #include "backend/vulkan/environment.hpp"
-#include "logger/environment.hpp"
+#include "core/logger/environment.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -224,7 +224,7 @@ class profiling_logger {
  private:
   // Constant-initialised and trivially destructible, so the hot level() is a load from a fixed
   // address and nothing about the logger is torn down while other threads may still launch. The
-  // queue, the thread and the output live in src/logger.cpp.
+  // queue, the thread and the output live in src/core/logger/logger.cpp.
   constexpr profiling_logger() noexcept = default;
   ~profiling_logger() = default;
 

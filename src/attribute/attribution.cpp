@@ -12,7 +12,7 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "diagnostics.hpp"
+#include "core/interface/diagnostics.hpp"
 #include "recorder.hpp"
 #include "scope_paths.hpp"
 

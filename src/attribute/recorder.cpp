@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "fork_locks.hpp"
+#include "core/interface/fork_locks.hpp"
 #include "scope_nvtx.hpp"
 #include "scope_paths.hpp"
 

@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "fork_locks.hpp"
+#include "core/interface/fork_locks.hpp"
 #include "recorder.hpp"
 #include "scope_nvtx.hpp"
 #include "scope_paths.hpp"

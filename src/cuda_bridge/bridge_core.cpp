@@ -7,7 +7,7 @@
 
 #include <launchwatch/launch_path.hpp>
 
-#include "kernel_symbols.hpp"
+#include "core/interface/kernel_symbols.hpp"
 #include <launchwatch/launch_path.hpp>
 
 namespace launchwatch::detail::cuda_bridge {

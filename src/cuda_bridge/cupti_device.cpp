@@ -4,7 +4,7 @@
 #include <cupti.h>
 
 #include "cupti_calls.hpp"
-#include "diagnostics.hpp"
+#include "core/interface/diagnostics.hpp"
 #include "resolved_timing.hpp"
 
 namespace launchwatch::detail::cuda_bridge {

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "diagnostics.hpp"
+#include "core/interface/diagnostics.hpp"
 
 namespace launchwatch::detail::cuda_bridge {
 profile_ticks steady_window(std::uint64_t start, std::uint64_t end) noexcept {

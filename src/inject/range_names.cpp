@@ -5,7 +5,7 @@
 #include <cstring>
 #include <cwchar>
 
-#include "fork_locks.hpp"
+#include "core/interface/fork_locks.hpp"
 
 namespace launchwatch::detail {
 

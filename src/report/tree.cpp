@@ -14,7 +14,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "report_table.hpp"
+#include "core/interface/text_table.hpp"
+#include "report_cells.hpp"
 #include "writer_for_format.hpp"
 
 namespace launchwatch {

@@ -5,8 +5,8 @@
 #include <shared_mutex>  // std::shared_lock
 #include <unordered_map>
 
-#include "fork_locks.hpp"
-#include "reader_lock.hpp"
+#include "core/interface/fork_locks.hpp"
+#include "core/interface/reader_lock.hpp"
 
 namespace launchwatch::detail {
 namespace {

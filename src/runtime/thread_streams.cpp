@@ -3,7 +3,7 @@
 #include <deque>
 #include <utility>
 
-#include "fork_generation.hpp"
+#include "core/interface/fork_generation.hpp"
 
 namespace launchwatch::detail {
 namespace {

@@ -9,7 +9,7 @@
 
 #include <spdlog/sinks/base_sink.h>
 
-#include "diagnostics.hpp"
+#include "core/interface/diagnostics.hpp"
 
 namespace launchwatch::testing {
 

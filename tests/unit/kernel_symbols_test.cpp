@@ -1,7 +1,7 @@
-// Device symbols as the CUDA bridge names launches (src/kernel_symbols.hpp): demangled once,
-// interned for the process, NCCL's collectives recognised; and LAUNCHWATCH_CUPTI's values.
+// Device symbols as the CUDA bridge names launches (src/core/interface/kernel_symbols.hpp):
+// demangled once, interned for the process, NCCL's collectives recognised; and LAUNCHWATCH_CUPTI's values.
 
-#include "kernel_symbols.hpp"
+#include "core/interface/kernel_symbols.hpp"
 #include "cuda_bridge/environment.hpp"
 
 #include <cstdlib>

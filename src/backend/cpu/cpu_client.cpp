@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "backend/cpu/cpu_device.hpp"
-#include "fork_locks.hpp"
+#include "core/interface/fork_locks.hpp"
 
 namespace launchwatch {
 namespace detail {

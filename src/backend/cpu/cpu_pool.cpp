@@ -4,7 +4,7 @@
 #include <atomic>
 #include <exception>
 
-#include "fork_generation.hpp"
+#include "core/interface/fork_generation.hpp"
 
 namespace launchwatch::detail {
 

@@ -13,7 +13,7 @@
 #include "backend/cpu/cpu_device.hpp"
 #include "backend/cpu/cpu_graph.hpp"
 #include "backend/cpu/cpu_pool.hpp"
-#include "fork_generation.hpp"
+#include "core/interface/fork_generation.hpp"
 
 namespace launchwatch::detail {
 namespace {

@@ -15,7 +15,7 @@
 
 #include <launchwatch/profile.hpp>
 
-#include "fork_generation.hpp"
+#include "core/interface/fork_generation.hpp"
 
 namespace launchwatch::detail {
 

@@ -10,7 +10,7 @@
 
 #include <launchwatch/errors.hpp>
 
-#include "diagnostics.hpp"
+#include "core/interface/diagnostics.hpp"
 
 namespace launchwatch::detail::cuda {
 namespace {

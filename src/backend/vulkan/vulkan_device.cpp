@@ -11,7 +11,7 @@
 
 #include "backend/vulkan/environment.hpp"
 #include "backend/vulkan/vulkan_stream.hpp"
-#include "diagnostics.hpp"
+#include "core/interface/diagnostics.hpp"
 
 namespace launchwatch::detail::vulkan {
 namespace {

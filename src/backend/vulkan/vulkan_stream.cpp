@@ -12,7 +12,7 @@
 
 #include "backend/vulkan/vulkan_stream.hpp"
 #include "backend/vulkan/vulkan_graph.hpp"
-#include "diagnostics.hpp"
+#include "core/interface/diagnostics.hpp"
 
 namespace launchwatch::detail::vulkan {
 namespace {

@@ -1,4 +1,5 @@
-// Telling a forked child from the process that made its threads.
+// Core's interface, part of the fork model (fork_locks.hpp): telling a forked child from the
+// process that made its threads. A layer that keeps a thread (a stream's worker, a pool) uses it.
 #pragma once
 
 #include <cstdint>

@@ -1,11 +1,13 @@
-// The one table renderer behind every launchwatch table: the reports' tables (src/report/) and the
-// profiling logger's summary. Both show times and shares of a 100% row, so both follow one set of
-// rules, kept here: times in three significant figures, integer rounding, shares that add up to
-// their 100% row exactly, the same column layout.
+// Core's interface: the rules every launchwatch table is drawn by, the reports' tables (src/report/)
+// and the profiling logger's summary alike. Both show times and shares of a 100% row, so both
+// follow one set of rules, kept here: times in three significant figures, integer rounding, shares
+// that add up to their 100% row exactly, the same column layout.
 //
-// Why it lives in core and not in src/report/: the logger (core) draws its summary with it, and core
-// must not depend on the reports. The reports stand above core and use it as a shared utility, as
-// they use diagnostics.hpp; moving it into report/ would put an arrow from core up to report/.
+// Why in core: the logger (core) draws its summary with these rules, and core must not depend on
+// the reports. What only reports write (CSV lines, path and launch cells) is src/report/'s own
+// (report_cells.hpp).
+//
+// Thread safety: every function is pure (no shared state): safe from any thread.
 #pragma once
 
 #include <chrono>
@@ -41,23 +43,6 @@ std::string format_share(std::int64_t tenths);
 /// Parts may be negative (a row subtracted, such as overlap). Precondition: the parts' sum is not
 /// negative; when it is zero every part gets 0. Exact for any int64 parts (128-bit intermediates).
 std::vector<std::int64_t> apportion(const std::vector<std::int64_t>& parts, std::int64_t units);
-
-/// A launches cell: `12`, `3 (1 dry)`, `5 (2 untimed)`, `3 (1 dry, 1 untimed)`. Dry runs are said
-/// wherever there are some (nothing ran, by design); launches without time for any other reason
-/// (captured, measurement lost) only in a table that shows times (`timed_table`).
-std::string launches_cell(std::size_t launches, std::size_t timed_launches, std::size_t dry_run_launches,
-                          bool timed_table);
-
-/// One CSV line (RFC 4180) of `fields`, ending in `\n`: a field holding a comma, a double quote, a
-/// carriage return or a line feed is put in double quotes, its double quotes doubled.
-std::string csv_line(const std::vector<std::string>& fields);
-
-/// A row's path for a CSV cell: its names joined with `/` (`model/layer 0/attention`).
-std::string path_cell(const std::vector<std::string>& path);
-
-/// `part` as a fraction of `whole` (`0.25`), written in the fewest digits that read back as the
-/// same double; empty when `whole` is not positive. The share cell of CSV output.
-std::string fraction_text(std::int64_t part, std::int64_t whole);
 
 /// How a column's cells are aligned.
 enum class column_align : bool { left, right };

@@ -11,8 +11,8 @@
 #include <shared_mutex>  // std::shared_lock
 #include <utility>
 
-#include "diagnostics.hpp"
-#include "observation_slot.hpp"
+#include "core/interface/diagnostics.hpp"
+#include "core/observation_slot.hpp"
 
 namespace launchwatch {
 namespace detail {

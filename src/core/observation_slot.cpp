@@ -2,15 +2,15 @@
 // enrolment, and what the launch path does when an observer misbehaves. The guards that push and
 // remove observations are observe.cpp's.
 
-#include "observation_slot.hpp"
+#include "core/observation_slot.hpp"
 
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
 
-#include "fork_locks.hpp"
-#include "launch_watch_writer.hpp"
+#include "core/interface/fork_locks.hpp"
+#include "core/launch_watch_writer.hpp"
 
 namespace launchwatch::detail {
 

@@ -1,6 +1,6 @@
 // Opening the profiling logger's outputs.
 
-#include "logger/output.hpp"
+#include "core/logger/output.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -17,8 +17,8 @@
 
 #include <launchwatch/errors.hpp>
 
-#include "diagnostics.hpp"
-#include "logger/environment.hpp"
+#include "core/interface/diagnostics.hpp"
+#include "core/logger/environment.hpp"
 
 namespace launchwatch::detail {
 namespace {

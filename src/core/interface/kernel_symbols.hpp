@@ -1,4 +1,5 @@
-// Kernel names that arrive as device symbols (the CUDA bridge's launches, from CUPTI's symbolName):
+// Core's interface: kernel names that arrive as device symbols (the CUDA bridge's launches, from
+// CUPTI's symbolName; any launch source that names kernels by their device symbol):
 // demangled once per distinct symbol and kept for the life of the process, so a launch's name is a
 // std::string_view like every native kernel's.
 //

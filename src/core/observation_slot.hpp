@@ -15,8 +15,8 @@
 #include <string_view>
 #include <utility>
 
-#include "diagnostics.hpp"
-#include "reader_lock.hpp"
+#include "core/interface/diagnostics.hpp"
+#include "core/interface/reader_lock.hpp"
 
 namespace launchwatch::detail {
 

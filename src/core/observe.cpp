@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "observation_slot.hpp"
+#include "core/observation_slot.hpp"
 
 namespace launchwatch {
 

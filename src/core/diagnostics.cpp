@@ -1,4 +1,4 @@
-#include "diagnostics.hpp"
+#include "core/interface/diagnostics.hpp"
 
 #include <memory>
 #include <mutex>

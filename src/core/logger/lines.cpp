@@ -1,7 +1,7 @@
 // The profiling logger's lines and summary tables: plain values in, text out.
 
-#include "logger/lines.hpp"
-#include "report_table.hpp"
+#include "core/logger/lines.hpp"
+#include "core/interface/text_table.hpp"
 
 #include <algorithm>
 #include <iterator>
@@ -109,7 +109,7 @@ struct summary_row {
 
 /// The summary table of one timing method: rows by total time, longest first, then a total row
 /// whose time is the 100% the shares add up to. Drawn by the rules every launchwatch table follows
-/// (report_table.hpp), so it reads like the attribution tree.
+/// (core/interface/text_table.hpp), so it reads like the attribution tree.
 std::vector<std::string> render_timed_table(timing_method method, std::vector<summary_row> rows) {
   std::stable_sort(rows.begin(), rows.end(), [](const summary_row& a, const summary_row& b) {
     if (a.sum.time != b.sum.time) return a.sum.time > b.sum.time;

@@ -1,4 +1,5 @@
-// A reader-writer lock whose readers never share a cache line: the observer slot's lock.
+// Core's interface: a reader-writer lock whose readers never share a cache line, the observer
+// slot's lock, for any table read on every launch and written rarely (the runtime's live buffers).
 #pragma once
 
 #include <array>

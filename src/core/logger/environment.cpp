@@ -1,6 +1,6 @@
 // Reading the profiling logger's environment variables.
 
-#include "logger/environment.hpp"
+#include "core/logger/environment.hpp"
 
 #include <cstdlib>
 #include <string>

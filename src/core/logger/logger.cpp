@@ -27,12 +27,12 @@
 #include <fmt/format.h>
 #include <spdlog/logger.h>
 
-#include "diagnostics.hpp"
-#include "fork_locks.hpp"
-#include "launch_watch_writer.hpp"
-#include "logger/environment.hpp"
-#include "logger/lines.hpp"
-#include "logger/output.hpp"
+#include "core/interface/diagnostics.hpp"
+#include "core/interface/fork_locks.hpp"
+#include "core/launch_watch_writer.hpp"
+#include "core/logger/environment.hpp"
+#include "core/logger/lines.hpp"
+#include "core/logger/output.hpp"
 
 namespace launchwatch {
 namespace detail {

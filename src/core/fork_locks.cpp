@@ -1,6 +1,6 @@
 // The one pthread_atfork registration (fork_locks.hpp), and the fork generation it counts.
 
-#include "fork_locks.hpp"
+#include "core/interface/fork_locks.hpp"
 
 #include <pthread.h>
 
@@ -8,7 +8,7 @@
 #include <atomic>
 #include <mutex>
 
-#include "fork_generation.hpp"
+#include "core/interface/fork_generation.hpp"
 
 namespace launchwatch::detail {
 namespace {

@@ -1,7 +1,7 @@
-// The rules every launchwatch table follows (report_table.hpp): units, rounding, shares that add up,
+// The rules every launchwatch table follows (core/interface/text_table.hpp): units, rounding, shares that add up,
 // column layout.
 
-#include "report_table.hpp"
+#include "core/interface/text_table.hpp"
 
 #include <chrono>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Interning and demangling device symbols (kernel_symbols.hpp).
-#include "kernel_symbols.hpp"
+#include "core/interface/kernel_symbols.hpp"
 
-#include "fork_locks.hpp"
+#include "core/interface/fork_locks.hpp"
 
 #include <cxxabi.h>
 

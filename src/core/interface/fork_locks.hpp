@@ -1,5 +1,6 @@
-// One fork model: every lock a launch, a scope or an attribution can hold is taken across fork(),
-// in one order, by one pthread_atfork prepare handler.
+// Core's interface, the fork model: every lock a launch, a scope or an attribution can hold is
+// taken across fork(), in one order, by one pthread_atfork prepare handler. A layer (or a backend
+// to come) that owns such a lock enrolls it here under its rank (docs/design.md §13).
 //
 // A forked child has only the thread that called fork(). A lock that any other thread held at that
 // moment stays held in the child for good, and the data it guards may be half-written. So the

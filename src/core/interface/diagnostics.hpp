@@ -1,5 +1,7 @@
-// launchwatch's own diagnostics: the `launchwatch` spdlog logger and the warnings said once per
-// process.
+// Core's interface: launchwatch's own diagnostics, the `launchwatch` spdlog logger and the warnings
+// said once per process. Every layer and backend warns through it, so an application routes all of
+// launchwatch's diagnostics by registering one logger, and a warning that would repeat on every
+// launch is said once.
 #pragma once
 
 #include <array>

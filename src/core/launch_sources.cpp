@@ -6,8 +6,8 @@
 
 #include <shared_mutex>  // std::shared_lock
 
-#include "launch_watch_writer.hpp"
-#include "observation_slot.hpp"
+#include "core/launch_watch_writer.hpp"
+#include "core/observation_slot.hpp"
 
 namespace launchwatch {
 namespace detail {

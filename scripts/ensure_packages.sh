@@ -10,6 +10,7 @@ launchwatch_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-dev  # the fuzz preset: clang++ and its libFuzzer
   libvulkan-dev glslang-tools  # the Vulkan backend: its headers, and GLSL to SPIR-V at build time
+  python3-dev  # Python's headers: the Python package's C extension (python/launchwatch/_c_api.c)
 )
 
 # What only the tests need: chromium for the browser test (tests/browser), Mesa's lavapipe (Vulkan on

@@ -6,6 +6,8 @@ path another thread read with `current_path()`), `pop_to(depth) -> depth left` a
 `current_path() -> int`. Depths count the calling thread's open `launchwatch` ranges; closing to a
 depth rather than one range at a time means a hook that never ran (an exception inside a forward)
 cannot leave a range open. Tests install a recording sink with `set_sink` (the fake NVTX sink).
+The injection's two sinks also say `via` which way they call it ("extension" or "ctypes"), for
+benchmarks.
 """
 
 import ctypes
@@ -16,6 +18,7 @@ class NullSink:
     """No tool listens: every call returns at once and nothing is recorded."""
 
     active = False
+    via = None
 
     def push(self, name):
         return 0
@@ -30,11 +33,29 @@ class NullSink:
         return 0
 
 
-class InjectionSink:
-    """The injection library's C API (src/inject/c_api.hpp), through ctypes: each range is a
-    range on the NVTX domain `launchwatch`, a scope of the run's report."""
+class ExtensionSink:
+    """The injection library's C API (src/inject/c_api.hpp) through launchwatch._c_api, the
+    package's C extension: each call a built-in function's (tens of nanoseconds), where ctypes
+    costs about half a microsecond (docs/benchmarks.md). Ranges as InjectionSink's."""
 
     active = True
+    via = "extension"
+
+    def __init__(self, module):
+        # The built-in functions themselves, so a hook's call is one C call.
+        self.push = module.push
+        self.push_under = module.push_under
+        self.pop_to = module.pop_to
+        self.current_path = module.current_path
+
+
+class InjectionSink:
+    """The injection library's C API (src/inject/c_api.hpp), through ctypes: each range is a
+    range on the NVTX domain `launchwatch`, a scope of the run's report. The fallback where the
+    C extension (ExtensionSink) does not load."""
+
+    active = True
+    via = "ctypes"
 
     def __init__(self, library):
         push = library.launchwatch_range_push
@@ -56,9 +77,22 @@ class InjectionSink:
         self.current_path = current_path
 
 
+def _extension_sink(path):
+    """An ExtensionSink on the library at `path`, or None where the extension does not load (not
+    built, a Python older than 3.10) or finds no C API there."""
+    try:
+        from . import _c_api
+
+        _c_api.load(path)
+        return ExtensionSink(_c_api)
+    except (ImportError, OSError):
+        return None
+
+
 def _injection_sink():
     """The sink of the injection `launchwatch run` put into this process, or None: only under
-    `run` (LAUNCHWATCH_RUN_OUT is set), only a library that has the C API, never an exception."""
+    `run` (LAUNCHWATCH_RUN_OUT is set), only a library that has the C API, never an exception.
+    The C extension's where it loads, else ctypes'."""
     if not os.environ.get("LAUNCHWATCH_RUN_OUT"):
         return None
     path = os.environ.get("NVTX_INJECTION64_PATH")
@@ -73,7 +107,7 @@ def _injection_sink():
         if version() != 1:
             return None
         attach()  # starts the report, as an NVTX module's first call would
-        return InjectionSink(library)
+        return _extension_sink(path) or InjectionSink(library)
     except (OSError, AttributeError):
         return None
 

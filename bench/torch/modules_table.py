@@ -21,12 +21,26 @@ the program: plain / launchwatch / profiler), the process wall (plain / launchwa
 the time from the program's end to launchwatch's exit (the report). Each model runs in try/except:
 one failure leaves a row saying why. Prints the details per model, then one table. Needs CUDA.
 
-Internally the same file is the worker: `modules_table.py --worker MODEL --json FILE [--profile]`.
+Kernel counts: launchwatch's `launches` counts a kernel captured into a CUDA graph once when it is
+recorded (and each replay's kernels as they run), the profiler only kernels that ran; the table
+compares the kernels that ran (launches less captured and dry-run ones) and says how many were
+captured. Per model, OUT/MODEL/kernel_diff.csv has each kernel name's count in both (launchwatch's
+summary.json, the profiler's trace), largest difference first, and the details list the top ones.
+
+`--variants MODEL,...` adds, for those models, the step wall of more processes, to show where
+launchwatch's extra step time goes (OUT/MODEL/variants.json and a second table): the hooks with a
+Python no-op sink and no tool (their Python alone), `run --torch off` (the CUDA bridge alone) with
+and without timing, and `run --torch modules` without timing and with the C API through ctypes.
+
+Internally the same file is the worker:
+`modules_table.py --worker MODEL --json FILE [--profile] [--sink noop|ctypes]`.
 """
 
 import argparse
+import csv
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -141,6 +155,19 @@ def build(name, device):
             optimizer.step()
 
         return step, 3, 20, ["ResNet", "CrossEntropyLoss"], "4 DataLoader worker processes"
+    if name == "tiny-train":  # the script's own smoke test (--device cpu), not a table row
+        model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10)).to(device)
+        x = torch.randn(16, 32, device=device)
+        y = torch.randint(0, 10, (16,), device=device)
+        loss_fn = nn.CrossEntropyLoss()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+
+        def step():
+            optimizer.zero_grad(set_to_none=True)
+            loss_fn(model(x), y).backward()
+            optimizer.step()
+
+        return step, 2, 5, ["Sequential", "CrossEntropyLoss"], "smoke test"
     raise ValueError(f"unknown model {name}; choose from {', '.join(MODELS)}")
 
 
@@ -198,13 +225,20 @@ class RecordFunctionSink:
             return self._ids[path]
 
 
+def trace_events(trace_file):
+    """The events of a Chrome trace torch.profiler exported (an object with `traceEvents`, or, from
+    a CPU-only torch 1.x, the bare list)."""
+    with open(trace_file) as f:
+        trace = json.load(f)
+    return trace["traceEvents"] if isinstance(trace, dict) else trace
+
+
 def reference_by_path(trace_file):
     """From torch.profiler's trace: each kernel's device time charged to the innermost `lw:` range
     open on the thread that launched it (by the launch's correlation id), or, when that thread had
     none open, to the innermost range of the one thread that had (launchwatch's sole-scoped-thread
     rule); "" when none or several had. Returns (kernels, kernel ns, {path: self ns})."""
-    with open(trace_file) as f:
-        events = json.load(f)["traceEvents"]
+    events = trace_events(trace_file)
     launches = {}
     kernels = []
     ranges = []
@@ -249,10 +283,48 @@ def reference_by_path(trace_file):
     return len(kernels), sum(ns for _, ns in kernels), by_path
 
 
+def use_sink(kind, package):
+    """Once torch is imported (under run, the sitecustomize has installed the hooks then):
+    `noop` installs the hooks with a sink that records nothing, in a process no tool watches;
+    `ctypes` (under launchwatch run) makes the hooks reach the injection through ctypes rather
+    than the C extension. Returns the hooks' sink's `via` (None where no hooks are installed)."""
+    if kind is None:
+        sink = sys.modules.get("launchwatch._sink")
+        return getattr(getattr(sink, "current", None), "via", None) if sink else None
+    sys.path.insert(0, package)
+    from launchwatch import _sink
+    import launchwatch.torch
+
+    if kind == "noop":
+        class NoOpSink(_sink.NullSink):  # records nothing, but the hooks run as under run
+            active = True
+            via = "noop"
+
+        _sink.set_sink(NoOpSink())
+        launchwatch.torch.install("modules")
+    else:
+        import ctypes
+
+        if not _sink.get().active:
+            sys.exit("modules_table: --sink ctypes outside launchwatch run")
+        _sink.set_sink(_sink.InjectionSink(ctypes.CDLL(os.environ["NVTX_INJECTION64_PATH"])))
+    return _sink.current.via
+
+
+def kernel_names(trace_file):
+    """{kernel name: count} of the kernels in torch.profiler's trace."""
+    events = trace_events(trace_file)
+    names = {}
+    for e in events:
+        if e.get("cat") == "kernel":
+            names[e.get("name", "")] = names.get(e.get("name", ""), 0) + 1
+    return names
+
+
 def worker(args):
     import torch
 
-    result = {"model": args.worker}
+    result = {"model": args.worker, "sink": use_sink(args.sink, args.python_package)}
     if args.profile:
         sys.path.insert(0, args.python_package)
         from launchwatch import _sink
@@ -264,15 +336,16 @@ def worker(args):
 
         profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
         profiler.__enter__()
-    device = torch.device("cuda")
+    device = torch.device(args.device)
+    synchronize = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     step, warmup, steps, roots, note = build(args.worker, device)
     for _ in range(warmup):
         step()
-    torch.cuda.synchronize()
+    synchronize()
     start = time.perf_counter()
     for _ in range(steps):
         step()
-    torch.cuda.synchronize()
+    synchronize()
     step_ms = (time.perf_counter() - start) * 1e3 / steps
     result.update(step_ms=step_ms, steps=steps, roots=roots, note=note)
     if args.profile:
@@ -281,8 +354,9 @@ def worker(args):
         trace = args.json + ".trace.json"
         profiler.export_chrome_trace(trace)
         kernels, kernel_ns, by_path = reference_by_path(trace)
+        names = kernel_names(trace)
         os.remove(trace)
-        result.update(kernels=kernels, kernel_ns=kernel_ns, by_path=by_path,
+        result.update(kernels=kernels, kernel_ns=kernel_ns, by_path=by_path, kernel_names=names,
                       export_s=time.perf_counter() - exported)
     result["end"] = time.time()
     with open(args.json, "w") as out:
@@ -322,19 +396,121 @@ def module_share(by_path, roots):
 
 
 def timed(command, environment, timeout):
+    """Runs `command` in a process group of its own; returns (its result, its wall, the time it
+    ended). Past `timeout` seconds the group gets SIGTERM (launchwatch run passes it on and
+    writes its report), then SIGKILL 10 s later, and this raises saying so."""
     start = time.monotonic()
-    done = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=timeout)
+    process = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            stdout, stderr = process.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            stdout, stderr = process.communicate()
+        raise RuntimeError(f"{' '.join(command[:6])}... ran past --timeout {timeout} s:\n"
+                           f"{stdout[-1500:]}\n{stderr[-3000:]}")
     wall = time.monotonic() - start
+    done = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command[:6])}... exited {done.returncode}:\n"
                            f"{done.stdout[-1500:]}\n{done.stderr[-3000:]}")
     return done, wall, time.time()
 
 
+def kernel_counts(summary):
+    """{kernel name: [launches, timed launches]} over every scope of launchwatch's summary.json
+    (and outside any scope)."""
+    counts = {}
+
+    def walk(node):
+        if node.get("kind") == "kernel":
+            entry = counts.setdefault(node["name"], [0, 0])
+            entry[0] += node.get("launches", 0)
+            entry[1] += node.get("timed_launches", 0)
+        for child in node.get("children", []):
+            walk(child)
+
+    for node in summary.get("scopes", []):
+        walk(node)
+    walk(summary.get("outside_scopes") or {})
+    return counts
+
+
+def base_name(name):
+    """A kernel's name without its template arguments and parameters, for names the two tools
+    write differently (demangling)."""
+    return name.split("(")[0].split("<")[0].strip()
+
+
+def kernel_diff(summary, profiled_names, csv_file):
+    """Writes each kernel name's count, launchwatch (launches, timed) against the profiler, to
+    `csv_file`, largest difference first; returns the top rows (exact names) and the number of
+    names on which the two differ, exactly and by base name."""
+    ours = kernel_counts(summary)
+    rows = []
+    for name in set(ours) | set(profiled_names):
+        launches, timed_launches = ours.get(name, (0, 0))
+        rows.append((name, launches, timed_launches, profiled_names.get(name, 0)))
+    rows.sort(key=lambda r: (-abs(r[1] - r[3]), r[0]))
+    with open(csv_file, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["kernel", "launchwatch launches", "launchwatch timed", "profiler",
+                         "launchwatch - profiler"])
+        for name, launches, timed_launches, theirs in rows:
+            writer.writerow([name, launches, timed_launches, theirs, launches - theirs])
+    by_base = {}
+    for name, launches, _, theirs in rows:
+        entry = by_base.setdefault(base_name(name), [0, 0])
+        entry[0] += launches
+        entry[1] += theirs
+    differing = sum(1 for r in rows if r[1] != r[3])
+    differing_base = sum(1 for a, b in by_base.values() if a != b)
+    return [r for r in rows if r[1] != r[3]][:15], differing, differing_base
+
+
+# The extra processes of --variants: (key, what the table calls it, launchwatch run's options or
+# None for a process no tool watches, the worker's --sink).
+VARIANTS = [
+    ("hooks_noop", "hooks, no-op sink, no tool", None, "noop"),
+    ("off_untimed", "run --torch off --timing none", ["--torch", "off", "--timing", "none"], None),
+    ("off", "run --torch off", ["--torch", "off"], None),
+    ("modules_untimed", "run --torch modules --timing none",
+     ["--torch", "modules", "--timing", "none"], None),
+    ("modules_ctypes", "run --torch modules, C API through ctypes", ["--torch", "modules"],
+     "ctypes"),
+]
+
+
+def run_variants(model, args, me, folder):
+    """The step wall of each of VARIANTS for `model`: {key: step ms}, also in variants.json."""
+    steps = {}
+    for key, _, options, sink in VARIANTS:
+        result_json = os.path.join(folder, f"variant-{key}.json")
+        command = me + ["--json", result_json] + (["--sink", sink] if sink else [])
+        if options is not None:
+            command = ([args.launchwatch, "run", *options, "--out",
+                        os.path.join(folder, f"run-{key}"), "--"] + command)
+        try:
+            timed(command, dict(os.environ), args.timeout)
+            with open(result_json) as f:
+                measured = json.load(f)
+            steps[key] = {"step_ms": measured["step_ms"], "sink": measured.get("sink")}
+        except Exception as failure:  # one variant's failure keeps the others
+            steps[key] = {"error": f"{type(failure).__name__}: {failure}"[:2000]}
+    with open(os.path.join(folder, "variants.json"), "w") as f:
+        json.dump(steps, f, indent=1)
+    return steps
+
+
 def compare(model, args, package):
     folder = os.path.join(args.out, model)
     os.makedirs(folder, exist_ok=True)
-    me = [sys.executable, os.path.abspath(__file__), "--worker", model, "--python-package", package]
+    me = [sys.executable, os.path.abspath(__file__), "--worker", model, "--python-package", package,
+          "--device", args.device]
     plain_env = dict(os.environ)
     out = {}
     _, out["plain_wall"], _ = timed(me + ["--json", os.path.join(folder, "plain.json")], plain_env,
@@ -358,16 +534,25 @@ def compare(model, args, package):
     theirs = profiled["by_path"]
     top = sorted((p for p in ours if p), key=lambda p: -ours[p])[:10]
     worst = max((abs(ours[p] - theirs.get(p, 0)) / ours[p] for p in top), default=float("nan"))
+    captured = summary.get("captured_launches", 0)
+    dry_run = summary.get("dry_run_launches", 0)
+    diff_rows, differing, differing_base = kernel_diff(
+        summary, profiled.get("kernel_names", {}), os.path.join(folder, "kernel_diff.csv"))
     out.update(
-        note=plain.get("note", ""), roots=plain["roots"],
-        lw_kernels=summary["launches"], lw_ns=summary["kernel_ns"],
+        note=plain.get("note", ""), roots=plain["roots"], sink=watched.get("sink"),
+        lw_launches=summary["launches"], lw_captured=captured, lw_dry_run=dry_run,
+        lw_kernels=summary["launches"] - captured - dry_run, lw_ns=summary["kernel_ns"],
         pf_kernels=profiled["kernels"], pf_ns=profiled["kernel_ns"],
+        processes=sorted({d.get("process", "") for d in summary.get("devices", [])}),
+        kernel_diff=diff_rows, names_differing=differing, base_names_differing=differing_base,
         lw_share=module_share(ours, plain["roots"]), pf_share=module_share(theirs, plain["roots"]),
         top=[(p, ours[p], theirs.get(p, 0)) for p in top], worst_top10=worst,
         plain_ms=plain["step_ms"], lw_ms=watched["step_ms"], pf_ms=profiled["step_ms"],
         end_to_report=lw_exit - watched["end"], export_s=profiled.get("export_s", 0.0),
         outside=[(p, ns) for p, ns in sorted(ours.items(), key=lambda kv: -kv[1])
                  if not (set(plain["roots"]) | {"optimizer"}) & set(p.split("/"))][:3])
+    if model in args.variants:
+        out["variants"] = run_variants(model, args, me, folder)
     return out
 
 
@@ -382,6 +567,20 @@ def print_details(model, r):
         print("\nlargest kernel time outside module and optimizer scopes: "
               + ", ".join(f"`{p or '[outside any scope]'}` {ns / 1e6:.3f} ms"
                           for p, ns in r["outside"]))
+    print(f"\nlaunchwatch: {r['lw_launches']} launches, {r['lw_captured']} of them captured into "
+          f"graphs and {r['lw_dry_run']} dry runs, so {r['lw_kernels']} kernels ran; the profiler "
+          f"{r['pf_kernels']}. Processes in the report: {', '.join(r['processes']) or '-'}. "
+          f"The hooks' C API: {r['sink']}.")
+    if r["kernel_diff"]:
+        print(f"\nKernel names counted differently: {r['names_differing']} "
+              f"({r['base_names_differing']} without template arguments and parameters); "
+              "the largest (all in kernel_diff.csv):\n")
+        print("| kernel | launchwatch launches (timed) | profiler |")
+        print("| --- | --- | --- |")
+        for name, launches, timed_launches, theirs in r["kernel_diff"]:
+            print(f"| `{name[:110]}` | {launches} ({timed_launches}) | {theirs} |")
+    else:
+        print("\nEvery kernel name is counted the same by both.")
 
 
 def main():
@@ -392,12 +591,19 @@ def main():
     parser.add_argument("--python-package", help="the folder holding the launchwatch package "
                         "(default: the build tree's, beside --launchwatch)")
     parser.add_argument("--timeout", type=int, default=240, help="seconds per process")
+    parser.add_argument("--variants", default="",
+                        help="models (comma-separated) whose step wall is also measured with the "
+                        "hooks alone, the bridge alone, without timing and through ctypes")
+    parser.add_argument("--sink", choices=["noop", "ctypes"], help=argparse.SUPPRESS)
+    parser.add_argument("--device", default="cuda", help="cpu: the script's smoke test on a "
+                        "machine without CUDA (--models tiny-train; no kernels, so counts are 0)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--json", help=argparse.SUPPRESS)
     parser.add_argument("--profile", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         return worker(args)
+    args.variants = [m for m in args.variants.split(",") if m]
     if not args.launchwatch:
         parser.error("--launchwatch PATH (the launchwatch program) is needed")
     launchwatch = os.path.abspath(args.launchwatch)
@@ -433,7 +639,8 @@ def main():
             continue
         cells = [
             model,
-            f"{r['lw_kernels']} / {r['pf_kernels']}",
+            f"{r['lw_kernels']} / {r['pf_kernels']}"
+            + (f" ({r['lw_captured']} captured)" if r["lw_captured"] else ""),
             f"{r['lw_ns'] / 1e6:.1f} / {r['pf_ns'] / 1e6:.1f} ms "
             f"({r['lw_ns'] / max(r['pf_ns'], 1):.3f})",
             f"{r['lw_share'] * 100:.2f}% / {r['pf_share'] * 100:.2f}%",
@@ -445,8 +652,43 @@ def main():
         ]
         print("| " + " | ".join(cells) + " |")
     print("\nThe profiler's process runs the same hooks, recording record_function ranges (the "
-          "reference); its step time includes them.")
+          "reference); its step time includes them. Kernels: those that ran (launchwatch's "
+          "launches less those captured into graphs).")
+    print_variants(results)
     return 0
+
+
+def print_variants(results):
+    """The step-wall split of the models run with --variants: one row per model."""
+    rows = [(m, r) for m, r in results.items() if "variants" in r]
+    if not rows:
+        return
+    print("\n# Where launchwatch's step time goes: step ms (x plain), one process each\n")
+    columns = [("plain", None)] + [(label, key) for key, label, _, _ in VARIANTS[:4]] + [
+        ("run --torch modules (the table's)", "lw"), (VARIANTS[4][1], VARIANTS[4][0]),
+        ("torch.profiler with the hooks", "pf")]
+    print("| model | " + " | ".join(label for label, _ in columns) + " |")
+    print("|" + " --- |" * (len(columns) + 1))
+    for model, r in rows:
+        plain = r["plain_ms"]
+        cells = [model]
+        for _, key in columns:
+            if key is None:
+                cells.append(f"{plain:.2f}")
+                continue
+            if key in ("lw", "pf"):
+                ms = r[f"{key}_ms"]
+            else:
+                measured = r["variants"][key]
+                if "error" in measured:
+                    cells.append("failed: " + measured["error"].splitlines()[0][:60])
+                    continue
+                ms = measured["step_ms"]
+            cells.append(f"{ms:.2f} ({ms / plain:.3f}x)")
+        print("| " + " | ".join(cells) + " |")
+    print("\nhooks, no-op sink: the hooks' Python and torch's hook dispatch, no tool. --timing "
+          "none: kernels counted, not timed (CUPTI's launch callbacks only). Their differences "
+          "split launchwatch's extra step time into the bridge's, the timing's and the hooks'.")
 
 
 if __name__ == "__main__":

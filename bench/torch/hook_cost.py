@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """What launchwatch's torch hooks cost per module call, on the CPU: the same model timed plain (no
 hooks), with the hooks and a sink that records nothing (the hooks' own Python), and under
-`launchwatch run` (the hooks and the injection's C API through ctypes), side by side.
+`launchwatch run` (the hooks and the injection's C API, through ctypes and through the package's C
+extension launchwatch._c_api), side by side.
 
     bench/torch/hook_cost.py --launchwatch build/cpu/apps/launchwatch/launchwatch
 
@@ -11,11 +12,20 @@ a host-bound ResNet-like stack, 30 x (Conv2d(8, 8, 3) + BatchNorm2d + ReLU) in S
 8x4x4 image, a training step (forward and backward) and inference under no_grad. Configurations:
 plain, the hooks with a Python sink that records nothing (their Python alone), the hooks with a
 sink of no-op C functions through ctypes (libc's, argtypes set as the injection's are: the hooks
-and the ctypes calls, without launchwatch's C++), and under `launchwatch run` (everything).
-Also the C API's own cost (a push and a pop_to through ctypes) and launchwatch.scope with no tool.
-Prints one markdown table for docs/benchmarks.md. Internally the same file measures one
-configuration: `hook_cost.py --measure plain|noop|ctypes|run`. `--package DIR` measures another
-copy of the Python package (an earlier commit's, for a before-and-after).
+and the ctypes calls, without launchwatch's C++), and under `launchwatch run` (everything) twice:
+the C API through ctypes (the fallback) and through the C extension (what `run` uses where it
+loads). Also the C API's own cost (a push and a pop_to) each way and launchwatch.scope with no
+tool. Times are the thread's CPU time (a shared machine's descheduling left out), best of 7
+repeats in a process and of `--rounds` processes per configuration, run in turn. Prints one
+markdown table for docs/benchmarks.md. Internally the same file measures one configuration:
+`hook_cost.py --measure plain|noop|ctypes|run-ctypes|run`. `--package DIR` measures another copy of
+the Python package (an earlier commit's, for a before-and-after).
+
+`--split ROUNDS` instead splits the ResNet-like stack's step in one process under `launchwatch run`,
+the configurations taken in turn each round (a shared machine's load falls on all alike): plain,
+torch's hook dispatch (empty global hooks), the forward ranges' Python, the graph-node hooks for
+backward (the hooks whole, recording nothing), then the C API through the extension and through
+ctypes.
 """
 
 import argparse
@@ -23,11 +33,16 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+import time
 import timeit
 
 
 def best_ns(fn, number, repeat=7):
-    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e9
+    # The calling thread's CPU time, not wall time: the development machine is shared, and time
+    # this thread spends descheduled is not the hooks' cost (the model runs on this one thread).
+    times = timeit.repeat(fn, number=number, repeat=repeat, timer=time.thread_time)
+    return min(times) / number * 1e9
 
 
 def c_no_op_sink():
@@ -70,8 +85,17 @@ def measure(mode):
 
         launchwatch.torch.install("modules")
     sink = _sink.get()
-    if mode == "run" and not sink.active:
-        sys.exit("hook_cost: --measure run outside launchwatch run (no injection)")
+    if mode.startswith("run"):
+        if not sink.active:
+            sys.exit(f"hook_cost: --measure {mode} outside launchwatch run (no injection)")
+        if mode == "run-ctypes":
+            import ctypes
+
+            sink = _sink.InjectionSink(ctypes.CDLL(os.environ["NVTX_INJECTION64_PATH"]))
+            _sink.set_sink(sink)
+        elif sink.via != "extension":
+            sys.exit("hook_cost: --measure run: launchwatch._c_api did not load (built? "
+                     f"a Python >= 3.10?); the sink is {sink.via}")
     identities = nn.Sequential(*[nn.Identity() for _ in range(200)])
     x = torch.zeros(1)
     with torch.no_grad():
@@ -83,24 +107,13 @@ def measure(mode):
         linears(batch).sum().backward()
 
     step_us = best_ns(train_step, number=5) / 1e3
-    torch.manual_seed(0)
-    stack = nn.Sequential(*[nn.Sequential(nn.Conv2d(8, 8, 3, padding=1), nn.BatchNorm2d(8),
-                                          nn.ReLU(inplace=True)) for _ in range(30)])
-    image = torch.randn(1, 8, 4, 4)
-
-    def conv_train():
-        stack(image).sum().backward()
-
-    def conv_infer():
-        with torch.no_grad():
-            stack(image)
-
+    conv_train, conv_infer = conv_stack()
     result = {"mode": mode, "identity_call_ns": forward_ns, "linear_step_us": step_us,
               "modules_per_step": 101, "conv_train_us": best_ns(conv_train, number=10) / 1e3,
               "conv_infer_us": best_ns(conv_infer, number=10) / 1e3}
     result["scope_ns"] = best_ns(lambda: launchwatch.scope("x").__enter__().__exit__(),
                                  number=20000)
-    if sink.active and mode == "run":
+    if mode.startswith("run"):
         def push_pop():
             sink.pop_to(sink.push(b"x"))
 
@@ -109,32 +122,165 @@ def measure(mode):
     return 0
 
 
+def conv_stack():
+    """The host-bound ResNet-like stack of the table, and its training and inference steps."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    stack = nn.Sequential(*[nn.Sequential(nn.Conv2d(8, 8, 3, padding=1), nn.BatchNorm2d(8),
+                                          nn.ReLU(inplace=True)) for _ in range(30)])
+    image = torch.randn(1, 8, 4, 4)
+
+    def train():
+        stack(image).sum().backward()
+
+    def infer():
+        with torch.no_grad():
+            stack(image)
+
+    return train, infer
+
+
+def split(rounds):
+    """Where the hooks' time goes, in one process: the conv stack's steps with the hooks' parts
+    switched on one at a time (no tool: a sink that records nothing), the configurations taken in
+    turn each round, so a shared machine's load falls on all alike. Prints each one's median and
+    best step, and the difference in medians each part adds."""
+    import torch
+
+    torch.set_num_threads(1)
+    from launchwatch import _sink
+    import launchwatch.torch as hooks
+
+    class ActiveNothing(_sink.NullSink):
+        active = True
+
+    injection = _sink.get()  # under launchwatch run: the C extension's sink, else none
+    nothing = ActiveNothing()
+    _sink.set_sink(nothing)
+    hooks.install("modules")
+    sinks = {"hooks": nothing}
+    if injection.active:
+        import ctypes
+
+        sinks["extension"] = injection
+        sinks["ctypes"] = _sink.InjectionSink(ctypes.CDLL(os.environ["NVTX_INJECTION64_PATH"]))
+    ours = [(registry, key, registry[key]) for registry, key in hooks._our_hooks]
+    hook_graph = hooks._hook_graph
+
+    def empty_pre(module, args):
+        return None
+
+    def empty_post(module, args, result):
+        return None
+
+    def configure(name):
+        for registry, key, _ in ours:
+            registry.pop(key, None)
+        _sink.set_sink(_sink.NullSink() if name in ("plain", "dispatch")
+                       else sinks.get(name, nothing))
+        if name == "plain":
+            return
+        for registry, key, hook in ours:
+            empty = empty_pre if hook is hooks._forward_pre else empty_post
+            registry[key] = empty if name == "dispatch" else hook
+        hooks._hook_graph = (lambda *args: None) if name == "forward" else hook_graph
+
+    names = ("plain", "dispatch", "forward", "hooks", *sinks.keys() - {"hooks"})
+    what = {"plain": "plain (no hooks)",
+            "dispatch": "torch's hook dispatch (two empty global hooks)",
+            "forward": "+ the forward ranges' Python (no graph-node hooks)",
+            "hooks": "+ the graph-node hooks for backward (the hooks, whole; no tool)",
+            "extension": "+ launchwatch: the C API through the C extension",
+            "ctypes": "the same through ctypes instead (added: against the hooks, no tool)"}
+    train, infer = conv_stack()
+    print("| 30 x (Conv2d 8 + BatchNorm2d + ReLU), 8x4x4, one process | training step, median "
+          "/ best | added | inference step, median / best | added |")
+    print("| --- | --- | --- | --- | --- |")
+    rows = {}
+    for step in (train, infer):
+        samples = {name: [] for name in names}
+        for _ in range(rounds):
+            for name in names:
+                configure(name)
+                step()  # once untimed: the configuration's first call builds its caches
+                start = time.perf_counter()
+                step()
+                samples[name].append(time.perf_counter() - start)
+        for name in names:
+            ordered = sorted(samples[name])
+            rows.setdefault(name, []).append((ordered[len(ordered) // 2] * 1e6, ordered[0] * 1e6))
+    configure("hooks")
+    previous = None
+    for name in names:
+        against = rows["hooks"] if name == "ctypes" else previous
+        cells = []
+        for index, (median, best) in enumerate(rows[name]):
+            added = "" if against is None else f"{median - against[index][0]:+.0f} us"
+            cells += [f"{median:.0f} / {best:.0f} us", added]
+        print(f"| {what[name]} | " + " | ".join(cells) + " |")
+        previous = rows[name]
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--launchwatch")
-    parser.add_argument("--measure", choices=["plain", "noop", "ctypes", "run"],
+    parser.add_argument("--measure", choices=["plain", "noop", "ctypes", "run-ctypes", "run"],
                         help=argparse.SUPPRESS)
     parser.add_argument("--package", help="the Python package's folder (default: the build's)")
     parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="processes per configuration, in turn; each figure is the best")
+    parser.add_argument("--split", type=int, metavar="ROUNDS",
+                        help="instead: where the hooks' time goes, in one process under "
+                        "launchwatch run, ROUNDS rounds")
+    parser.add_argument("--split-here", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
         return measure(args.measure)
+    if args.split_here:
+        return split(args.split_here)
     if not args.launchwatch:
         parser.error("--launchwatch PATH is needed")
     launchwatch = os.path.abspath(args.launchwatch)
     package = args.package or os.path.join(
         os.path.dirname(os.path.dirname(os.path.dirname(launchwatch))), "python")
+    with tempfile.TemporaryDirectory(prefix="hook-cost-") as reports:
+        return compare(args, launchwatch, package, reports)
+
+
+def compare(args, launchwatch, package, reports):
+    """The table (or with --split, the split), `launchwatch run` writing its reports into
+    `reports`."""
+    if args.split:
+        # Under launchwatch run (its hooks off: split installs them), so the C API is there too.
+        done = subprocess.run([launchwatch, "run", "--torch", "off", "--out", reports,
+                               "--", args.python, os.path.abspath(__file__), "--split-here",
+                               str(args.split)],
+                              env=dict(os.environ, PYTHONPATH=package), capture_output=True,
+                              text=True, check=True)
+        print("\n".join(line for line in done.stdout.splitlines() if line.startswith("|")))
+        return 0
     me = [args.python, os.path.abspath(__file__), "--measure"]
     environment = dict(os.environ, PYTHONPATH=package)
     results = {}
-    for mode, command in (("plain", me + ["plain"]), ("noop", me + ["noop"]),
-                          ("ctypes", me + ["ctypes"]),
-                          ("run", [launchwatch, "run", "--out", "hook-cost-run", "--"]
-                           + me + ["run"])):
-        done = subprocess.run(command, env=environment, capture_output=True, text=True, check=True)
-        line = next(line for line in done.stdout.splitlines() if line.startswith("{"))
-        results[mode] = json.loads(line)
-    modes = ("plain", "noop", "ctypes", "run")
+    run = [launchwatch, "run", "--out", reports, "--"]
+    for _ in range(args.rounds):
+        for mode, command in (("plain", me + ["plain"]), ("noop", me + ["noop"]),
+                              ("ctypes", me + ["ctypes"]),
+                              ("run-ctypes", run + me + ["run-ctypes"]),
+                              ("run", run + me + ["run"])):
+            done = subprocess.run(command, env=environment, capture_output=True, text=True,
+                                  check=True)
+            line = next(line for line in done.stdout.splitlines() if line.startswith("{"))
+            measured = json.loads(line)
+            best = results.setdefault(mode, measured)
+            for key, value in measured.items():
+                if isinstance(value, float):
+                    best[key] = min(best[key], value)
+    modes = ("plain", "noop", "ctypes", "run-ctypes", "run")
 
     def row(what, key, unit, digits=0):
         plain = results["plain"][key]
@@ -144,8 +290,8 @@ def main():
         print(f"| {what} | " + " | ".join(cells) + " |")
 
     print("| | plain | hooks, Python no-op sink | hooks, C no-op sink (ctypes) "
-          "| hooks under launchwatch run |")
-    print("| --- | --- | --- | --- | --- |")
+          "| hooks under launchwatch run, ctypes | hooks under launchwatch run, C extension |")
+    print("| --- | --- | --- | --- | --- | --- |")
     row("nn.Identity call", "identity_call_ns", "ns")
     per_call = [results[m]["identity_call_ns"] - results["plain"]["identity_call_ns"]
                 for m in modes[1:]]
@@ -154,9 +300,10 @@ def main():
     row("30 x (Conv2d 8 + BatchNorm2d + ReLU), 8x4x4, forward + backward", "conv_train_us", "us")
     row("the same, inference under no_grad", "conv_infer_us", "us")
     print(f"| launchwatch.scope enter + exit | {results['plain']['scope_ns']:.0f} ns (no tool) "
-          f"| | | {results['run']['scope_ns']:.0f} ns |")
-    c_api = results["run"].get("c_api_push_pop_ns", float("nan"))
-    print(f"| C API push + pop_to through ctypes | | | | {c_api:.0f} ns |")
+          f"| | | {results['run-ctypes']['scope_ns']:.0f} ns "
+          f"| {results['run']['scope_ns']:.0f} ns |")
+    print(f"| C API push + pop_to | | | | {results['run-ctypes']['c_api_push_pop_ns']:.0f} ns "
+          f"| {results['run']['c_api_push_pop_ns']:.0f} ns |")
     return 0
 
 

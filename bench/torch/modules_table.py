@@ -485,10 +485,18 @@ VARIANTS = [
 ]
 
 
+def out_of_budget(args):
+    """Whether --budget's seconds since the table started are spent (nothing more is started)."""
+    return args.budget is not None and time.monotonic() - args.started > args.budget
+
+
 def run_variants(model, args, me, folder):
     """The step wall of each of VARIANTS for `model`: {key: step ms}, also in variants.json."""
     steps = {}
     for key, _, options, sink in VARIANTS:
+        if out_of_budget(args):
+            steps[key] = {"error": "not run: --budget spent"}
+            continue
         result_json = os.path.join(folder, f"variant-{key}.json")
         command = me + ["--json", result_json] + (["--sink", sink] if sink else [])
         if options is not None:
@@ -594,6 +602,8 @@ def main():
     parser.add_argument("--variants", default="",
                         help="models (comma-separated) whose step wall is also measured with the "
                         "hooks alone, the bridge alone, without timing and through ctypes")
+    parser.add_argument("--budget", type=int, help="seconds: start no model or variant after "
+                        "this long (the tables then have what was done)")
     parser.add_argument("--sink", choices=["noop", "ctypes"], help=argparse.SUPPRESS)
     parser.add_argument("--device", default="cuda", help="cpu: the script's smoke test on a "
                         "machine without CUDA (--models tiny-train; no kernels, so counts are 0)")
@@ -615,9 +625,13 @@ def main():
         package = os.path.join(prefix, "share", "launchwatch", "python")
     os.makedirs(args.out, exist_ok=True)
     results = {}
-    started = time.monotonic()
+    started = args.started = time.monotonic()
     for model in args.models.split(","):
         t = time.monotonic()
+        if out_of_budget(args):
+            results[model] = {"error": "not run: --budget spent"}
+            print(f"\n## {model}: not run, --budget {args.budget} s spent")
+            continue
         try:
             results[model] = compare(model, args, package)
             print_details(model, results[model])

@@ -85,7 +85,7 @@ def _extension_sink(path):
 
         _c_api.load(path)
         return ExtensionSink(_c_api)
-    except (ImportError, OSError):
+    except Exception:  # whatever kept it from loading, ctypes is the way left
         return None
 
 

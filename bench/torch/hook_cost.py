@@ -146,7 +146,7 @@ def split(rounds):
     """Where the hooks' time goes, in one process: the conv stack's steps with the hooks' parts
     switched on one at a time (no tool: a sink that records nothing), the configurations taken in
     turn each round, so a shared machine's load falls on all alike. Prints each one's median and
-    best step, and the difference in medians each part adds."""
+    best step, and what each part adds to both."""
     import torch
 
     torch.set_num_threads(1)
@@ -217,7 +217,8 @@ def split(rounds):
         against = rows["hooks"] if name == "ctypes" else previous
         cells = []
         for index, (median, best) in enumerate(rows[name]):
-            added = "" if against is None else f"{median - against[index][0]:+.0f} us"
+            added = "" if against is None else (f"{median - against[index][0]:+.0f} / "
+                                                f"{best - against[index][1]:+.0f} us")
             cells += [f"{median:.0f} / {best:.0f} us", added]
         print(f"| {what[name]} | " + " | ".join(cells) + " |")
         previous = rows[name]

@@ -395,6 +395,18 @@ def module_share(by_path, roots):
     return inside / total if total else 0.0
 
 
+class Stopped(BaseException):
+    """SIGTERM reached the table (a `timeout` around it): it stops and prints what it has. Not
+    an Exception, so the per-model and per-variant `except Exception` let it through."""
+
+
+def stop_on_sigterm():
+    def stop(signum, frame):
+        raise Stopped()
+
+    signal.signal(signal.SIGTERM, stop)
+
+
 def timed(command, environment, timeout):
     """Runs `command` in a process group of its own; returns (its result, its wall, the time it
     ended). Past `timeout` seconds the group gets SIGTERM (launchwatch run passes it on and
@@ -404,6 +416,9 @@ def timed(command, environment, timeout):
                                stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         stdout, stderr = process.communicate(timeout=timeout)
+    except Stopped:  # the table itself was told to stop: its process goes with it
+        os.killpg(process.pid, signal.SIGKILL)
+        raise
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGTERM)
         try:
@@ -490,9 +505,9 @@ def out_of_budget(args):
     return args.budget is not None and time.monotonic() - args.started > args.budget
 
 
-def run_variants(model, args, me, folder):
-    """The step wall of each of VARIANTS for `model`: {key: step ms}, also in variants.json."""
-    steps = {}
+def run_variants(model, args, me, folder, steps):
+    """The step wall of each of VARIANTS for `model` into `steps` ({key: step ms}), also in
+    variants.json."""
     for key, _, options, sink in VARIANTS:
         if out_of_budget(args):
             steps[key] = {"error": "not run: --budget spent"}
@@ -511,7 +526,6 @@ def run_variants(model, args, me, folder):
             steps[key] = {"error": f"{type(failure).__name__}: {failure}"[:2000]}
     with open(os.path.join(folder, "variants.json"), "w") as f:
         json.dump(steps, f, indent=1)
-    return steps
 
 
 def compare(model, args, package):
@@ -560,7 +574,13 @@ def compare(model, args, package):
         outside=[(p, ns) for p, ns in sorted(ours.items(), key=lambda kv: -kv[1])
                  if not (set(plain["roots"]) | {"optimizer"}) & set(p.split("/"))][:3])
     if model in args.variants:
-        out["variants"] = run_variants(model, args, me, folder)
+        out["variants"] = {}
+        try:
+            run_variants(model, args, me, folder, out["variants"])
+        except Stopped:  # the model's rows stand; the variants not run say so
+            args.stopped = True
+            for key, _, _, _ in VARIANTS:
+                out["variants"].setdefault(key, {"error": "stopped by SIGTERM"})
     return out
 
 
@@ -626,6 +646,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     results = {}
     started = args.started = time.monotonic()
+    args.stopped = False
+    stop_on_sigterm()
     for model in args.models.split(","):
         t = time.monotonic()
         if out_of_budget(args):
@@ -635,10 +657,18 @@ def main():
         try:
             results[model] = compare(model, args, package)
             print_details(model, results[model])
+            if args.stopped:
+                print(f"\n## {model}: its variants stopped by SIGTERM", flush=True)
+                break
+        except Stopped:
+            results[model] = {"error": "stopped by SIGTERM (a timeout around the table)"}
+            print(f"\n## {model}: stopped by SIGTERM", flush=True)
+            break
         except Exception as failure:  # one model's failure keeps the others' rows
             results[model] = {"error": f"{type(failure).__name__}: {failure}"}
             print(f"\n## {model}: failed\n\n```\n{traceback.format_exc()[-3000:]}\n```")
         print(f"\n({model}: {time.monotonic() - t:.0f} s)", flush=True)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(results, f, indent=1, default=str)
     print(f"\n# launchwatch run --torch modules vs torch.profiler, "

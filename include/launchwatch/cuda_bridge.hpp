@@ -199,6 +199,11 @@ class [[nodiscard]] cuda_bridge {
   /// the end of a pass or of the process (`launchwatch run` calls it at exit), before reports are
   /// written.
   ///
+  /// While a stream capture is in progress on any thread, a device synchronisation would
+  /// invalidate it, so flush() then does not wait for the devices: it delivers the records that
+  /// arrive within 2 s and leaves the rest awaited (their reads wait for them as usual); a capture
+  /// that begins while flush() waits for the devices begins once that wait is over.
+  ///
   /// Thread safety: any thread, not inside an observer method. Work that other threads launch
   /// meanwhile may still be pending when it returns. Cost: a device synchronise and a CUPTI flush.
   void flush();

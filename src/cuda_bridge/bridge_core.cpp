@@ -8,7 +8,6 @@
 #include <launchwatch/launch_path.hpp>
 
 #include "core/interface/kernel_symbols.hpp"
-#include <launchwatch/launch_path.hpp>
 
 namespace launchwatch::detail::cuda_bridge {
 
@@ -55,7 +54,8 @@ bridge_core::bridge_core(const cuda_bridge_options& options, bridge_device& devi
     : options_{options},
       generation_{generations.fetch_add(1)},
       device_{device},
-      graphs_{options_.record_timeout} {
+      graphs_{options_.record_timeout},
+      captures_{options_.record_timeout} {
   std::function<void(const kernel_record&)> others;
   std::function<bool()> others_pending;
   if (options_.graph_replays == cuda_graph_replays::per_node) {
@@ -292,11 +292,21 @@ std::uint64_t bridge_core::devices_seen() const noexcept {
   return devices_seen_.load(std::memory_order_relaxed);
 }
 
+void bridge_core::capture_beginning(std::uint64_t stream) { captures_.beginning(stream); }
+
+void bridge_core::capture_ended(std::uint64_t stream) noexcept { captures_.ended(stream); }
+
+bool bridge_core::wait_idle_outside_captures(const std::function<void()>& wait_idle) {
+  return captures_.synchronise_outside_captures(wait_idle);
+}
+
 void bridge_core::deliver_pending(std::chrono::milliseconds patience,
                                   const std::function<void()>& wait_idle) {
   const std::uint64_t idle_from = records_->mark();
-  if (wait_idle) wait_idle();
-  records_->flush_until_delivered(patience, idle_from);
+  const bool idle = wait_idle_outside_captures(wait_idle);
+  records_->flush_until_delivered(
+      patience, idle_from,
+      idle ? kernel_records::devices::idle : kernel_records::devices::maybe_busy);
 }
 
 void bridge_core::close() noexcept {

@@ -24,6 +24,7 @@
 #include <launchwatch/cuda_bridge.hpp>
 #include <launchwatch/profile.hpp>
 
+#include "capture_gate.hpp"
 #include "graph_replays.hpp"
 #include "kernel_records.hpp"
 
@@ -157,6 +158,18 @@ class bridge_core {
   /// The launch callbacks were turned off (nothing watches): a launch caught between its ENTER and
   /// EXIT never gets its EXIT, so its awaited record is forgotten.
   void launch_callbacks_off() noexcept;
+  /// A stream capture is about to begin on `stream` (a key unique to the stream while it lives),
+  /// at the ENTER of the driver's begin-capture call on the capturing thread: from now until
+  /// capture_ended(), the bridge waits for no device (capture_gate.hpp). Returns once no such wait
+  /// of the bridge is in flight.
+  void capture_beginning(std::uint64_t stream);
+  /// The capture on `stream` ended: the end-capture call returned, or the begin call failed.
+  void capture_ended(std::uint64_t stream) noexcept;
+  /// Runs `wait_idle` (a wait for the devices) unless a stream capture is in progress, which a
+  /// device synchronisation would invalidate; returns whether the devices may be taken as idle
+  /// (capture_gate::synchronise_outside_captures).
+  bool wait_idle_outside_captures(const std::function<void()>& wait_idle);
+
   /// cudaProfilerStart returned (cuda_capture_range::cuda_profiler_api opens the range).
   void profiler_started() noexcept;
   /// cudaProfilerStop is called (the range closes).
@@ -168,12 +181,14 @@ class bridge_core {
   void start_collecting();
   /// Devices launches were reported on, one bit per ordinal below 64.
   [[nodiscard]] std::uint64_t devices_seen() const noexcept;
-  /// Calls `wait_idle` (which waits for the devices; nothing when empty), then flushes until every
-  /// awaited record arrived and no replay waits for records. Awaited records still missing when a
-  /// flush brings nothing, or after `patience`, are given up
-  /// (kernel_records::flush_until_delivered): one deadline a flush, never one a record. A replay
-  /// still waiting then is left to age out (graph_replays), so a record it gets later is still
-  /// told.
+  /// Calls `wait_idle` (which waits for the devices; nothing when empty) unless a stream capture is
+  /// in progress, then flushes until every awaited record arrived and no replay waits for records.
+  /// Awaited records still missing when flushes of idle devices bring nothing, or after
+  /// `patience`, are given up (kernel_records::flush_until_delivered): one deadline a flush, never
+  /// one a record. While a capture is in progress the devices are not waited for and nothing is
+  /// given up: it flushes until what was awaited arrived or `patience` passed, and what is still
+  /// missing stays awaited. A replay still waiting then is left to age out (graph_replays), so a
+  /// record it gets later is still told.
   void deliver_pending(std::chrono::milliseconds patience,
                        const std::function<void()>& wait_idle = {});
   /// Teardown or the end of `launchwatch run`, after the devices are idle: closes the record table
@@ -212,6 +227,7 @@ class bridge_core {
   const std::uint64_t generation_;
   bridge_device& device_;
   graph_replays graphs_;
+  capture_gate captures_;
   std::shared_ptr<kernel_records> records_;
   /// Numbers explicit kernel nodes for their launch_info::launch_id (see report_kernel_node).
   std::atomic<std::uint32_t> explicit_nodes_{0};

@@ -16,8 +16,9 @@ namespace launchwatch::detail {
 void cuda_bridge_engine::synchronize_seen_devices() noexcept {
   const std::uint64_t seen = core_.devices_seen();
   if (seen == 0) return;
-  // The bridge's own calls are no part of another thread's stream capture: in CUDA's default
-  // (global) mode an unsafe call on any thread would invalidate that capture (review U1).
+  // Never during a stream capture (the core's capture gate sees to it): on the H200 a device
+  // synchronisation invalidated another thread's global-mode capture, relaxed mode or not (review
+  // 2026-12-01b, U1). Relaxed still, as every call of the bridge's own.
   const cuda::relaxed_capture_mode relaxed;
   int current = 0;
   const bool known = cudaGetDevice(&current) == cudaSuccess;
@@ -35,7 +36,11 @@ void cuda_bridge_engine::flush() {
 }
 
 void cuda_bridge_engine::close_records() noexcept {
-  synchronize_seen_devices();
+  try {
+    (void)core_.wait_idle_outside_captures([this] { synchronize_seen_devices(); });
+  } catch (...) {
+    // Only the gate's lock can throw (std::system_error): the records are closed regardless.
+  }
   core_.close();
 }
 

@@ -57,13 +57,15 @@ class cuda_bridge_engine {
 
   /// A kernel launch's ENTER or EXIT.
   void on_launch(CUpti_CallbackId id, const CUpti_CallbackData& call);
-  /// A driver or runtime API call other than a launch: graph launches, node-adding calls, the
-  /// profiler range.
+  /// A driver or runtime API call other than a launch: graph launches, node-adding calls, stream
+  /// captures beginning and ending, the profiler range.
   void on_api_call(CUpti_CallbackDomain domain, CUpti_CallbackId id,
                    const CUpti_CallbackData& call);
   /// GRAPHNODE_CREATED, GRAPHNODE_CLONED, or a graph or executable graph being destroyed.
   void on_graph_node(CUpti_CallbackId id, const CUpti_ResourceData& resource);
   void apply_watch_state() noexcept;
+  /// Waits for every device a launch was reported on (cudaDeviceSynchronize). Only through the
+  /// core's wait_idle_outside_captures: it would invalidate a stream capture in progress.
   void synchronize_seen_devices() noexcept;
   void teardown() noexcept;
 

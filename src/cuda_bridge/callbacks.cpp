@@ -3,6 +3,7 @@
 #include <cuda.h>
 
 #include "bridge_engine.hpp"
+#include "capture_calls.hpp"
 #include "cupti_calls.hpp"
 #include "inside_cuda_init.hpp"
 
@@ -75,7 +76,20 @@ void cuda_bridge_engine::on_api_call(CUpti_CallbackDomain domain, CUpti_Callback
                      id == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000;
   const bool stop = id == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop ||
                     id == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000;
-  if (driver && cuda_bridge::one_of(cuda_bridge::add_node_ids, id)) {
+  if (driver && cuda_bridge::one_of(cuda_bridge::begin_capture_ids, id)) {
+    const std::uint64_t stream = cuda_bridge::capture_stream_key(id, call.functionParams);
+    if (call.callbackSite == CUPTI_API_ENTER) {
+      core_.capture_beginning(stream);
+    } else if (call.functionReturnValue != nullptr &&
+               *static_cast<const CUresult*>(call.functionReturnValue) != CUDA_SUCCESS) {
+      core_.capture_ended(stream);  // it never began
+    }
+  } else if (driver && cuda_bridge::one_of(cuda_bridge::end_capture_ids, id)) {
+    // Ended once the call returned, whatever it returned: an invalidated capture ends too.
+    if (call.callbackSite == CUPTI_API_EXIT) {
+      core_.capture_ended(cuda_bridge::capture_stream_key(id, call.functionParams));
+    }
+  } else if (driver && cuda_bridge::one_of(cuda_bridge::add_node_ids, id)) {
     core_.node_adding_call(call.callbackSite == CUPTI_API_ENTER,
                            cuda_bridge::adds_kernel_node(id, call.functionParams));
   } else if (driver && cuda_bridge::one_of(cuda_bridge::graph_launch_ids, id)) {

@@ -260,7 +260,7 @@ std::uint64_t kernel_records::mark() const noexcept {
 }
 
 void kernel_records::flush_until_delivered(std::chrono::milliseconds patience,
-                                           std::uint64_t idle_from) {
+                                           std::uint64_t idle_from, devices state) {
   // How long flushes of idle devices must bring nothing before what is missing counts as lost.
   // Not one or two flushes: CUPTI can hand a finished kernel's record over some time after the
   // device is idle (with "two empty flushes 1 ms apart" as the rule, the H200 delivered no graph
@@ -287,6 +287,12 @@ void kernel_records::flush_until_delivered(std::chrono::milliseconds patience,
     if (delivered && others_delivered) return;
     const auto now = std::chrono::steady_clock::now();
     if (!brought_nothing) last_progress = now;
+    if (state == devices::maybe_busy) {
+      // Nothing proves a missing record lost while a kernel may still run: it stays awaited.
+      if (now >= deadline) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds{2});
+      continue;
+    }
     // The devices are idle, so flushes that bring nothing for `settle` mean the missing records
     // are not coming: one wait for all of them, never one timeout each.
     if (now - last_progress >= settle || now >= deadline) {

@@ -109,12 +109,17 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   [[nodiscard]] std::uint64_t mark() const noexcept;
   /// Flushes completed buffers now (never FORCED). Returns once CUPTI handed them over.
   void flush_completed();
-  /// For cuda_bridge::flush(), once the devices are idle (they were waited for after `idle_from`
-  /// was marked): flushes until no awaited record is missing. When a flush brings no record while
-  /// some are missing for 250 ms, or `patience` passed, every entry awaited
-  /// before `idle_from` still missing is lost: counted, said once, and its take() answers at
-  /// once; the flushing stops there too while only `others_pending` waits.
-  void flush_until_delivered(std::chrono::milliseconds patience, std::uint64_t idle_from);
+  /// Whether the devices were waited for before flush_until_delivered.
+  enum class devices { idle, maybe_busy };
+  /// For cuda_bridge::flush(): flushes until no awaited record is missing, or `patience` passed.
+  /// With the devices `idle` (waited for after `idle_from` was marked), when flushes bring no
+  /// record while some are missing for 250 ms, or at the deadline, every entry awaited before
+  /// `idle_from` still missing is lost: counted, said once, and its take() answers at once; the
+  /// flushing stops there too while only `others_pending` waits. With the devices `maybe_busy`
+  /// (a stream capture forbade waiting for them) nothing is given up: a missing record may be of a
+  /// kernel still running, and stays awaited for its reader and the collector.
+  void flush_until_delivered(std::chrono::milliseconds patience, std::uint64_t idle_from,
+                             devices state = devices::idle);
   /// Teardown, after the devices are idle: stops the collector, FORCED-flushes, and answers every
   /// later take() from what arrived.
   void close();

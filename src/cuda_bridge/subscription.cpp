@@ -13,6 +13,7 @@
 #include "activity_buffers.hpp"
 #include "availability.hpp"
 #include "bridge_engine.hpp"
+#include "capture_calls.hpp"
 #include "cupti_calls.hpp"
 #include "inside_cuda_init.hpp"
 #include "resolved_timing.hpp"
@@ -108,6 +109,10 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
   // node); per_node also links captured nodes to their replays.
   enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
   for (const auto id : cuda_bridge::add_node_ids) enable(CUPTI_CB_DOMAIN_DRIVER_API, id);
+  // Stream captures, whoever makes them: the bridge must not wait for a device while one records
+  // (capture_gate.hpp).
+  for (const auto id : cuda_bridge::begin_capture_ids) enable(CUPTI_CB_DOMAIN_DRIVER_API, id);
+  for (const auto id : cuda_bridge::end_capture_ids) enable(CUPTI_CB_DOMAIN_DRIVER_API, id);
   // For after_cuda_runtime_initialised: a context is created once the runtime is up.
   enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
   if (options_.trace_kernels_from_start || options_.graph_replays == cuda_graph_replays::per_node) {
@@ -147,7 +152,11 @@ void cuda_bridge_engine::teardown() noexcept {
   gate_->engine.store(nullptr, std::memory_order_seq_cst);
   while (gate_->in_flight.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
   core_.launch_callbacks_off();
-  synchronize_seen_devices();
+  try {
+    (void)core_.wait_idle_outside_captures([this] { synchronize_seen_devices(); });
+  } catch (...) {
+    // Only the gate's lock can throw (std::system_error): teardown goes on regardless.
+  }
   core_.close();
   cuda_bridge::release_resolved_windows();
   cuda_bridge::stop_delivering_to(*core_.records());

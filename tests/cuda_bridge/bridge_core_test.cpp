@@ -1,6 +1,7 @@
 // The CUDA bridge's core on the CPU: CUPTI's callbacks and records, played by a fake CUPTI
 // (fake_cupti.hpp), through launchwatch's own launch path to observers installed the normal way.
 // Runs in every build, CI included; the same decisions on a GPU are tested in cuda_bridge_test.cu.
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -415,6 +416,128 @@ TEST(BridgeCore, AfterTheMissingRecordsAreGivenUpTheCollectorStopsFlushing) {
   cupti.launch("lost");
   cupti.core().deliver_pending(2s);
   EXPECT_EQ(flushes_in_ten_periods(cupti), 0u);
+}
+
+// ---- flushes and stream captures (U1: a device synchronisation invalidates another thread's
+// ---- global-mode capture, settled on the H200) ----
+
+TEST(BridgeCore, AFlushDuringAStreamCaptureDeliversTheRecordsWithoutWaitingForTheDevices) {
+  fake_cupti cupti;
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::deferred);
+  launch_observation watching{observer};
+  cupti.launch("before", fake_cupti::stream(7), 9us);
+  cupti.begin_capture(fake_cupti::stream(8));
+  int waits = 0;
+  cupti.core().deliver_pending(2s, [&] { ++waits; });
+  EXPECT_EQ(waits, 0) << "a device synchronisation would invalidate the capture";
+  auto profiles = observer->take_profiles();
+  ASSERT_EQ(profiles.size(), 1u);
+  const auto began = std::chrono::steady_clock::now();
+  const auto ticks = std::move(profiles[0].second).resolve();
+  EXPECT_LT(std::chrono::steady_clock::now() - began, 50ms) << "delivered by the flush";
+  ASSERT_TRUE(ticks.has_value());
+  EXPECT_EQ(ticks->length(), 9us);
+  (void)cupti.end_capture(fake_cupti::stream(8));
+}
+
+TEST(BridgeCore, AFlushAfterTheLastStreamCaptureEndedWaitsForTheDevicesAgain) {
+  fake_cupti cupti;
+  cupti.begin_capture(fake_cupti::stream(8));
+  cupti.begin_capture(fake_cupti::stream(9));
+  int waits = 0;
+  (void)cupti.end_capture(fake_cupti::stream(8));
+  cupti.core().deliver_pending(2s, [&] { ++waits; });
+  EXPECT_EQ(waits, 0) << "stream 9 still captures";
+  (void)cupti.end_capture(fake_cupti::stream(9));
+  cupti.core().deliver_pending(2s, [&] { ++waits; });
+  EXPECT_EQ(waits, 1);
+}
+
+TEST(BridgeCore, AFlushDuringAStreamCaptureGivesUpNoRecordOfAKernelThatMayStillRun) {
+  fake_cupti cupti;  // record_timeout 30 s
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::deferred);
+  launch_observation watching{observer};
+  const std::uint32_t running = cupti.next_correlation();
+  cupti.withhold(running);
+  cupti.launch("running", fake_cupti::stream(7), 13us);
+  cupti.begin_capture(fake_cupti::stream(8));
+  const auto began = std::chrono::steady_clock::now();
+  cupti.core().deliver_pending(100ms, [] {});
+  EXPECT_LT(std::chrono::steady_clock::now() - began, 1s) << "its patience, not the record's";
+  EXPECT_EQ(cupti.core().stats().measurements_missing, 0u);
+  cupti.release(running);  // the kernel ends after the flush
+  auto profiles = observer->take_profiles();
+  ASSERT_EQ(profiles.size(), 1u);
+  const auto ticks = std::move(profiles[0].second).resolve();
+  ASSERT_TRUE(ticks.has_value());
+  EXPECT_EQ(ticks->length(), 13us);
+  (void)cupti.end_capture(fake_cupti::stream(8));
+}
+
+/// A flush on a thread of its own whose wait for the devices lasts until devices_idle().
+class flush_waiting_for_the_devices {
+ public:
+  explicit flush_waiting_for_the_devices(fake_cupti& cupti)
+      : flushing_{[this, &cupti] {
+          cupti.core().deliver_pending(2s, [this] {
+            waiting_ = true;
+            while (!idle_) std::this_thread::sleep_for(1ms);
+          });
+        }} {
+    while (!waiting_) std::this_thread::yield();
+  }
+  ~flush_waiting_for_the_devices() { devices_idle(); }
+  void devices_idle() {
+    idle_ = true;
+    if (flushing_.joinable()) flushing_.join();
+  }
+
+ private:
+  std::atomic<bool> waiting_{false};
+  std::atomic<bool> idle_{false};
+  std::thread flushing_;
+};
+
+TEST(BridgeCore, ACaptureBeginningWhileTheBridgeWaitsForTheDevicesBeginsOnceTheWaitIsOver) {
+  fake_cupti cupti;
+  flush_waiting_for_the_devices flush{cupti};
+  std::atomic<bool> begun{false};
+  std::thread capturing{[&] {
+    cupti.begin_capture(fake_cupti::stream(8));
+    begun = true;
+  }};
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(begun.load()) << "it began while the devices were being waited for";
+  flush.devices_idle();
+  capturing.join();
+  EXPECT_TRUE(begun.load());
+  (void)cupti.end_capture(fake_cupti::stream(8));
+}
+
+TEST(BridgeCore, ACaptureWaitsForTheBridgesWaitForTheDevicesAtMostTheRecordTimeout) {
+  captured_log log;
+  cuda_bridge_options options;
+  options.record_timeout = 50ms;
+  fake_cupti cupti{options};
+  flush_waiting_for_the_devices flush{cupti};
+  const auto began = std::chrono::steady_clock::now();
+  cupti.begin_capture(fake_cupti::stream(8));  // a device that waits for this very thread
+  const auto waited = std::chrono::steady_clock::now() - began;
+  flush.devices_idle();
+  EXPECT_GE(waited, 50ms);
+  EXPECT_LT(waited, 1s);
+  EXPECT_EQ(log->count_containing("waited 50 ms for the CUDA bridge"), 1u);
+  (void)cupti.end_capture(fake_cupti::stream(8));
+}
+
+TEST(BridgeCore, TheEndOfACaptureTheBridgeNeverSawBeginLeavesTheOthersInProgress) {
+  fake_cupti cupti;
+  cupti.begin_capture(fake_cupti::stream(8));
+  cupti.core().capture_ended(9);  // stream 9's capture began before the bridge subscribed
+  int waits = 0;
+  cupti.core().deliver_pending(2s, [&] { ++waits; });
+  EXPECT_EQ(waits, 0);
+  (void)cupti.end_capture(fake_cupti::stream(8));
 }
 
 // ---- correlation ids over hours (finding 6) ----

@@ -74,16 +74,22 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
     return correlation;
   }
 
-  /// cudaStreamBeginCapture on `on`: launches on it are recorded into a new graph.
+  /// cudaStreamBeginCapture on `on`: the begin call's ENTER (which may wait, see
+  /// bridge_core::capture_beginning), then launches on it are recorded into a new graph.
   void begin_capture(void* on) {
+    core_.capture_beginning(reinterpret_cast<std::uintptr_t>(on));
     std::lock_guard lock{mutex_};
     capturing_[on] = next_graph_++;
   }
-  /// cudaStreamEndCapture: returns the graph recorded.
+  /// cudaStreamEndCapture: returns the graph recorded; the call's EXIT tells the core.
   std::uint64_t end_capture(void* on) {
-    std::lock_guard lock{mutex_};
-    const std::uint64_t graph = capturing_.at(on);
-    capturing_.erase(on);
+    std::uint64_t graph = 0;
+    {
+      std::lock_guard lock{mutex_};
+      graph = capturing_.at(on);
+      capturing_.erase(on);
+    }
+    core_.capture_ended(reinterpret_cast<std::uintptr_t>(on));
     return graph;
   }
   /// cudaGraphInstantiate: clones every node of `graph` (GRAPHNODE_CLONED) into a new executable

@@ -29,6 +29,7 @@ enum class once_warning : std::size_t {
   grid_overhead_unmeasured,
   collective_read_refused,
   cupti_record_missing,
+  capture_waited_past_synchronisation,
   vulkan_timing_slots_spent,
   count_,
 };

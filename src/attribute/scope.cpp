@@ -192,6 +192,16 @@ path_id sole_scoped_thread_path() noexcept {
 
 std::size_t open_scope_depth() noexcept { return open_scopes.frames.size(); }
 
+std::optional<open_scope> find_open_scope(scope_token token) noexcept {
+  const std::uint32_t depth = token.depth & ~nvtx_range_bit;
+  const auto& frames = open_scopes.frames;
+  if (token.serial == 0 || depth == no_frame || depth >= frames.size() ||
+      frames[depth].serial != token.serial) {
+    return std::nullopt;
+  }
+  return open_scope{depth, frames[depth].path};
+}
+
 namespace {
 
 /// enter_scope and enter_scope_under: `name` under `*parent`, or under the thread's innermost

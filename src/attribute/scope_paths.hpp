@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstddef>
+#include <optional>
 #include <string_view>
 
 #include <launchwatch/attribute/scope.hpp>
@@ -63,5 +64,19 @@ path_id sole_scoped_thread_path() noexcept;
 
 /// How many scopes the calling thread has open (that were entered while attributing).
 std::size_t open_scope_depth() noexcept;
+
+/// Where an open scope sits on its thread's stack.
+struct open_scope {
+  /// Its place on the stack: 0 is the outermost.
+  std::size_t depth = 0;
+  /// Its path.
+  path_id path = no_path;
+};
+
+/// The scope `token` names, while it is open on the calling thread; nothing once it was left (by
+/// itself or with an enclosing scope), or when it never was on a path (entered while no
+/// attribution recorded). For a source of scopes that keeps stacks of its own (NVTX domains) and
+/// must know what leave_scope would end with a scope. Cost: a thread-local read.
+std::optional<open_scope> find_open_scope(scope_token token) noexcept;
 
 }  // namespace launchwatch::detail

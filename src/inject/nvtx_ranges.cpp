@@ -2,6 +2,8 @@
 
 #include "nvtx_ranges.hpp"
 
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -33,13 +35,68 @@ int push(nvtxDomainHandle_t domain, std::string_view name) noexcept {
   }
 }
 
+/// A range of another domain open inside the one being left, as it was.
+struct inner_range {
+  std::size_t depth;
+  path_id path;
+  scope_token* token;  // in its domain's stack
+};
+
+/// Leaves the scope of `token`, a range already taken off its domain's stack, without ending the
+/// ranges of other domains opened inside it (review 2026-12-01b, finding 11). NVTX keeps a stack
+/// per domain, so popping one domain's range never closes another's; the thread has one path, and
+/// leave_scope ends every scope inside the one it leaves. So those ranges end with it and are
+/// entered again at once, in their order, below what remains: a range that was `a/b` goes on as
+/// `b`. One entered below another thread's path (push_domain_range_under) is entered below that
+/// path again. Cost: leave_scope's when nothing is open inside (the usual case); otherwise a scan
+/// of the thread's open ranges and a scope entered per range kept.
+void leave_range(scope_token token) noexcept {
+  if (token.serial == 0) return;
+  const std::optional<open_scope> left = find_open_scope(token);
+  if (!left || left->depth + 1 >= open_scope_depth()) {
+    leave_scope(token);
+    return;
+  }
+  std::vector<inner_range> inner;
+  try {
+    for (auto& [domain, stack] : ranges.stacks) {
+      for (scope_token& range : stack) {
+        const std::optional<open_scope> open = find_open_scope(range);
+        if (open && open->depth > left->depth) inner.push_back({open->depth, open->path, &range});
+      }
+    }
+  } catch (...) {
+    inner.clear();  // out of memory: they end with it, as before
+  }
+  std::sort(inner.begin(), inner.end(),
+            [](const inner_range& a, const inner_range& b) { return a.depth < b.depth; });
+  leave_scope(token);
+  std::size_t below_depth = left->depth;
+  path_id below_path = left->path;
+  for (const inner_range& range : inner) {
+    try {
+      const path_node node = read_path(range.path);
+      // Entered below the range right under it (its path's parent is that range's path), or below
+      // another thread's path (enter_scope_under), which stays its parent.
+      const bool under_another_thread =
+          range.depth == below_depth + 1 && node.parent != below_path;
+      *range.token = enter_scope_under(under_another_thread ? node.parent : current_path(),
+                                       node.name);
+    } catch (...) {
+      *range.token = scope_token{};  // lost: its pop does nothing
+    }
+    below_depth = range.depth;
+    below_path = range.path;
+  }
+}
+
 int pop(nvtxDomainHandle_t domain) noexcept {
   if (in_scope_nvtx_call()) return 0;
   const auto found = ranges.stacks.find(domain);
   if (found == ranges.stacks.end() || found->second.empty()) return -1;
   const scope_token token = found->second.back();
   found->second.pop_back();
-  if (token.serial != 0) leave_scope(token);
+  leave_range(token);
   return static_cast<int>(found->second.size());
 }
 
@@ -130,10 +187,11 @@ int pop_domain_ranges_to(nvtxDomainHandle_t domain, int depth) noexcept {
   auto& stack = found->second;
   const std::size_t keep = depth < 0 ? 0 : static_cast<std::size_t>(depth);
   if (stack.size() <= keep) return static_cast<int>(stack.size());
-  // The outermost of them first: leave_scope ends every scope still open inside it at once.
+  // The outermost of them first: leave_scope ends every scope still open inside it at once, and
+  // leave_range enters other domains' ranges inside it again.
   const scope_token outermost = stack[keep];
   stack.resize(keep);
-  if (outermost.serial != 0) leave_scope(outermost);
+  leave_range(outermost);
   return static_cast<int>(keep);
 }
 

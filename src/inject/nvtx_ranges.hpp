@@ -23,7 +23,9 @@ namespace launchwatch::detail {
 ///
 /// Ranges: each thread keeps one stack per domain; a push enters a scope (detail::enter_scope, so
 /// it is on the thread's path only while an attribution records), a pop leaves the domain's
-/// innermost one. A push returns the range's 0-based depth in its domain, a pop the depth of the
+/// innermost one and nothing of another domain: ranges of other domains opened inside it go on,
+/// below what remains of the path (`a/b` goes on as `b`; review 2026-12-01b, finding 11). A push
+/// returns the range's 0-based depth in its domain, a pop the depth of the
 /// range it ended, or -1 when the domain had none open. A range pushed by a launchwatch scope of
 /// this same copy of the library is not entered again (in_scope_nvtx_call); one from another copy
 /// (a program linking launchwatch itself) is, so its scopes reach this injection's report once.
@@ -37,7 +39,8 @@ int fill_nvtx_export_table(NvtxGetExportTableFunc_t get_export_table) noexcept;
 /// `parent`, a path another thread is in (enter_scope_under): the autograd thread's module ranges
 /// below the `backward` range of the thread that called backward(). pop_domain_ranges_to pops the
 /// domain's ranges until `depth` are left (none when fewer are open; a negative depth is 0), so an
-/// exception that skipped some pops cannot leave ranges open, and returns how many are left.
+/// exception that skipped some pops cannot leave ranges open, and returns how many are left;
+/// other domains' ranges inside them go on, as a pop leaves them.
 /// Never throw; thread safety as the handlers.
 int push_domain_range(nvtxDomainHandle_t domain, std::string_view name) noexcept;
 int push_domain_range_under(nvtxDomainHandle_t domain, std::uint32_t parent,

@@ -11,6 +11,7 @@
 
 #include "attribute/launch_paths.hpp"
 #include "c_api.hpp"
+#include "nvtx_ranges.hpp"
 
 namespace launchwatch {
 namespace {
@@ -73,6 +74,37 @@ TEST(InjectCApi, ARangePushedUnderAnotherThreadsPathNestsBelowIt) {
     launchwatch_range_pop_to(0);
   });
   EXPECT_THAT(launch_paths(pass), ElementsAre("step/backward/ResNet/fc"));
+}
+
+// Finding 11 of review 2026-12-01b across the C API's domain and the program's own NVTX ranges.
+TEST(InjectCApi, ClosingTheModulesRangesLeavesAProgramsNvtxRangeOpenedInsideThemOpen) {
+  const auto pass = attribute_pass([] {
+    launchwatch_range_push("model");
+    detail::push_domain_range(nullptr, "user range");  // the program's nvtxRangePushA
+    launchwatch_range_pop_to(0);
+    launch("k");
+    detail::pop_domain_ranges_to(nullptr, 0);
+    launch("after");
+  });
+  EXPECT_THAT(launch_paths(pass), ElementsAre("user range", ""));
+}
+
+TEST(InjectCApi, ARangeUnderAnotherThreadsPathKeptOpenAcrossAPopStaysBelowThatPath) {
+  const auto pass = attribute_pass([] {
+    launchwatch_range_push("step");
+    launchwatch_range_push("backward");
+    const auto caller = launchwatch_current_path();
+    std::thread autograd{[caller] {
+      detail::push_domain_range(nullptr, "engine");  // an NVTX range of the autograd thread
+      launchwatch_range_push_under(caller, "ResNet");
+      detail::pop_domain_ranges_to(nullptr, 0);
+      launch("fc backward");
+      launchwatch_range_pop_to(0);
+    }};
+    autograd.join();
+    launchwatch_range_pop_to(0);
+  });
+  EXPECT_THAT(launch_paths(pass), ElementsAre("step/backward/ResNet"));
 }
 
 TEST(InjectCApi, ANullNameIsAnUnnamedRange) {

@@ -159,6 +159,62 @@ TEST(NvtxExportTable, DomainRangesNestWithTheDefaultDomainsOnOnePath) {
   EXPECT_THAT(launch_paths(pass), ElementsAre("step/gemm", "step"));
 }
 
+// Review 2026-12-01b, finding 11: NVTX keeps a stack per domain, so popping the default domain's
+// range leaves the range another domain opened inside it open; the launch after the pop is in it.
+TEST(NvtxExportTable, PoppingOneDomainsRangeLeavesAnotherDomainsRangeOpen) {
+  attached nvtx;
+  const auto library = nvtx.create_domain("lib");
+  const auto b = ascii("B");
+  const auto pass = attribute_pass([&] {
+    nvtx.push_a("A");
+    nvtx.domain_push(library, &b);
+    launch("inside both");
+    EXPECT_EQ(nvtx.pop(), 0);
+    launch("fill");
+    EXPECT_EQ(nvtx.domain_pop(library), 0);
+    launch("after");
+  });
+  EXPECT_THAT(launch_paths(pass), ElementsAre("A/B", "B", ""));
+}
+
+TEST(NvtxExportTable, RangesOfSeveralDomainsKeptOpenGoOnInTheirOrder) {
+  attached nvtx;
+  const auto first = nvtx.create_domain("first");
+  const auto second = nvtx.create_domain("second");
+  const auto b = ascii("B");
+  const auto c = ascii("C");
+  const auto pass = attribute_pass([&] {
+    nvtx.push_a("A");
+    nvtx.domain_push(first, &b);
+    nvtx.domain_push(second, &c);
+    nvtx.pop();
+    launch("k");
+    nvtx.domain_pop(first);  // C, opened inside B, goes on below what remains
+    launch("k");
+    nvtx.domain_pop(second);
+    launch("k");
+  });
+  EXPECT_THAT(launch_paths(pass), ElementsAre("B/C", "C", ""));
+}
+
+TEST(NvtxExportTable, ARangeOpenedInsideAKeptRangeGoesOnWhenThatRangeIsPopped) {
+  attached nvtx;
+  const auto library = nvtx.create_domain("lib");
+  const auto b = ascii("B");
+  const auto pass = attribute_pass([&] {
+    nvtx.push_a("A");
+    nvtx.domain_push(library, &b);
+    nvtx.pop();
+    nvtx.push_a("C");  // the default domain's next range, inside B now
+    launch("k");
+    EXPECT_EQ(nvtx.domain_pop(library), 0);
+    launch("k");
+    EXPECT_EQ(nvtx.pop(), 0) << "C was the default domain's one range";
+    launch("k");
+  });
+  EXPECT_THAT(launch_paths(pass), ElementsAre("B/C", "C", ""));
+}
+
 TEST(NvtxExportTable, RegisteredAndWideMessagesNameTheirRanges) {
   attached nvtx;
   const auto domain = nvtx.create_domain("d");

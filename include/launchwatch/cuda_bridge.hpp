@@ -36,7 +36,9 @@ enum class cuda_capture_range {
   /// Every launch while the bridge lives.
   whole,
   /// Only launches (and graph replays) issued while the profiler API range is open. Closed at
-  /// construction; Start opens it, Stop closes it, any number of times.
+  /// construction; Start opens it, Stop closes it, any number of times. A graph captured (or
+  /// built) outside the range is not reported, but its replays inside the range are
+  /// (cuda_graph_replays::per_node), as with Nsight's capture-then-Start pattern.
   cuda_profiler_api,
 };
 

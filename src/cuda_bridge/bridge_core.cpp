@@ -14,8 +14,12 @@ namespace launchwatch::detail::cuda_bridge {
 /// What a thread keeps between a launch's ENTER and EXIT callbacks, and its caches. Trivially
 /// destructible, so reaching it costs a thread-local address and nothing at thread exit.
 struct bridge_core::thread_state {
-  /// A reported launch's ENTER came and its EXIT has not yet.
+  /// A reported launch's ENTER came and its EXIT has not yet (or a capture_only one's).
   bool open = false;
+  /// The open launch is recorded into a graph outside the profiler API range: not reported, only
+  /// its node mapped to its launch id, so the graph's replays inside the range are told (review
+  /// 2026-12-01b, finding 10).
+  bool capture_only = false;
   /// The open launch awaits its kernel record (deferred timing).
   bool awaiting = false;
   /// The core generation inside whose callbacks this thread is in a call of the explicit graph API
@@ -125,8 +129,14 @@ void bridge_core::launch_entered(const launch_call& call) {
     state.open = false;
     state.awaiting = false;
   }
+  state.capture_only = false;
   if (!in_range_.load(std::memory_order_relaxed)) {
     outside_capture_range_.fetch_add(1, std::memory_order_relaxed);
+    // Nsight's usual pattern: capture, then cudaProfilerStart, replay, Stop. The capture is not
+    // reported, but its node is mapped so the replays inside the range are told (finding 10).
+    if (options_.graph_replays == cuda_graph_replays::per_node && device_.capturing(call.stream)) {
+      open_capture_outside_range(call, state);
+    }
     return;
   }
   const std::uint64_t correlation = records_->widen_at_enter(call.correlation);
@@ -164,6 +174,18 @@ void bridge_core::launch_entered(const launch_call& call) {
   }
 }
 
+void bridge_core::open_capture_outside_range(const launch_call& call, thread_state& state) {
+  const std::uint64_t correlation = records_->widen_at_enter(call.correlation);
+  describe(state.info, call.symbol, call.context, call.grid, call.block, state);
+  state.info.capturing = true;
+  state.info.launch_id = launch_id_of(generation_, correlation);
+  state.generation = generation_;
+  state.correlation = correlation;
+  state.awaiting = false;
+  state.capture_only = true;
+  state.open = true;
+}
+
 void bridge_core::launch_exited(const launch_call& call) {
   thread_state& state = this_thread;
   if (state.generation != generation_ ||
@@ -171,6 +193,7 @@ void bridge_core::launch_exited(const launch_call& call) {
     return;
   }
   state.open = false;
+  if (std::exchange(state.capture_only, false)) return;  // never reported
   const bool awaiting = std::exchange(state.awaiting, false);
   try {
     if (!state.decision.measure()) {
@@ -249,11 +272,16 @@ std::uint64_t bridge_core::launch_id_of(std::uint64_t generation,
 }
 
 void bridge_core::report_kernel_node(const created_node& node) {
-  if (!launch_path::watched() || launch_path::reported_here_now() || launch_path::inside_observer()) return;
-  if (!in_range_.load(std::memory_order_relaxed)) {
-    outside_capture_range_.fetch_add(1, std::memory_order_relaxed);
+  if (!launch_path::watched() || launch_path::reported_here_now() ||
+      launch_path::inside_observer()) {
     return;
   }
+  const bool in_range = in_range_.load(std::memory_order_relaxed);
+  const bool per_node = options_.graph_replays == cuda_graph_replays::per_node;
+  if (!in_range) outside_capture_range_.fetch_add(1, std::memory_order_relaxed);
+  // Outside the profiler API range a node is not reported, but still mapped for its replays
+  // inside the range (finding 10).
+  if (!in_range && (!per_node || !node.id)) return;
   const std::optional<kernel_node> described = device_.describe_kernel_node(node.node);
   if (!described) return;
   launch_info info;
@@ -264,6 +292,14 @@ void bridge_core::report_kernel_node(const created_node& node) {
   // Apart from the launches' ids (launch_id_of, bit 63 clear): the top bit.
   const std::uint32_t number = explicit_nodes_.fetch_add(1, std::memory_order_relaxed);
   info.launch_id = (std::uint64_t{1} << 63) | launch_id_of(generation_, number);
+  if (!in_range) {
+    try {
+      graphs_.node_created(*node.id, node.graph, captured_node{info.kernel, info.launch_id});
+    } catch (...) {
+      // Out of memory: its replays go untold; nothing may cross into CUPTI.
+    }
+    return;
+  }
   try {
     const launch_path::issue_decision decision = launch_path::begin_issue(info);
     launches_reported_.fetch_add(1, std::memory_order_relaxed);

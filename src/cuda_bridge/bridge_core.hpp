@@ -217,6 +217,9 @@ class bridge_core {
                 std::array<std::uint32_t, 3> grid, std::array<std::uint32_t, 3> block,
                 thread_state& state);
   int device_of(void* context, thread_state& state) noexcept;
+  /// A launch recorded into a graph outside the profiler API range: not reported, but open on the
+  /// thread so the node CUPTI announces inside it is mapped for the graph's replays (finding 10).
+  void open_capture_outside_range(const launch_call& call, thread_state& state);
   /// A kernel node added to a graph by the explicit graph API (cudaGraphAddKernelNode), outside
   /// any capture: reported as a launch recorded into a graph, on the thread that added it.
   void report_kernel_node(const created_node& node);

@@ -683,6 +683,63 @@ TEST(BridgeCore, AReplayWhoseRecordWasDroppedIsGivenUpSoNothingStaysPending) {
   EXPECT_TRUE(observer->replayed_nodes().empty());
 }
 
+// ---- the profiler API range (finding 10: a graph captured before cudaProfilerStart) ----
+
+cuda_bridge_options per_node_in_the_profiler_range() {
+  cuda_bridge_options options = per_node();
+  options.capture_range = cuda_capture_range::cuda_profiler_api;
+  return options;
+}
+
+TEST(BridgeCore, AGraphCapturedBeforeTheProfilerRangeHasEachReplayInsideItTold) {
+  fake_cupti cupti{per_node_in_the_profiler_range()};
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::none);
+  launch_observation watching{observer};
+  cupti.begin_capture(fake_cupti::stream(7));
+  for (const char* kernel : {"norm", "attention", "mlp"}) cupti.launch(kernel);
+  const void* exec = cupti.instantiate(cupti.end_capture(fake_cupti::stream(7)));
+  cupti.core().profiler_started();
+  for (int r = 0; r < 100; ++r) cupti.replay(exec);
+  cupti.core().profiler_stopped();
+  cupti.replay(exec);  // outside the range again
+  cupti.core().deliver_pending(2s);
+  EXPECT_TRUE(observer->launches().empty()) << "the capture was outside the range";
+  const auto nodes = observer->replayed_nodes();
+  ASSERT_EQ(nodes.size(), 300u);
+  EXPECT_EQ(nodes[1].kernel, "attention");
+  EXPECT_EQ(cupti.core().stats().outside_capture_range, 3u);
+}
+
+TEST(BridgeCore, AnExplicitGraphBuiltBeforeTheProfilerRangeHasEachReplayInsideItTold) {
+  fake_cupti cupti{per_node_in_the_profiler_range()};
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::none);
+  launch_observation watching{observer};
+  const std::uint64_t graph = cupti.new_graph();
+  (void)cupti.add_kernel_node(graph, "gemm");
+  const void* exec = cupti.instantiate(graph);
+  cupti.core().profiler_started();
+  for (int r = 0; r < 10; ++r) cupti.replay(exec);
+  cupti.core().profiler_stopped();
+  cupti.core().deliver_pending(2s);
+  EXPECT_TRUE(observer->launches().empty());
+  const auto nodes = observer->replayed_nodes();
+  ASSERT_EQ(nodes.size(), 10u);
+  EXPECT_EQ(nodes[0].kernel, "gemm");
+}
+
+TEST(BridgeCore, ALaunchOutsideTheProfilerRangeAfterACaptureOutsideItIsNotReported) {
+  fake_cupti cupti{per_node_in_the_profiler_range()};
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::deferred);
+  launch_observation watching{observer};
+  cupti.begin_capture(fake_cupti::stream(7));
+  cupti.launch("captured");
+  (void)cupti.end_capture(fake_cupti::stream(7));
+  cupti.launch("plain");
+  EXPECT_TRUE(observer->launches().empty());
+  EXPECT_TRUE(observer->take_profiles().empty());
+  EXPECT_EQ(cupti.core().stats().launches_reported, 0u);
+}
+
 // ---- kernel nodes of the explicit graph API (U3) ----
 
 TEST(BridgeCore, AChildGraphNodesCopiedKernelsAreNotReportedAgain) {

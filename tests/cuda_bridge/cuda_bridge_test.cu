@@ -920,6 +920,48 @@ TEST_F(CudaBridgeGraphNodes, AThousandCapturedReplayedAndDestroyedGraphsTellEver
   EXPECT_EQ(tables.replays, 0u);
 }
 
+/// Graph replays per node, and only launches inside the profiler API range.
+class CudaBridgeReplaysInProfilerRange : public CudaBridge {
+ protected:
+  cuda_bridge_options options() const override {
+    return cuda_bridge_options{.capture_range = cuda_capture_range::cuda_profiler_api,
+                               .graph_replays = cuda_graph_replays::per_node};
+  }
+};
+
+// Review 2026-12-01b, finding 10: Nsight's usual pattern (capture, cudaProfilerStart, replay,
+// cudaProfilerStop). The capture is outside the range and not reported; each replay inside it is
+// told, with its time.
+TEST_F(CudaBridgeReplaysInProfilerRange, AGraphCapturedBeforeCudaProfilerStartHasEachReplayInsideItTold) {
+  auto observer = std::make_shared<replay_recorder>();
+  device_int counter;
+  {
+    launch_observation watching{observer};
+    cudaGraph_t graph = nullptr;
+    check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    for (int k = 0; k < 3; ++k) add_one<<<1, 1, 0, stream_>>>(counter.pointer);
+    check(cudaStreamEndCapture(stream_, &graph));
+    cudaGraphExec_t exec = nullptr;
+    check(cudaGraphInstantiate(&exec, graph, 0));
+    check(cudaProfilerStart());
+    for (int r = 0; r < 100; ++r) check(cudaGraphLaunch(exec, stream_));
+    check(cudaStreamSynchronize(stream_));
+    check(cudaProfilerStop());
+    check(cudaGraphLaunch(exec, stream_));  // outside the range: not told
+    check(cudaStreamSynchronize(stream_));
+    bridge_->flush();
+    check(cudaGraphExecDestroy(exec));
+    check(cudaGraphDestroy(graph));
+  }
+  EXPECT_EQ(counter.read(), 303);
+  EXPECT_TRUE(observer->seen().empty()) << "the capture was outside the range";
+  const auto nodes = observer->nodes();
+  EXPECT_EQ(nodes.size(), 300u);
+  std::size_t timed = 0;
+  for (const auto& node : nodes) timed += node.ticks.length() > std::chrono::nanoseconds{0} ? 1 : 0;
+  EXPECT_EQ(timed, nodes.size());
+}
+
 /// Another thread capturing on its own stream in CUDA's default, global mode (PyTorch's): it
 /// begins the capture and records an add_one launch at construction, a second one at finish().
 class global_capture_on_another_thread {

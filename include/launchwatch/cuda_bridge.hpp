@@ -143,6 +143,15 @@ struct cuda_bridge_stats {
   std::uint64_t records_dropped = 0;
   /// Replayed graph nodes told to a graph_replay_observer.
   std::uint64_t replayed_nodes_delivered = 0;
+  /// Launches reported untimed (their measurement refused, said once) because another CUPTI
+  /// client of the program (a CUPTI tool that registers activity buffers although its
+  /// subscription was refused) held CUPTI's kernel records: CUPTI hands every record
+  /// to the last client that registered activity buffers, so the bridge counts launches names-only
+  /// until the records reach it again.
+  std::uint64_t untimed_records_elsewhere = 0;
+  /// Windows during which another CUPTI client held the kernel records, and their length so far.
+  std::uint64_t records_taken_windows = 0;
+  std::chrono::nanoseconds records_taken_for{0};
 };
 
 // replayed_node and graph_replay_observer, what cuda_graph_replays::per_node tells, are in

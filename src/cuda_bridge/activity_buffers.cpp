@@ -71,20 +71,29 @@ uint64_t CUPTIAPI steady_nanoseconds() {
                                    .count());
 }
 
-}  // namespace
-
-int deliver_activity_to(std::shared_ptr<kernel_records> records) {
+/// The steady clock and the buffers above, as CUPTI's (process-wide) timestamp and buffer
+/// callbacks.
+CUptiResult register_callbacks() noexcept {
   if (const CUptiResult r = cuptiActivityRegisterTimestampCallback(&steady_nanoseconds);
       r != CUPTI_SUCCESS) {
     return r;
   }
-  if (const CUptiResult r = cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed);
-      r != CUPTI_SUCCESS) {
-    return r;
-  }
+  return cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed);
+}
+
+}  // namespace
+
+int deliver_activity_to(std::shared_ptr<kernel_records> records) {
+  if (const CUptiResult r = register_callbacks(); r != CUPTI_SUCCESS) return r;
   std::lock_guard lock{active().mutex};
   active().records = std::move(records);
   return CUPTI_SUCCESS;
+}
+
+int take_activity_back(bool kernel_records_were_on) noexcept {
+  if (const CUptiResult r = register_callbacks(); r != CUPTI_SUCCESS) return r;
+  if (!kernel_records_were_on) return CUPTI_SUCCESS;
+  return cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 }
 
 void stop_delivering_to(const kernel_records& records) noexcept {

@@ -13,6 +13,13 @@ namespace launchwatch::detail::cuda_bridge {
 /// Thread safety: construction and teardown of the bridge are serialised by the caller.
 int deliver_activity_to(std::shared_ptr<kernel_records> records);
 
+/// Registers the bridge's timestamp and buffer callbacks again and turns CUPTI's kernel records
+/// back on when `kernel_records_were_on`: another CUPTI client's registration had replaced them
+/// (record_holder.hpp), and it released them (it turned the kinds it used off). Returns CUPTI's
+/// result (0 on success). Call only once the other client is done: its buffers would come here,
+/// and its timestamps would be on the steady clock.
+int take_activity_back(bool kernel_records_were_on) noexcept;
+
 /// Stops delivering to `records` (after its close(): the last buffers went there).
 void stop_delivering_to(const kernel_records& records) noexcept;
 

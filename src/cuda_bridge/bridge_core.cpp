@@ -49,6 +49,10 @@ namespace {
 
 thread_local bridge_core::thread_state this_thread;
 
+constexpr std::string_view records_elsewhere_refusal =
+    "another CUPTI client of the program holds CUPTI's kernel records; the launch is counted "
+    "untimed until they reach launchwatch again";
+
 std::atomic<std::uint64_t> generations{1};
 
 }  // namespace
@@ -166,6 +170,10 @@ void bridge_core::launch_entered(const launch_call& call) {
     if (!device_.open_window(call.context, call.stream)) {
       state.refusal = "CUDA could not record an event on its stream";
     }
+  } else if (records_->holder().held_elsewhere()) {
+    // Names only until they come back: a record awaited now would never come.
+    state.refusal = records_elsewhere_refusal;
+    untimed_records_elsewhere_.fetch_add(1, std::memory_order_relaxed);
   } else if (device_.kernel_records_on()) {
     records_->await(correlation);
     state.awaiting = true;
@@ -226,6 +234,7 @@ void bridge_core::launch_exited(const launch_call& call) {
 void bridge_core::graph_launch_entered(const graph_launch_call& call) {
   if (launch_path::reported_here_now() || !launch_path::is_observing()) return;
   if (!in_range_.load(std::memory_order_relaxed)) return;
+  if (records_->holder().held_elsewhere()) return;  // its nodes' records would never come
   const launch_path::observation_ref observation = launch_path::current_observation();
   if (observation.empty()) return;
   (void)graphs_.replay_launched(records_->widen_at_enter(call.correlation), call.exec,
@@ -318,6 +327,12 @@ void bridge_core::report_kernel_node(const created_node& node) {
   }
 }
 
+void bridge_core::records_taken_elsewhere() {
+  records_->holder().taken(taken_because::told, records_->newest_launch());
+}
+
+void bridge_core::records_returned() noexcept { records_->holder().returned(); }
+
 void bridge_core::profiler_started() noexcept { in_range_.store(true, std::memory_order_relaxed); }
 
 void bridge_core::profiler_stopped() noexcept { in_range_.store(false, std::memory_order_relaxed); }
@@ -366,6 +381,10 @@ cuda_bridge_stats bridge_core::stats() const noexcept {
   s.measurements_missing = counts.missing;
   s.records_dropped = counts.dropped;
   s.replayed_nodes_delivered = graphs_.delivered();
+  s.untimed_records_elsewhere = untimed_records_elsewhere_.load(std::memory_order_relaxed);
+  const holder_counts holder = records_->holder().counts();
+  s.records_taken_windows = holder.windows;
+  s.records_taken_for = holder.held_elsewhere;
   return s;
 }
 

@@ -170,6 +170,15 @@ class bridge_core {
   /// (capture_gate::synchronise_outside_captures).
   bool wait_idle_outside_captures(const std::function<void()>& wait_idle);
 
+  /// Another CUPTI client is about to take CUPTI's kernel records (the program says so, through
+  /// the injection's C API): launches are reported untimed
+  /// from now until records_returned() or a record of a later launch reaches the bridge
+  /// (record_holder.hpp). Call after delivering what was pending.
+  void records_taken_elsewhere();
+  /// The other client released CUPTI's kernel records and the bridge registered its own callbacks
+  /// again: launches are timed again.
+  void records_returned() noexcept;
+
   /// cudaProfilerStart returned (cuda_capture_range::cuda_profiler_api opens the range).
   void profiler_started() noexcept;
   /// cudaProfilerStop is called (the range closes).
@@ -240,6 +249,7 @@ class bridge_core {
   std::atomic<std::uint64_t> launches_reported_{0};
   std::atomic<std::uint64_t> own_launches_skipped_{0};
   std::atomic<std::uint64_t> outside_capture_range_{0};
+  std::atomic<std::uint64_t> untimed_records_elsewhere_{0};
 };
 
 }  // namespace launchwatch::detail::cuda_bridge

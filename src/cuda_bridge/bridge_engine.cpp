@@ -9,7 +9,10 @@
 
 #include <launchwatch/launch_path.hpp>
 
+#include "activity_buffers.hpp"
 #include "cuda_common/capture_mode.hpp"
+#include "cupti_calls.hpp"
+#include "core/interface/diagnostics.hpp"
 
 namespace launchwatch::detail {
 
@@ -42,6 +45,31 @@ void cuda_bridge_engine::close_records() noexcept {
     // Only the gate's lock can throw (std::system_error): the records are closed regardless.
   }
   core_.close();
+}
+
+void cuda_bridge_engine::lend_records() noexcept {
+  try {
+    // What the devices still run would be the other client's: deliver it first.
+    core_.deliver_pending(std::chrono::seconds{2}, [this] { synchronize_seen_devices(); });
+    core_.records_taken_elsewhere();
+  } catch (...) {
+    // A failed flush or log: the records are lent all the same once the other client starts.
+  }
+}
+
+bool cuda_bridge_engine::take_records_back() noexcept {
+  const int r = cuda_bridge::take_activity_back(device_.kernel_records_were_turned_on());
+  if (r != CUPTI_SUCCESS) {
+    try {
+      diagnostics().warn("The CUDA bridge could not take CUPTI's kernel records back ({}): "
+                         "launches stay untimed.",
+                         cuda_bridge::cupti_error(static_cast<CUptiResult>(r)));
+    } catch (...) {
+    }
+    return false;
+  }
+  core_.records_returned();
+  return true;
 }
 
 cuda_bridge_stats cuda_bridge_engine::stats() const noexcept { return core_.stats(); }

@@ -44,6 +44,13 @@ class cuda_bridge_engine {
   /// records (collector stopped, one forced flush), so nothing of the bridge runs through the
   /// process's teardown; stays subscribed, since the program's other threads may still call CUDA.
   void close_records() noexcept;
+  /// Another CUPTI client of the program is about to take CUPTI's kernel records
+  /// (live_bridge.hpp): delivers what is pending, then counts launches untimed until
+  /// take_records_back().
+  void lend_records() noexcept;
+  /// The other client released them: registers the bridge's callbacks again and times launches
+  /// again. Returns false (saying why) when CUPTI refused; launches then stay untimed.
+  bool take_records_back() noexcept;
   cuda_bridge_stats stats() const noexcept;
   /// The core's graph bookkeeping sizes (live_bridge.hpp).
   cuda_bridge::graph_table_sizes graph_tables() const { return core_.graph_tables(); }

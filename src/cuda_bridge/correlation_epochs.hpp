@@ -29,6 +29,10 @@ class correlation_epochs {
     }
     return wide;
   }
+  /// The newest widened id seen at ENTER so far.
+  [[nodiscard]] std::uint64_t newest() const noexcept {
+    return newest_.load(std::memory_order_relaxed);
+  }
   /// `id` (of a record, which comes after its launch's ENTER) widened; moves nothing.
   [[nodiscard]] std::uint64_t widen(std::uint32_t id) const noexcept {
     return nearest(newest_.load(std::memory_order_relaxed), id);

@@ -43,6 +43,19 @@ void detail::cuda_bridge::close_live_bridge_records() noexcept {
   if (auto running = shared_engine.lock()) running->close_records();
 }
 
+bool detail::cuda_bridge::lend_live_bridge_records() noexcept {
+  std::lock_guard lock{bridges_mutex};
+  const auto running = shared_engine.lock();
+  if (running) running->lend_records();
+  return running != nullptr;
+}
+
+bool detail::cuda_bridge::take_live_bridge_records_back() noexcept {
+  std::lock_guard lock{bridges_mutex};
+  const auto running = shared_engine.lock();
+  return running && running->take_records_back();
+}
+
 detail::cuda_bridge::graph_table_sizes detail::cuda_bridge::live_bridge_graph_tables() noexcept {
   std::lock_guard lock{bridges_mutex};
   const auto running = shared_engine.lock();

@@ -131,17 +131,21 @@ std::optional<profile_ticks> kernel_records::take(std::uint64_t correlation) {
   }
   awaited& entry = *found;  // stays valid until erased below: only its owner erases it
   std::size_t given_up = 0;
+  bool none_came = false;
   if (!entry.arrived && !entry.lost && !closed_) {
     // Everything awaited before this wait began is given up with it when it times out: the
     // records that did not come in one timeout are not coming (another CUPTI client took them,
     // CUPTI dropped them), and each of their readers must not wait a timeout of its own.
     const std::uint64_t awaited_before = awaits_;
+    const std::uint64_t received_before = received_;
+    const std::uint64_t dropped_before = counts_.dropped;
     urgent_ = true;
     ++waiting_;
     wake_collector_.notify_one();
     if (!arrived_.wait_for(lock, timeout_,
                            [&] { return entry.arrived || entry.lost || closed_; })) {
       given_up = give_up_locked(awaited_before);
+      none_came = received_ == received_before && counts_.dropped == dropped_before;
       arrived_.notify_all();
     }
     --waiting_;
@@ -156,6 +160,9 @@ std::optional<profile_ticks> kernel_records::take(std::uint64_t correlation) {
   if (given_up != 0) {
     lock.unlock();
     warn_lost(given_up, "did not arrive in time (cuda_bridge_options::record_timeout)");
+    // Not one record in a whole timeout, none dropped: another client takes them (or a kernel
+    // outran the timeout, holding its buffer; its records then bring them back).
+    if (none_came) holder_.taken(taken_because::stopped_coming, epochs_.newest(), given_up);
     return std::nullopt;
   }
   if (got.lost) return std::nullopt;  // counted and said when it was given up
@@ -202,6 +209,7 @@ void kernel_records::on_records(std::span<const kernel_record> kernels, std::siz
   constexpr std::size_t step = 256;
   std::vector<kernel_record> unawaited;
   bool any = false;
+  std::uint64_t newest = 0;
   for (std::size_t first = 0; first < kernels.size() || first == 0; first += step) {
     std::lock_guard lock{mutex_};
     if (first == 0) {
@@ -212,6 +220,7 @@ void kernel_records::on_records(std::span<const kernel_record> kernels, std::siz
     for (std::size_t i = first; i < last; ++i) {
       kernel_record k = kernels[i];
       k.correlation = epochs_.widen(static_cast<std::uint32_t>(k.correlation));
+      newest = std::max(newest, k.correlation);
       awaited* found = find_locked(k.correlation);
       if (found != nullptr && !found->arrived && !found->lost) {
         found->arrived = true;
@@ -226,10 +235,16 @@ void kernel_records::on_records(std::span<const kernel_record> kernels, std::siz
     if (last >= kernels.size()) break;
   }
   if (any) arrived_.notify_all();
+  holder_.arrived(newest);
   for (const kernel_record& r : unawaited) others_(r);
 }
 
 void kernel_records::collect() {
+  // While another client holds the records, a flush a second: a record that reaches this table
+  // brings them back (a kernel that outran the timeout held them), and the other client's buffers
+  // are its own business.
+  constexpr auto elsewhere_period = std::chrono::seconds{1};
+  std::optional<std::chrono::steady_clock::time_point> elsewhere_flushed;
   std::unique_lock lock{mutex_};
   while (!stopping_) {
     (void)wake_collector_.wait_for(lock, flush_period_, [&] { return urgent_ || stopping_; });
@@ -238,6 +253,14 @@ void kernel_records::collect() {
     // (20 000 empty launches, docs/benchmarks.md), a deferred launch cost +1.35 µs host with these
     // flushes and +2.1-2.2 µs without them, when CUPTI's buffers fill before they are handed over.
     bool wanted = urgent_ || waiting_ > 0 || outstanding_ > 0;
+    if (!holder_.held_elsewhere()) {
+      elsewhere_flushed.reset();
+    } else if (const auto now = std::chrono::steady_clock::now(); !elsewhere_flushed) {
+      elsewhere_flushed = now;
+    } else if (now - *elsewhere_flushed >= elsewhere_period) {
+      elsewhere_flushed = now;
+      wanted = true;
+    }
     urgent_ = false;
     lock.unlock();
     if (!wanted && others_pending_) wanted = others_pending_();
@@ -269,6 +292,11 @@ void kernel_records::flush_until_delivered(std::chrono::milliseconds patience,
   const auto began = std::chrono::steady_clock::now();
   const auto deadline = began + patience;
   auto last_progress = began;
+  std::uint64_t dropped_before = 0;
+  {
+    std::lock_guard lock{mutex_};
+    dropped_before = counts_.dropped;
+  }
   for (;;) {
     std::uint64_t received_before = 0;
     {
@@ -297,13 +325,18 @@ void kernel_records::flush_until_delivered(std::chrono::milliseconds patience,
     // are not coming: one wait for all of them, never one timeout each.
     if (now - last_progress >= settle || now >= deadline) {
       std::size_t lost = 0;
+      bool none_dropped = false;
       {
         std::lock_guard lock{mutex_};
         lost = give_up_locked(idle_from);
+        none_dropped = counts_.dropped == dropped_before;
       }
       if (lost != 0) {
         arrived_.notify_all();
         warn_lost(lost, "were not handed over by a flush after the devices were idle");
+        // Finished kernels whose records neither came nor were counted dropped: another client
+        // holds them.
+        if (none_dropped) holder_.taken(taken_because::stopped_coming, epochs_.newest(), lost);
       }
       return;
     }

@@ -28,6 +28,7 @@
 #include <launchwatch/profile.hpp>
 
 #include "correlation_epochs.hpp"
+#include "record_holder.hpp"
 
 namespace launchwatch::detail::cuda_bridge {
 
@@ -85,6 +86,9 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
     return epochs_.widen_at_enter(correlation);
   }
 
+  /// The newest widened correlation id seen at a launch's ENTER.
+  [[nodiscard]] std::uint64_t newest_launch() const noexcept { return epochs_.newest(); }
+
   /// Notes that the launch with `correlation` wants its record. Call at ENTER, before the launch is
   /// submitted (its record may be delivered at once); adopt() at EXIT. Cost: a lock and a ring
   /// slot; when that slot is still taken, a node of the overflow map (an allocation; see `slot`).
@@ -125,6 +129,13 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   void close();
 
   record_counts counts() const noexcept;
+
+  /// Whether CUPTI's records reach this table or another CUPTI client holds them: records given up
+  /// while none arrived and CUPTI counted none dropped make it `stopped_coming`; a record of a
+  /// launch after that brings them back. While they are elsewhere the collector flushes once a
+  /// second, so such a record is seen.
+  [[nodiscard]] record_holder& holder() noexcept { return holder_; }
+  [[nodiscard]] const record_holder& holder() const noexcept { return holder_; }
 
   /// A buffer's kernel records, and how many records its source says it dropped (any thread).
   void on_records(std::span<const kernel_record> kernels, std::size_t dropped);
@@ -188,6 +199,7 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   std::vector<slot> ring_ = std::vector<slot>(ring_size);
   std::unordered_map<std::uint64_t, awaited> overflow_;
   correlation_epochs epochs_;
+  record_holder holder_;
   /// Awaited entries whose record has not arrived (nor was given up): the collector flushes while
   /// there are any.
   std::size_t outstanding_ = 0;

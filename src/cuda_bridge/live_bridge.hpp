@@ -19,6 +19,20 @@ namespace launchwatch::detail::cuda_bridge {
 /// flushes) runs through the process's teardown (review 2026-12-01b, finding 13).
 void close_live_bridge_records() noexcept;
 
+/// Another CUPTI client in the process is about to take CUPTI's kernel records: CUPTI hands every
+/// record to the last client that registered activity buffers. The live bridge waits for the
+/// devices it saw (outside stream
+/// captures), delivers what is pending, and from then on reports launches untimed (counted and
+/// attributed, names only) instead of awaiting records that would go to the other client. Returns
+/// whether a bridge lives. Thread safety: any thread, not inside an observer method.
+bool lend_live_bridge_records() noexcept;
+
+/// The other client released CUPTI's kernel records (it turned its activity kinds off and
+/// flushed its buffers): the live bridge registers its callbacks again and times launches again.
+/// Returns whether a bridge lives and took them back. Call only once the other client is done,
+/// or its trace loses its records from then on. Thread safety: as lend_live_bridge_records.
+bool take_live_bridge_records_back() noexcept;
+
 /// The live bridge's graph bookkeeping sizes (graph_replays::sizes), all 0 when none lives: for
 /// GPU tests that it stays flat over many graphs.
 graph_table_sizes live_bridge_graph_tables() noexcept;

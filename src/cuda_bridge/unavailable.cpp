@@ -46,6 +46,8 @@ inside_cuda_init::~inside_cuda_init() = default;
 bool after_cuda_runtime_initialised(void (* /*then*/)()) noexcept { return false; }
 void cuda_context_created() noexcept {}
 void close_live_bridge_records() noexcept {}
+bool lend_live_bridge_records() noexcept { return false; }
+bool take_live_bridge_records_back() noexcept { return false; }
 graph_table_sizes live_bridge_graph_tables() noexcept { return {}; }
 
 }  // namespace detail::cuda_bridge

@@ -47,4 +47,19 @@ __attribute__((visibility("default"))) int launchwatch_range_pop_to(int depth);
 /// thread; 0 when it has none open (or nothing is recorded). Ids are the process's.
 __attribute__((visibility("default"))) std::uint32_t launchwatch_current_path();
 
+/// The program is about to start a CUPTI client of its own that registers activity buffers
+/// (cuptiActivityRegisterCallbacks): CUPTI hands every kernel record to the last client that did,
+/// so the CUDA bridge delivers what is pending and counts launches untimed, attributed as usual,
+/// until launchwatch_cupti_records_released(). Without this call the bridge finds out by itself,
+/// after a record timeout. (The PyTorch profiler needs neither: its CUPTI subscription is refused
+/// while the bridge holds CUPTI's, so it traces the CPU only and leaves the records alone.)
+/// Returns 1 when a bridge lives, else 0. Blocks while the devices finish their work (not during
+/// a stream capture). Defined with the bridge's handover (cupti_handover.cpp).
+__attribute__((visibility("default"))) int launchwatch_cupti_records_taken();
+
+/// The program's CUPTI client is done with the records (it turned its activity kinds off and
+/// flushed its buffers): the bridge registers its callbacks again and times launches again.
+/// Returns 1 when it did, else 0.
+__attribute__((visibility("default"))) int launchwatch_cupti_records_released();
+
 }  // extern "C"

@@ -3,6 +3,7 @@
 #include "run_session.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -244,6 +245,17 @@ std::size_t whole_number(std::string_view text, const char* variable, const char
   return value;
 }
 
+/// Says that the report's times are partial when another CUPTI client held CUPTI's kernel records
+/// for a while (a CUPTI tool of the program's own): its launches are counted, untimed.
+void say_records_taken(const cuda_bridge_stats& stats) {
+  if (stats.untimed_records_elsewhere == 0 && stats.records_taken_windows == 0) return;
+  const auto seconds = std::chrono::duration<double>(stats.records_taken_for).count();
+  say(fmt::format("timing is partial: another CUPTI client in the program held CUPTI's kernel "
+                  "records {} time(s), {:.1f} s in all; the {} CUDA launch(es) of those windows "
+                  "are counted and attributed, untimed",
+                  stats.records_taken_windows, seconds, stats.untimed_records_elsewhere));
+}
+
 }  // namespace
 
 run_settings read_run_settings() {
@@ -362,6 +374,7 @@ void finish_run_session() noexcept {
           } catch (const std::exception& error) {
             say(fmt::format("flushing CUDA's pending measurements failed: {}", error.what()));
           }
+          say_records_taken(s.bridge->stats());
         } else if (!s.cuda_tried) {
           say(launchwatch::cuda_bridge::built()
                   ? "no CUDA kernel was watched: the program never initialised CUDA (no GPU or CUDA "

@@ -540,6 +540,112 @@ TEST(BridgeCore, TheEndOfACaptureTheBridgeNeverSawBeginLeavesTheOthersInProgress
   (void)cupti.end_capture(fake_cupti::stream(8));
 }
 
+// ---- another CUPTI client in the process (issue 23) ----
+
+/// Options whose record timeout is `timeout`.
+cuda_bridge_options record_timeout_of(std::chrono::milliseconds timeout) {
+  cuda_bridge_options options;
+  options.record_timeout = timeout;
+  return options;
+}
+
+/// Waits up to five seconds for the bridge to see CUPTI's records reach it again (it flushes once a
+/// second while they are elsewhere).
+bool records_back(fake_cupti& cupti) {
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  while (cupti.core().records()->holder().held_elsewhere()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+TEST(BridgeCore, RecordsTakenByAnotherClientMakeLaterLaunchesUntimedWithoutATimeoutEach) {
+  captured_log log;
+  fake_cupti cupti{record_timeout_of(50ms)};
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::deferred);
+  launch_observation watching{observer};
+  cupti.another_client_takes_records();
+  for (int i = 0; i < 10; ++i) cupti.launch("before it was seen");
+  auto first = observer->take_profiles();
+  ASSERT_EQ(first.size(), 10u);
+  EXPECT_FALSE(std::move(first[0].second).resolve().has_value());  // one timeout
+  const auto began = std::chrono::steady_clock::now();
+  for (int i = 0; i < 100; ++i) cupti.launch("names only");
+  cupti.core().deliver_pending(2s);
+  EXPECT_LT(std::chrono::steady_clock::now() - began, 500ms);
+  EXPECT_EQ(observer->launches().size(), 110u) << "every launch is still reported";
+  EXPECT_TRUE(observer->take_profiles().empty()) << "no measurement that would never resolve";
+  const auto stats = cupti.core().stats();
+  EXPECT_EQ(stats.untimed_records_elsewhere, 100u);
+  EXPECT_EQ(stats.records_taken_windows, 1u);
+  EXPECT_EQ(log->count_containing("stopped reaching launchwatch"), 1u);
+}
+
+TEST(BridgeCore, ARecordOfALaunchAfterTheRecordsStoppedComingBringsTheTimingBack) {
+  fake_cupti cupti{record_timeout_of(50ms)};
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::deferred);
+  launch_observation watching{observer};
+  const std::uint32_t long_kernel = cupti.next_correlation();
+  cupti.withhold(long_kernel);  // runs past the record timeout, holding its buffer
+  cupti.launch("long");
+  auto kept = observer->take_profiles();
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_FALSE(std::move(kept[0].second).resolve().has_value());
+  ASSERT_TRUE(cupti.core().records()->holder().held_elsewhere());
+  cupti.launch("while it ran");  // untimed; its record is in the same buffer
+  cupti.release(long_kernel);
+  ASSERT_TRUE(records_back(cupti));
+  cupti.launch("after", fake_cupti::stream(7), 17us);
+  auto after = observer->take_profiles();
+  ASSERT_EQ(after.size(), 1u);
+  const auto ticks = std::move(after[0].second).resolve();
+  ASSERT_TRUE(ticks.has_value());
+  EXPECT_EQ(ticks->length(), 17us);
+}
+
+TEST(BridgeCore, RecordsTheProgramSaysAnotherClientTakesAreUntimedAtOnceUntilTheyAreReturned) {
+  captured_log log;
+  fake_cupti cupti;  // record_timeout 30 s: nothing may wait for it
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::deferred);
+  launch_observation watching{observer};
+  cupti.core().records_taken_elsewhere();
+  cupti.another_client_takes_records();
+  const auto began = std::chrono::steady_clock::now();
+  cupti.launch("profiled by the other client");
+  cupti.core().deliver_pending(2s);
+  EXPECT_LT(std::chrono::steady_clock::now() - began, 500ms);
+  EXPECT_TRUE(observer->take_profiles().empty());
+  EXPECT_EQ(log->count_containing("takes CUPTI's kernel records now"), 1u);
+  cupti.bridge_registers_again();
+  cupti.core().records_returned();
+  cupti.launch("timed again", fake_cupti::stream(7), 8us);
+  auto profiles = observer->take_profiles();
+  ASSERT_EQ(profiles.size(), 1u);
+  const auto ticks = std::move(profiles[0].second).resolve();
+  ASSERT_TRUE(ticks.has_value());
+  EXPECT_EQ(ticks->length(), 8us);
+  const auto stats = cupti.core().stats();
+  EXPECT_EQ(stats.untimed_records_elsewhere, 1u);
+  EXPECT_EQ(stats.records_taken_windows, 1u);
+  EXPECT_GT(stats.records_taken_for.count(), 0);
+}
+
+TEST(BridgeCore, AReplayWhileAnotherClientHoldsTheRecordsWaitsForNone) {
+  fake_cupti cupti{per_node()};
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::none);
+  launch_observation watching{observer};
+  const void* exec = captured_attention(cupti);
+  cupti.core().records_taken_elsewhere();
+  cupti.another_client_takes_records();
+  cupti.replay(exec);
+  EXPECT_EQ(cupti.core().graph_tables().replays, 0u);
+  const auto began = std::chrono::steady_clock::now();
+  cupti.core().deliver_pending(2s);
+  EXPECT_LT(std::chrono::steady_clock::now() - began, 500ms);
+  EXPECT_TRUE(observer->replayed_nodes().empty());
+}
+
 // ---- correlation ids over hours (finding 6) ----
 
 /// Launches `symbol` for `length` at the correlation id `id` and lets the collector hand its

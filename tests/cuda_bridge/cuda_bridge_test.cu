@@ -834,6 +834,74 @@ TEST_F(CudaBridgeShortTimeout, RecordsTakenByAnotherClientCostOneTimeoutTogether
   EXPECT_LE(log->count_containing("CUDA launch"), 1u) << "said once";
 }
 
+bool subscribe_raw(CUpti_SubscriberHandle& handle, const char* name);
+
+/// Another CUPTI client's activity buffers, counting the kernel records handed to it.
+std::atomic<std::size_t> other_client_kernels{0};
+void CUPTIAPI other_client_counts(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  CUpti_Activity* record = nullptr;
+  while (valid > 0 && cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+    if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) ++other_client_kernels;
+  }
+  std::free(buffer);
+}
+
+// Issue 23: another CUPTI client in the process (as the PyTorch profiler is under `launchwatch
+// run`). Its subscription is refused (one subscriber a process), but CUPTI's activity API is
+// process-wide: registering its buffers takes every kernel record. The bridge says so once and
+// reports launches untimed, without a timeout each; the other client sees every kernel; once it
+// released the records, the bridge takes them back and times launches again.
+TEST_F(CudaBridgeShortTimeout, AnotherCuptiClientTakesTheRecordsAndTheBridgeTakesThemBack) {
+  testing::captured_log log;
+  CUpti_SubscriberHandle refused = nullptr;
+  EXPECT_FALSE(subscribe_raw(refused, "another profiler"));
+  auto observer = std::make_shared<testing::keeper>();
+  const auto reported_before = bridge_->stats().launches_reported;
+  other_client_kernels = 0;
+  std::vector<std::pair<std::string, profile_duration>> before_seen;
+  std::size_t while_elsewhere = 0;
+  {
+    launch_observation watching{observer};
+    ASSERT_EQ(cuptiActivityRegisterCallbacks(&other_client_buffer, &other_client_counts),
+              CUPTI_SUCCESS);
+    ASSERT_EQ(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), CUPTI_SUCCESS);
+    for (int i = 0; i < 20; ++i) does_nothing<<<1, 1, 0, stream_>>>();
+    check(cudaStreamSynchronize(stream_));
+    before_seen = observer->take();
+    ASSERT_EQ(before_seen.size(), 20u);
+    const auto began = std::chrono::steady_clock::now();
+    EXPECT_FALSE(std::move(before_seen[0].second).resolve().has_value());  // one timeout
+    for (int i = 0; i < 30; ++i) does_nothing<<<1, 1, 0, stream_>>>();
+    check(cudaStreamSynchronize(stream_));
+    while_elsewhere = observer->take().size();
+    EXPECT_LT(std::chrono::steady_clock::now() - began, 5s) << "one record_timeout (3 s) at most";
+  }
+  EXPECT_EQ(while_elsewhere, 0u) << "no measurement that would never resolve";
+  EXPECT_EQ(bridge_->stats().launches_reported - reported_before, 50u);
+  EXPECT_EQ(bridge_->stats().untimed_records_elsewhere, 30u);
+  EXPECT_EQ(log->count_containing("stopped reaching launchwatch"), 1u);
+  // The other client had every kernel's record.
+  ASSERT_EQ(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), CUPTI_SUCCESS);
+  EXPECT_EQ(other_client_kernels.load(), 50u);
+  // It is done, as the PyTorch profiler's trace ends: kinds off, buffers flushed.
+  ASSERT_EQ(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), CUPTI_SUCCESS);
+  ASSERT_TRUE(detail::cuda_bridge::take_live_bridge_records_back());
+  {
+    launch_observation watching{observer};
+    for (int i = 0; i < 10; ++i) does_nothing<<<1, 1, 0, stream_>>>();
+    check(cudaStreamSynchronize(stream_));
+  }
+  auto after = observer->take();
+  ASSERT_EQ(after.size(), 10u);
+  std::size_t timed = 0;
+  for (auto& [kernel, profile] : after) timed += std::move(profile).resolve().has_value() ? 1 : 0;
+  EXPECT_EQ(timed, 10u);
+  EXPECT_EQ(other_client_kernels.load(), 50u) << "nothing more went to the other client";
+  std::printf("another CUPTI client: its subscription %s, it saw %zu of 50 kernels\n",
+              refused == nullptr ? "refused" : "accepted", other_client_kernels.load());
+  if (refused != nullptr) (void)cuptiUnsubscribe(refused);
+}
+
 /// The loaded driver's `name`, through the runtime, so the test binary does not link libcuda (it
 /// must start, and list its tests, on a machine without a driver).
 template <typename F>

@@ -219,6 +219,19 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
     std::lock_guard lock{mutex_};
     lost_.insert(correlation);
   }
+  /// Another CUPTI client registers its activity buffers (cuptiActivityRegisterCallbacks): the
+  /// records in the buffer and every later one go to it, none to the bridge, until
+  /// bridge_registers_again().
+  void another_client_takes_records() {
+    std::lock_guard lock{mutex_};
+    elsewhere_ = true;
+    buffer_.clear();
+  }
+  /// The bridge registered its own callbacks again: records reach it.
+  void bridge_registers_again() {
+    std::lock_guard lock{mutex_};
+    elsewhere_ = false;
+  }
   /// The correlation id the next launch or replay will get.
   std::uint32_t next_correlation() const noexcept { return next_correlation_.load() + 1; }
   /// The next launch or replay gets `id` (as if the calls between had been made unwatched).
@@ -282,7 +295,7 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
     record.end = now_nanoseconds();
     record.start = record.end - static_cast<std::uint64_t>(length.count());
     std::lock_guard lock{mutex_};
-    if (lost_.count(static_cast<std::uint32_t>(record.correlation)) != 0) return;
+    if (elsewhere_ || lost_.count(static_cast<std::uint32_t>(record.correlation)) != 0) return;
     buffer_.push_back(record);
   }
 
@@ -314,6 +327,7 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
   std::map<const void*, std::vector<std::uint64_t>> clones_;
   std::map<const void*, std::vector<std::uint64_t>> originals_of_;  // the captured node of each clone
   bool records_name_originals_ = false;
+  bool elsewhere_ = false;
   std::map<const void*, std::uint64_t> exec_ids_;
   std::map<std::uint64_t, const char*> names_;
   std::map<std::uint64_t, std::uint32_t> node_counts_;

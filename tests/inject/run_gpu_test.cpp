@@ -131,5 +131,44 @@ TEST_F(RunOnGpu, EveryKernelOfThePytorchStepIsInItsNvtxScope) {
   }
 }
 
+/// How many times `text` occurs in `in`.
+std::size_t occurrences(const std::string& in, std::string_view text) {
+  std::size_t count = 0;
+  for (auto at = in.find(text); at != std::string::npos; at = in.find(text, at + text.size())) {
+    ++count;
+  }
+  return count;
+}
+
+// Issue 23: the PyTorch profiler inside a program under `run`. No crash, no hang, launchwatch
+// counts on. On drivers where CUPTI has one subscriber (r580), Kineto's subscription is refused
+// and it traces the CPU only ("CUDA profiler activities will be missing"), as under Nsight
+// Systems, leaving CUPTI's records to launchwatch: every launch is timed. Where it does take the
+// records, launchwatch says so once, counts on untimed, and says its timing is partial.
+TEST_F(RunOnGpu, APytorchProfilerInsideTheProgramNeitherCrashesNorHangsAndTheRunCountsOn) {
+  const char* probe = "python3 -c 'import torch; assert torch.cuda.is_available()' >/dev/null 2>&1";
+  if (std::system(probe) != 0) {
+    GTEST_SKIP() << "python3 cannot import torch with CUDA here";
+  }
+  ASSERT_EQ(run("", std::string{"python3 "} + TORCH_PROFILER_EXAMPLE), 0) << output_;
+  ASSERT_NE(output_.find("done"), std::string::npos) << output_;
+  const auto at = output_.find("profiler kernels: ");
+  ASSERT_NE(at, std::string::npos) << output_;
+  const std::size_t profiled = std::stoul(output_.substr(at + 18));
+  std::printf("torch.profiler under launchwatch run recorded %zu kernels\n", profiled);
+  const auto s = summary();
+  EXPECT_GT(s.launches, 0u) << output_;
+  const std::size_t taken = occurrences(output_, "stopped reaching launchwatch");
+  EXPECT_LE(taken, 1u) << "said once\n" << output_;
+  if (profiled == 0) {
+    EXPECT_EQ(taken, 0u) << output_;
+    EXPECT_EQ(s.timed_launches, s.launches) << "nothing took the records\n" << output_;
+  } else {
+    EXPECT_EQ(taken, 1u) << output_;
+    EXPECT_EQ(occurrences(output_, "timing is partial"), 1u) << output_;
+    EXPECT_LT(s.timed_launches, s.launches) << output_;
+  }
+}
+
 }  // namespace
 }  // namespace launchwatch

@@ -30,6 +30,7 @@ enum class once_warning : std::size_t {
   collective_read_refused,
   cupti_record_missing,
   capture_waited_past_synchronisation,
+  cupti_records_taken,
   vulkan_timing_slots_spent,
   count_,
 };

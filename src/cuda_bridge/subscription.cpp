@@ -110,9 +110,14 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
   enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
   for (const auto id : cuda_bridge::add_node_ids) enable(CUPTI_CB_DOMAIN_DRIVER_API, id);
   // Stream captures, whoever makes them: the bridge must not wait for a device while one records
-  // (capture_gate.hpp).
-  for (const auto id : cuda_bridge::begin_capture_ids) enable(CUPTI_CB_DOMAIN_DRIVER_API, id);
-  for (const auto id : cuda_bridge::end_capture_ids) enable(CUPTI_CB_DOMAIN_DRIVER_API, id);
+  // (capture_gate.hpp). Not fatal: a CUPTI older than the headers (12.2 and before) knows no
+  // cuStreamBeginCaptureToGraph, and a bridge blind to some captures is still a bridge.
+  for (const auto id : cuda_bridge::begin_capture_ids) {
+    (void)cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  }
+  for (const auto id : cuda_bridge::end_capture_ids) {
+    (void)cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  }
   // For after_cuda_runtime_initialised: a context is created once the runtime is up.
   enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
   if (options_.trace_kernels_from_start || options_.graph_replays == cuda_graph_replays::per_node) {

@@ -92,7 +92,7 @@ class cuda_bridge_unavailable : public backend_unavailable {
  public:
   /// What stood in the way.
   enum class reason {
-    /// This build has no CUDA backend, or was built without CUPTI.
+    /// This build has no CUDA backend, or was built without CUPTI's headers.
     not_built,
     /// LAUNCHWATCH_CUPTI=off.
     turned_off,
@@ -106,6 +106,10 @@ class cuda_bridge_unavailable : public backend_unavailable {
     incompatible,
     /// CUPTI failed in another way (the call and CUPTI's error are in the message).
     cupti_failed,
+    /// No CUPTI library was found at run time (LAUNCHWATCH_CUPTI_LIBRARY, the Python
+    /// environment's nvidia-cuda-cupti wheel, the CUDA toolkit: the message names each place
+    /// looked in), or the one LAUNCHWATCH_CUPTI_LIBRARY names does not open as CUPTI.
+    cupti_not_found,
   };
 
   cuda_bridge_unavailable(reason why, const std::string& message, std::string holder = {})

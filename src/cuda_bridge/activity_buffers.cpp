@@ -8,6 +8,8 @@
 #include <mutex>
 #include <vector>
 
+#include "cupti_functions.hpp"
+
 namespace launchwatch::detail::cuda_bridge {
 namespace {
 
@@ -47,7 +49,7 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
     std::vector<kernel_record> kernels;
     CUpti_Activity* record = nullptr;
     while (valid_size > 0 &&
-           cuptiActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS) {
+           cupti().activity_get_next_record(buffer, valid_size, &record) == CUPTI_SUCCESS) {
       if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
       const auto* kernel = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
       kernels.push_back(kernel_record{kernel->correlationId, kernel->graphNodeId,
@@ -55,7 +57,7 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
                                       kernel->end});
     }
     size_t dropped = 0;
-    if (cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped) != CUPTI_SUCCESS) {
+    if (cupti().activity_get_num_dropped_records(context, stream_id, &dropped) != CUPTI_SUCCESS) {
       dropped = 0;
     }
     records->on_records(kernels, dropped);
@@ -74,11 +76,11 @@ uint64_t CUPTIAPI steady_nanoseconds() {
 /// The steady clock and the buffers above, as CUPTI's (process-wide) timestamp and buffer
 /// callbacks.
 CUptiResult register_callbacks() noexcept {
-  if (const CUptiResult r = cuptiActivityRegisterTimestampCallback(&steady_nanoseconds);
+  if (const CUptiResult r = cupti().activity_register_timestamp_callback(&steady_nanoseconds);
       r != CUPTI_SUCCESS) {
     return r;
   }
-  return cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed);
+  return cupti().activity_register_callbacks(&buffer_requested, &buffer_completed);
 }
 
 }  // namespace
@@ -93,7 +95,7 @@ int deliver_activity_to(std::shared_ptr<kernel_records> records) {
 int take_activity_back(bool kernel_records_were_on) noexcept {
   if (const CUptiResult r = register_callbacks(); r != CUPTI_SUCCESS) return r;
   if (!kernel_records_were_on) return CUPTI_SUCCESS;
-  return cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  return cupti().activity_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 }
 
 void stop_delivering_to(const kernel_records& records) noexcept {
@@ -102,7 +104,7 @@ void stop_delivering_to(const kernel_records& records) noexcept {
 }
 
 void flush_activity(bool forced) noexcept {
-  (void)cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+  (void)cupti().activity_flush_all(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 }
 
 }  // namespace launchwatch::detail::cuda_bridge

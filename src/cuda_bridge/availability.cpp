@@ -10,6 +10,7 @@
 
 #include "cuda_bridge/environment.hpp"
 #include "cupti_calls.hpp"
+#include "cupti_functions.hpp"
 #include "inside_cuda_init.hpp"
 #include "versions.hpp"
 
@@ -21,7 +22,8 @@ namespace {
 version_numbers versions_in_play() {
   version_numbers v;
   v.cupti_built = CUPTI_API_VERSION;
-  (void)cuptiGetVersion(&v.cupti_loaded);
+  // Before CUPTI is loaded (a message about the device) its version is unknown: 0.
+  if (const auto get_version = cupti().get_version) (void)get_version(&v.cupti_loaded);
   using driver_version = CUresult (*)(int*);
   if (auto* get = reinterpret_cast<driver_version>(loaded_driver_function("cuDriverGetVersion"))) {
     (void)get(&v.driver);

@@ -5,9 +5,12 @@
 #include "bridge_engine.hpp"
 #include "capture_calls.hpp"
 #include "cupti_calls.hpp"
+#include "cupti_functions.hpp"
 #include "inside_cuda_init.hpp"
 
 namespace launchwatch::detail {
+
+using cuda_bridge::cupti;
 
 cuda_bridge_engine* cuda_bridge_engine::enter_callback(callback_gate& gate) noexcept {
   gate.in_flight.fetch_add(1, std::memory_order_seq_cst);
@@ -115,7 +118,8 @@ void cuda_bridge_engine::on_graph_node(CUpti_CallbackId id, const CUpti_Resource
     cuda_bridge::created_node node;
     node.node = graph->node;
     node.kernel = graph->nodeType == CU_GRAPH_NODE_TYPE_KERNEL;
-    if (std::uint64_t number = 0; cuptiGetGraphNodeId(graph->node, &number) == CUPTI_SUCCESS) {
+    if (std::uint64_t number = 0;
+        cupti().get_graph_node_id(graph->node, &number) == CUPTI_SUCCESS) {
       node.id = number;
     }
     node.graph = cuda_bridge::graph_id(graph->graph);
@@ -131,8 +135,8 @@ void cuda_bridge_engine::on_graph_node(CUpti_CallbackId id, const CUpti_Resource
   } else if (id == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
     std::uint64_t original = 0;
     std::uint64_t clone = 0;
-    if (cuptiGetGraphNodeId(graph->originalNode, &original) != CUPTI_SUCCESS ||
-        cuptiGetGraphNodeId(graph->node, &clone) != CUPTI_SUCCESS) {
+    if (cupti().get_graph_node_id(graph->originalNode, &original) != CUPTI_SUCCESS ||
+        cupti().get_graph_node_id(graph->node, &clone) != CUPTI_SUCCESS) {
       return;
     }
     core_.node_cloned(original, clone, cuda_bridge::clone_exec_id(*graph));

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "cupti_functions.hpp"
+
 namespace launchwatch::detail::cuda_bridge {
 namespace {
 
@@ -63,13 +65,13 @@ bool adds_kernel_node(CUpti_CallbackId id, const void* parameters) noexcept {
 
 std::uint64_t graph_id(CUgraph graph) noexcept {
   std::uint32_t id = 0;
-  if (graph == nullptr || cuptiGetGraphId(graph, &id) != CUPTI_SUCCESS) return 0;
+  if (graph == nullptr || cupti().get_graph_id(graph, &id) != CUPTI_SUCCESS) return 0;
   return id;
 }
 
 std::uint64_t exec_id(CUgraphExec exec) noexcept {
   std::uint32_t id = 0;
-  if (exec == nullptr || cuptiGetGraphExecId(exec, &id) != CUPTI_SUCCESS) return 0;
+  if (exec == nullptr || cupti().get_graph_exec_id(exec, &id) != CUPTI_SUCCESS) return 0;
   return id;
 }
 
@@ -80,7 +82,9 @@ std::uint64_t clone_exec_id(const CUpti_GraphData& clone) noexcept {
 
 std::string cupti_error(CUptiResult result) {
   const char* text = nullptr;
-  if (cuptiGetResultString(result, &text) != CUPTI_SUCCESS || text == nullptr) text = "unknown";
+  if (cupti().get_result_string(result, &text) != CUPTI_SUCCESS || text == nullptr) {
+    text = "unknown";
+  }
   return fmt::format("{} (CUPTI error {})", text, static_cast<int>(result));
 }
 

@@ -4,6 +4,7 @@
 #include <cupti.h>
 
 #include "cupti_calls.hpp"
+#include "cupti_functions.hpp"
 #include "core/interface/diagnostics.hpp"
 #include "resolved_timing.hpp"
 
@@ -25,7 +26,7 @@ cupti_device::cupti_device() noexcept {
 
 int cupti_device::device_of(void* context) noexcept {
   uint32_t device = 0;
-  if (cuptiGetDeviceId(static_cast<CUcontext>(context), &device) != CUPTI_SUCCESS) device = 0;
+  if (cupti().get_device_id(static_cast<CUcontext>(context), &device) != CUPTI_SUCCESS) device = 0;
   return static_cast<int>(device);
 }
 
@@ -42,7 +43,7 @@ bool cupti_device::kernel_records_on() noexcept {
   if (kernel_records_on_.load(std::memory_order_relaxed)) return true;
   if (kernel_records_failed_) return false;
   // Turned on once, at the first launch that wants device time, and never off while work runs.
-  const CUptiResult r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  const CUptiResult r = cupti().activity_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   if (r != CUPTI_SUCCESS) {
     kernel_records_failed_ = true;
     diagnostics().warn(

@@ -15,10 +15,14 @@
 #include "bridge_engine.hpp"
 #include "capture_calls.hpp"
 #include "cupti_calls.hpp"
+#include "cupti_functions.hpp"
 #include "inside_cuda_init.hpp"
 #include "resolved_timing.hpp"
 
 namespace launchwatch::detail {
+
+using cuda_bridge::cupti;
+
 namespace {
 
 // The engine the watch listener switches; set while one lives.
@@ -34,6 +38,9 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
   cuda_bridge::refuse_if_turned_off(options_);
   // Inside cuInit the runtime cannot be asked, and the driver being initialised says enough.
   if (!cuda_bridge::constructing_inside_cuda_init()) cuda_bridge::require_a_device();
+  // CUPTI is found at run time (cupti_places.hpp): the program's Python environment's, the
+  // toolkit's, or the one LAUNCHWATCH_CUPTI_LIBRARY names.
+  (void)cuda_bridge::load_cupti();
   cuda_bridge::require_fitting_versions();
 
   std::array<char, 256> holder{};
@@ -43,7 +50,7 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
   params.oldSubscriberName = holder.data();
   params.oldSubscriberSize = holder.size();
   gate_->engine.store(this, std::memory_order_seq_cst);
-  if (const CUptiResult r = cuptiSubscribe_v2(&subscriber_, &on_callback, gate_, &params);
+  if (const CUptiResult r = cupti().subscribe(&subscriber_, &on_callback, gate_, &params);
       r != CUPTI_SUCCESS) {
     subscriber_ = nullptr;
     if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
@@ -71,8 +78,8 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
   const auto fail = [&](const char* call, CUptiResult r) {
     gate_->engine.store(nullptr, std::memory_order_seq_cst);
     while (gate_->in_flight.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
-    (void)cuptiUnsubscribe(subscriber_);
-    (void)cuptiFinalize();
+    (void)cupti().unsubscribe(subscriber_);
+    (void)cupti().finalize();
     subscriber_ = nullptr;
     unavailable(reason::cupti_failed, fmt::format("{} failed: {} ({})", call,
                                                   cuda_bridge::cupti_error(r),
@@ -87,7 +94,8 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
     cuda_bridge::stop_delivering_to(*core_.records());
   };
   const auto enable = [&](CUpti_CallbackDomain domain, CUpti_CallbackId id) {
-    if (const CUptiResult r = cuptiEnableCallback(1, subscriber_, domain, id); r != CUPTI_SUCCESS) {
+    if (const CUptiResult r = cupti().enable_callback(1, subscriber_, domain, id);
+        r != CUPTI_SUCCESS) {
       close_records();
       fail("cuptiEnableCallback", r);
     }
@@ -113,10 +121,10 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
   // (capture_gate.hpp). Not fatal: a CUPTI older than the headers (12.2 and before) knows no
   // cuStreamBeginCaptureToGraph, and a bridge blind to some captures is still a bridge.
   for (const auto id : cuda_bridge::begin_capture_ids) {
-    (void)cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
+    (void)cupti().enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
   }
   for (const auto id : cuda_bridge::end_capture_ids) {
-    (void)cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
+    (void)cupti().enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
   }
   // For after_cuda_runtime_initialised: a context is created once the runtime is up.
   enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
@@ -145,10 +153,10 @@ void cuda_bridge_engine::teardown() noexcept {
   {
     std::lock_guard lock{toggle_mutex_};
     for (const auto id : cuda_bridge::launch_ids) {
-      (void)cuptiEnableCallback(0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
+      (void)cupti().enable_callback(0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
     }
     for (const auto id : cuda_bridge::graph_launch_ids) {
-      (void)cuptiEnableCallback(0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
+      (void)cupti().enable_callback(0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
     }
     launch_callbacks_on_ = false;
   }
@@ -166,11 +174,11 @@ void cuda_bridge_engine::teardown() noexcept {
   cuda_bridge::release_resolved_windows();
   cuda_bridge::stop_delivering_to(*core_.records());
   if (device_.kernel_records_were_turned_on()) {
-    (void)cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    (void)cupti().activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   }
-  (void)cuptiUnsubscribe(subscriber_);
+  (void)cupti().unsubscribe(subscriber_);
   // Without it launches stay slower for the rest of the process (research/cuda-bridge.md §4).
-  (void)cuptiFinalize();
+  (void)cupti().finalize();
 }
 
 void cuda_bridge_engine::on_watch_change() noexcept {
@@ -185,11 +193,11 @@ void cuda_bridge_engine::apply_watch_state() noexcept {
   const bool want = launch_path::watched();
   if (want == launch_callbacks_on_) return;
   for (const auto id : cuda_bridge::launch_ids) {
-    (void)cuptiEnableCallback(want ? 1 : 0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
+    (void)cupti().enable_callback(want ? 1 : 0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
   }
   if (options_.graph_replays == cuda_graph_replays::per_node) {
     for (const auto id : cuda_bridge::graph_launch_ids) {
-      (void)cuptiEnableCallback(want ? 1 : 0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
+      (void)cupti().enable_callback(want ? 1 : 0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
     }
   }
   launch_callbacks_on_ = want;

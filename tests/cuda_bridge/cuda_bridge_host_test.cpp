@@ -4,12 +4,14 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "cuda_bridge/cupti_functions.hpp"
 #include "cuda_bridge/versions.hpp"
 
 namespace launchwatch {
@@ -74,6 +76,26 @@ TEST(CudaBridgeHost, WithoutADeviceTheBridgeSaysThereIsNone) {
                                               cuda_bridge_unavailable::reason::incompatible));
     EXPECT_THAT(error.what(), HasSubstr("CUDA"));
   }
+}
+
+// CUPTI found at run time (cuda_bridge/cupti_functions.hpp): where the toolkit has it, every
+// function the bridge calls is in it under the name the bridge asks for.
+TEST(CudaBridgeHost, TheCuptiFoundHereHasEveryFunctionTheBridgeCalls) {
+  using detail::cuda_bridge::cupti_functions;
+  const cupti_functions* cupti = nullptr;
+  try {
+    cupti = &detail::cuda_bridge::load_cupti();
+  } catch (const cuda_bridge_unavailable& error) {
+    GTEST_SKIP() << "no CUPTI here: " << error.what();
+  }
+  EXPECT_THAT(cupti->path, HasSubstr("libcupti.so"));
+#define LAUNCHWATCH_EXPECT_FOUND(member, function) \
+  EXPECT_NE(cupti->member, nullptr) << #function;
+  LAUNCHWATCH_CUPTI_FUNCTIONS(LAUNCHWATCH_EXPECT_FOUND)
+#undef LAUNCHWATCH_EXPECT_FOUND
+  std::uint32_t version = 0;
+  EXPECT_EQ(cupti->get_version(&version), CUPTI_SUCCESS);
+  EXPECT_GT(version, 0u);
 }
 
 // Versions that do not fit, each with what to do (cuda_bridge/versions.hpp), whatever this machine

@@ -1,0 +1,18 @@
+# Fails when any of FILES (';'-separated ELF files) names a library matching FORBIDDEN (a regular
+# expression) among the libraries it needs (its DT_NEEDED entries, read with readelf -d).
+find_program(readelf readelf REQUIRED)
+foreach(file IN LISTS FILES)
+  execute_process(COMMAND ${readelf} -d ${file} OUTPUT_VARIABLE dynamic RESULT_VARIABLE result)
+  if(NOT result EQUAL 0)
+    message(FATAL_ERROR "readelf -d ${file} failed (${result})")
+  endif()
+  string(REGEX MATCHALL "\\(NEEDED\\)[^\n]*\\[[^]\n]*\\]" needed "${dynamic}")
+  if(NOT needed)
+    message(FATAL_ERROR "${file} needs no library at all: not a dynamically linked ELF file?")
+  endif()
+  foreach(entry IN LISTS needed)
+    if(entry MATCHES "${FORBIDDEN}")
+      message(FATAL_ERROR "${file} needs ${entry}: it must load it at run time instead")
+    endif()
+  endforeach()
+endforeach()

@@ -23,7 +23,8 @@ try:
 except ImportError:
     sys.exit(f"wheel_pack: {sys.executable} has no `wheel` package; apt-get install python3-wheel")
 
-# Libraries that belong to the machine's driver or toolkit: never copied into a wheel.
+# Libraries that belong to the machine's driver or toolkit: never copied into a wheel. The bridge
+# opens CUPTI at run time, from the environment's nvidia-cuda-cupti wheel or the toolkit.
 _NOT_BUNDLED = re.compile(r"^lib(cuda|cupti|cudart|nvidia-|vulkan)")
 
 
@@ -51,8 +52,10 @@ def libraries_to_bundle(binaries):
             if path == "not":
                 _fail(f"{binary} needs {soname}, which is not found on this machine")
             if _NOT_BUNDLED.match(soname):
-                _fail(f"{binary} links {soname}, which a wheel cannot carry; build the wheel's "
-                      "binaries without it (the `wheel` preset builds CUDA off)")
+                _fail(f"{binary} links {soname}, which a wheel cannot carry: the driver and "
+                      "CUPTI belong to the machine, the CUDA runtime is linked statically (the "
+                      "`wheel` preset sets LAUNCHWATCH_CUDA_RUNTIME=Static); reconfigure "
+                      "build/wheel with `cmake --preset wheel`")
             if os.path.dirname(os.path.realpath(path)) != os.path.dirname(os.path.realpath(binary)):
                 bundle[soname] = path
     return bundle

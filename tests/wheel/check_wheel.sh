@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The wheel works for a Python user (docs/design.md, "The wheel"): scripts/wheel builds it (reusing
 # build/wheel), it installs into a fresh virtual environment (no system site-packages, no index),
-# and from there `launchwatch --version` and `launchwatch.__version__` give the wheel's version,
-# `launchwatch demo` runs on the CPU, `launchwatch run` watches a Python program that imports
-# launchwatch (finding the injection library and the Python package inside the environment), and
-# the installed binaries load with nothing but the environment and the base system.
+# and from there `launchwatch --version` and `launchwatch.__version__` give the wheel's version
+# (built with CUDA where nvcc is), `launchwatch demo` runs on the CPU, `launchwatch run` watches a
+# Python program that imports launchwatch (finding the injection library and the Python package
+# inside the environment), the Python package's tests pass against the installed package, and the
+# installed binaries load with nothing but the environment and the base system: no CUDA toolkit
+# (its runtime is linked in, CUPTI is opened at run time), whatever LD_LIBRARY_PATH says.
 # Skips (exit 0, saying why) where Python has no venv/ensurepip (Debian's python3-venv).
 # Usage: tests/wheel/check_wheel.sh   (run by .ci/run after scripts/test)
 set -euo pipefail
@@ -18,6 +20,9 @@ if ! "$python" -c "import ensurepip, venv" 2>/dev/null; then
 fi
 
 fail() { echo "wheel check: FAILED: $*" >&2; exit 1; }
+# Where nvcc is, the `wheel` preset builds CUDA, so the wheel must say it was.
+with_cuda=no
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then with_cuda=yes; fi
 
 wheel=$(scripts/wheel | sed -n 's/^launchwatch: wrote //p')
 [ -f "$wheel" ] || fail "scripts/wheel did not say which wheel it wrote"
@@ -36,6 +41,9 @@ export PATH="$venv/bin:/usr/bin:/bin"
 
 shown=$(launchwatch --version)
 [[ $shown == "launchwatch $version "* ]] || fail "launchwatch --version says '$shown', not $version"
+if [ "$with_cuda" = yes ]; then
+  [[ $shown == *"(CUDA built,"* ]] || fail "nvcc is here, but the wheel has no CUDA: '$shown'"
+fi
 imported=$(python -c "import launchwatch; print(launchwatch.__version__)")
 [ "$imported" = "$version" ] || fail "launchwatch.__version__ is $imported, not $version"
 
@@ -60,6 +68,19 @@ for line in "imported $version $site/__init__.py" "injection $site/_bin/liblaunc
   grep -qxF "$line" "$work/run.log" ||
     fail "under launchwatch run, the program did not print '$line': $(cat "$work/run.log")"
 done
+
+# The Python package's tests (tests/python, as ctest runs them) against the installed package:
+# run by the Python the environment was made from, which has pytest (and torch) where ctest has.
+status=0
+tests=("$source"/tests/python/test_{scope,sitecustomize,torch_hooks,cli}.py)
+LAUNCHWATCH_PYTHON_DIR=$(dirname "$site") LAUNCHWATCH_VERSION=$version PYTHONDONTWRITEBYTECODE=1 \
+  "$python" "$source/tests/python/run_pytest.py" "${tests[@]}" > "$work/pytest.log" 2>&1 ||
+  status=$?
+if [ "$status" -eq 77 ]; then
+  echo "wheel check: the Python package's tests SKIPPED: $(tail -1 "$work/pytest.log")"
+elif [ "$status" -ne 0 ]; then
+  fail "the Python package's tests failed against the installed package: $(cat "$work/pytest.log")"
+fi
 
 "$python" "$source/tests/wheel/check_libraries.py" "$venv" \
   "$site/_bin/launchwatch" "$site/_bin/liblaunchwatch_inject.so" ||

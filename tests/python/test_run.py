@@ -115,3 +115,14 @@ def test_an_unknown_torch_mode_is_refused_naming_the_choices(tmp_path):
     done = launchwatch_run(tmp_path, "--torch", "layers", "--", PYTHON, "-c", "pass")
     assert done.returncode != 0
     assert "modules" in done.stderr and "layers" in done.stderr
+
+
+def test_the_program_and_the_python_package_give_the_projects_version_from_one_place():
+    """CMake's project() version is the one source: the program's --version (config.hpp) and the
+    package's __version__ (_version.py) are both written from it."""
+    import launchwatch
+
+    done = subprocess.run([LAUNCHWATCH, "--version"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"launchwatch {launchwatch.__version__} ("), done.stdout
+    assert launchwatch.__version__ == os.environ.get("LAUNCHWATCH_VERSION", launchwatch.__version__)

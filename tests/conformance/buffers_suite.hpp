@@ -68,12 +68,12 @@ TYPED_TEST_P(backend_buffers, AReadWaitsOnlyForTheLaunchesThatReferencedItsBuffe
   fast.launch(fill{values.view(), 0}, cube_count{1}, cube_dim{8});
   slow.sync();
   fast.sync();
-  auto keeps = std::make_shared<testing::keeper>();
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
   std::optional<profile_duration> slow_window;
   {
     launch_observation watching{keeps};
     slow.launch(spin{1'000'000'000ull, slow_done.view()}, cube_count{1}, cube_dim{1});
-    slow_window.emplace(std::move(keeps->take().at(0).second));
+    slow_window.emplace(std::move(keeps->take_profiles().at(0).profile));
   }
   fast.launch(fill{values.view(), 1}, cube_count{1}, cube_dim{8});
   EXPECT_EQ(fast.read(values), std::vector<int>(8, 1));

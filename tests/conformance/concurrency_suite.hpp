@@ -55,7 +55,7 @@ TYPED_TEST_P(backend_concurrency, ThreadsTimingTheirLaunchesAtOnceEachGetTheirOw
   launchwatch::client& client = this->client();
   constexpr int threads = 4;
   constexpr int launches = 40;
-  auto keeps = std::make_shared<testing::keeper>();
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
   {
     launch_observation watching{keeps};
     std::vector<std::thread> workers;
@@ -70,7 +70,7 @@ TYPED_TEST_P(backend_concurrency, ThreadsTimingTheirLaunchesAtOnceEachGetTheirOw
     }
     for (auto& w : workers) w.join();
   }
-  auto kept = keeps->take();
+  auto kept = keeps->take_profiles();
   ASSERT_EQ(kept.size(), static_cast<std::size_t>(threads * launches));
   for (auto& [name, profile] : kept) {
     const auto ticks = std::move(profile).resolve();

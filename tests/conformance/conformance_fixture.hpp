@@ -21,7 +21,7 @@
 
 #include "conformance/conformance_kernels.hpp"
 #include "support/capturing_sink.hpp"
-#include "support/observers.hpp"
+#include "support/recording_observer.hpp"
 
 namespace launchwatch::conformance {
 
@@ -31,7 +31,8 @@ using namespace std::chrono_literals;
 // Observers the suite installs.
 
 /// Keeps everything it is told about each launch: the launch_info, the thread it was told on, and
-/// whether that thread was in a dry run at the time.
+/// whether that thread was in a dry run at the time (which testing::recording_observer does not
+/// record: only the dry-run suite asks).
 class info_recorder : public launch_observer {
  public:
   struct seen {
@@ -68,8 +69,9 @@ class counter : public launch_observer {
 /// Answers `deferred` the first time it is asked, and `none` after: an observer that broke the rule
 /// that its answer is constant. The launch path asks once per launch, so what it answered then is
 /// what its launch gets.
-class fickle : public testing::keeper {
+class fickle : public testing::recording_observer {
  public:
+  fickle() : recording_observer{timing_request::deferred} {}
   timing_request timing() const override {
     asked_.fetch_add(1);
     return asked_.load() > 1 ? timing_request::none : timing_request::deferred;

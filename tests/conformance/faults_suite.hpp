@@ -168,7 +168,7 @@ TYPED_TEST_P(backend_faults, AnObserverThatThrowsFromEveryMethodIsContainedLogge
   EXPECT_EQ(client.read(values), std::vector<int>(8, 2 * launches)) << "a launch was lost";
   EXPECT_EQ(log->count_containing("observer broke"), 1u);
   // The next observation is told of every launch, as if nothing had happened.
-  auto names = std::make_shared<testing::recorder>();
+  auto names = std::make_shared<testing::recording_observer>();
   {
     launch_observation watching{names};
     client.launch(fill{values.view(), 7}, cube_count{1}, cube_dim{8});
@@ -212,7 +212,7 @@ TYPED_TEST_P(backend_faults, MisuseInsideACaptureWindowIsRefusedAndTheWindowGoes
 // are still read, each no shorter than its kernel.
 TYPED_TEST_P(backend_faults, AThreadThatExitsWithItsMeasurementsUnreadLeavesThemResolvable) {
   launchwatch::client& client = this->client();
-  auto keeps = std::make_shared<testing::keeper>();
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
   auto done = client.template empty<int>(1);
   {
     launch_observation watching{keeps};
@@ -222,7 +222,7 @@ TYPED_TEST_P(backend_faults, AThreadThatExitsWithItsMeasurementsUnreadLeavesThem
       }
     }}.join();
   }
-  auto kept = keeps->take();
+  auto kept = keeps->take_profiles();
   ASSERT_EQ(kept.size(), 3u);
   for (auto& [kernel, profile] : kept) {
     const auto ticks =

@@ -42,7 +42,7 @@ TYPED_TEST_P(backend_graphs, AReplayRunsEveryRecordedLaunchAndIsNotReported) {
     client.launch(add_one{values.view()}, cube_count{1}, cube_dim{8});
     client.launch(twice{values.view()}, cube_count{1}, cube_dim{8});
   });
-  auto names = std::make_shared<testing::recorder>();
+  auto names = std::make_shared<testing::recording_observer>();
   {
     launch_observation watching{names};
     recorded.replay();  // (0 + 1) * 2 = 2
@@ -84,7 +84,7 @@ TYPED_TEST_P(backend_graphs, ReadsAndSyncsOnACapturingStreamAreRefused) {
 TYPED_TEST_P(backend_graphs, AProfileInACaptureWindowIsRefusedWithAWarningAndTheLaunchStillRecorded) {
   launchwatch::client& client = this->client();
   testing::captured_log log;
-  auto keeps = std::make_shared<testing::keeper>();
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
   auto values = client.template empty<int>(8);
   graph recorded;
   {
@@ -93,7 +93,7 @@ TYPED_TEST_P(backend_graphs, AProfileInACaptureWindowIsRefusedWithAWarningAndThe
       client.launch(fill{values.view(), 8}, cube_count{1}, cube_dim{8});
     });
   }
-  EXPECT_TRUE(keeps->take().empty());
+  EXPECT_TRUE(keeps->take_profiles().empty());
   EXPECT_EQ(log->count_containing("Skipped timing a launch of"), 1u);
   ASSERT_EQ(recorded.size(), 1u);
   recorded.replay();

@@ -26,7 +26,7 @@
 
 #include "conformance/conformance_fixture.hpp"
 #include "conformance/conformance_kernels.hpp"
-#include "support/observers.hpp"
+#include "support/recording_observer.hpp"
 
 namespace launchwatch::conformance {
 
@@ -114,7 +114,7 @@ TYPED_TEST_P(launch_path_conformance, WithTheLoggerOnANamesOnlyObserverDoesNotMa
   logger.set_output(log_output::stream(log));
   logger.set_level(profile_level::medium);
   auto done = client.template empty<int>(1);
-  auto names = std::make_shared<testing::recorder>();
+  auto names = std::make_shared<testing::recording_observer>();
   std::chrono::nanoseconds launch_took{};
   {
     launch_observation watching{names};
@@ -135,13 +135,14 @@ TYPED_TEST_P(launch_path_conformance, WithTheLoggerOnANamesOnlyObserverDoesNotMa
 TYPED_TEST_P(launch_path_conformance, ALaunchsBuffersAreTrackedBeforeItsMeasurementIsRouted) {
   launchwatch::client& client = this->client();
   auto out = client.template empty<int>(1);
-  struct reads_when_profiled : testing::keeper {
+  struct reads_when_profiled : testing::recording_observer {
+    reads_when_profiled() : recording_observer{timing_request::deferred} {}
     launchwatch::client* on = nullptr;
     buffer<int>* out = nullptr;
     std::vector<int> seen;
     void profiled(std::string_view kernel, profile_duration profile) override {
       seen = on->read(*out);  // waits for the launches known to use `out`
-      testing::keeper::profiled(kernel, std::move(profile));
+      testing::recording_observer::profiled(kernel, std::move(profile));
     }
   };
   auto observer = std::make_shared<reads_when_profiled>();
@@ -158,7 +159,7 @@ TYPED_TEST_P(launch_path_conformance, ALaunchsBuffersAreTrackedBeforeItsMeasurem
 // untimed (its profile refused), never with a measurement that can only hang its reader.
 TYPED_TEST_P(launch_path_conformance, TimedLaunchesOnAPinnedStreamAnotherThreadCapturesNeverLeaveAMeasurementThatHangs) {
   launchwatch::client pinned = this->client().pinned();
-  auto observer = std::make_shared<testing::keeper>();
+  auto observer = std::make_shared<testing::recording_observer>(timing_request::deferred);
   launch_observation watching{observer};
   std::atomic<bool> stop{false};
   std::thread capturing{[&] {
@@ -172,7 +173,7 @@ TYPED_TEST_P(launch_path_conformance, TimedLaunchesOnAPinnedStreamAnotherThreadC
   stop.store(true);
   capturing.join();
   pinned.sync();
-  for (auto& [kernel, profile] : observer->take()) {
+  for (auto& [kernel, profile] : observer->take_profiles()) {
     auto read = std::async(std::launch::async,
                            [p = std::move(profile)]() mutable { return std::move(p).resolve(); });
     ASSERT_EQ(read.wait_for(30s), std::future_status::ready)

@@ -78,7 +78,7 @@ TYPED_TEST_P(backend_launches, RunsOneStreamsLaunchesInIssueOrder) {
 TYPED_TEST_P(backend_launches, AnEmptyGridLaunchesAndReportsNothing) {
   launchwatch::client& client = this->client();
   auto values = client.empty<int>(8);
-  auto names = std::make_shared<testing::recorder>();
+  auto names = std::make_shared<testing::recording_observer>();
   {
     launch_observation watching{names};
     client.launch(fill{values.view(), 1}, cube_count{0}, cube_dim{8});
@@ -92,7 +92,7 @@ TYPED_TEST_P(backend_launches, AnEmptyGridLaunchesAndReportsNothing) {
 TYPED_TEST_P(backend_launches, RejectsACubeDimOverTheDeviceLimitBeforeReporting) {
   launchwatch::client& client = this->client();
   auto values = client.empty<int>(8);
-  auto names = std::make_shared<testing::recorder>();
+  auto names = std::make_shared<testing::recording_observer>();
   launch_observation watching{names};
   try {
     client.launch(fill{values.view(), 1}, cube_count{1}, cube_dim{1u << 20});
@@ -107,7 +107,7 @@ TYPED_TEST_P(backend_launches, RejectsACubeDimOverTheDeviceLimitBeforeReporting)
 TYPED_TEST_P(backend_launches, RejectsMoreUnitsPerCubeThanTheDeviceAllowsBeforeReporting) {
   launchwatch::client& client = this->client();
   auto values = client.empty<int>(8);
-  auto names = std::make_shared<testing::recorder>();
+  auto names = std::make_shared<testing::recording_observer>();
   launch_observation watching{names};
   // Each axis within its own limit (1024, 1024, 64), the product over 1024.
   EXPECT_THROW(client.launch(fill{values.view(), 1}, cube_count{1}, cube_dim{64u, 64u, 1u}),
@@ -119,7 +119,7 @@ TYPED_TEST_P(backend_launches, RejectsABufferOfAnotherDeviceBeforeReporting) {
   launchwatch::client& client = this->client();
   launchwatch::client other = TypeParam::other_device();
   auto foreign = other.template empty<int>(8);
-  auto names = std::make_shared<testing::recorder>();
+  auto names = std::make_shared<testing::recording_observer>();
   launch_observation watching{names};
   try {
     client.launch(fill{foreign.view(), 1}, cube_count{1}, cube_dim{8});
@@ -139,7 +139,7 @@ TYPED_TEST_P(backend_launches, RejectsASpanOfADestroyedBufferBeforeReporting) {
     auto gone = client.template empty<int>(8);
     dangling = gone.view();
   }
-  auto names = std::make_shared<testing::recorder>();
+  auto names = std::make_shared<testing::recording_observer>();
   launch_observation watching{names};
   EXPECT_THROW(client.launch(fill{dangling, 1}, cube_count{1}, cube_dim{8}), invalid_launch);
   EXPECT_TRUE(names->names().empty());
@@ -150,7 +150,7 @@ TYPED_TEST_P(backend_launches, RejectsASpanReachingPastItsBufferBeforeReporting)
   auto values = client.empty<int>(8);
   const auto view = values.view();
   const device_span<int> too_long{view.data() + 4, 8, view.owner()};
-  auto names = std::make_shared<testing::recorder>();
+  auto names = std::make_shared<testing::recording_observer>();
   launch_observation watching{names};
   EXPECT_THROW(client.launch(fill{too_long, 1}, cube_count{1}, cube_dim{8}), invalid_launch);
   EXPECT_TRUE(names->names().empty());

@@ -46,7 +46,7 @@ TYPED_TEST_P(backend_observation, ReportsEachLaunchOnTheIssuingThreadInIssueOrde
 
 TYPED_TEST_P(backend_observation, ReportsTheKernelsNameToANameOnlyObserver) {
   launchwatch::client& client = this->client();
-  auto names = std::make_shared<testing::recorder>();
+  auto names = std::make_shared<testing::recording_observer>();
   {
     launch_observation watching{names};
     client.launch(nothing{}, cube_count{1}, cube_dim{1});
@@ -92,41 +92,42 @@ TYPED_TEST_P(backend_observation, AThrowingObserverDoesNotStopTheLaunch) {
 
 TYPED_TEST_P(backend_observation, AnObserverThatAsksNoTimingIsNeverHandedAMeasurement) {
   launchwatch::client& client = this->client();
-  // A keeper that asks for nothing: were a launch bracketed anyway, profiled would see it.
-  class keeps_nothing : public testing::keeper {
-    timing_request timing() const override { return timing_request::none; }
-  };
-  auto observer = std::make_shared<keeps_nothing>();
+  // It asks for nothing, and records `profiled` and `timed`: were a launch bracketed anyway, it
+  // would see it.
+  auto observer = std::make_shared<testing::recording_observer>(timing_request::none);
   {
     launch_observation watching{observer};
     client.launch(nothing{}, cube_count{1}, cube_dim{1});
     client.sync();
   }
-  EXPECT_TRUE(observer->take().empty());
-  EXPECT_TRUE(observer->calls().empty());
+  EXPECT_TRUE(observer->take_profiles().empty());
+  EXPECT_TRUE(observer->events(testing::observer_call::profiled).empty());
+  EXPECT_TRUE(observer->timings().empty());
 }
 
 TYPED_TEST_P(backend_observation, DeferredTimingHandsOverAnUnreadDeviceMeasurementRightAfterTheLaunch) {
   launchwatch::client& client = this->client();
-  auto keeps = std::make_shared<testing::keeper>();
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
   auto done = client.template empty<int>(1);
   {
     launch_observation watching{keeps};
     client.launch(spin{5'000'000ull, done.view()}, cube_count{1}, cube_dim{1});
-    auto kept = keeps->take();  // Before any sync: handed over on this thread, during the launch.
+    // Before any sync: handed over on this thread, during the launch.
+    auto kept = keeps->take_profiles();
     ASSERT_EQ(kept.size(), 1u);
-    EXPECT_EQ(kept[0].first, type_name<spin>());
-    EXPECT_EQ(kept[0].second.method(), timing_method::device);
-    const auto ticks = std::move(kept[0].second).resolve();
+    EXPECT_EQ(kept[0].kernel, type_name<spin>());
+    EXPECT_EQ(kept[0].profile.method(), timing_method::device);
+    const auto ticks = std::move(kept[0].profile).resolve();
     ASSERT_TRUE(ticks.has_value());
     EXPECT_GE(ticks->length(), 4ms);  // The kernel spun 5 ms; device clocks are not that coarse.
   }
-  EXPECT_TRUE(keeps->calls().empty()) << "a deferred observer was told `timed` with the logger off";
+  EXPECT_TRUE(keeps->timings().empty())
+      << "a deferred observer was told `timed` with the logger off";
 }
 
 TYPED_TEST_P(backend_observation, DeferredTimingDoesNotWaitForTheKernel) {
   launchwatch::client& client = this->client();
-  auto keeps = std::make_shared<testing::keeper>();
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
   auto done = client.template empty<int>(1);
   instant returned;
   {
@@ -134,9 +135,9 @@ TYPED_TEST_P(backend_observation, DeferredTimingDoesNotWaitForTheKernel) {
     client.launch(spin{200'000'000ull, done.view()}, cube_count{1}, cube_dim{1});
     returned = std::chrono::steady_clock::now();
   }
-  auto kept = keeps->take();
+  auto kept = keeps->take_profiles();
   ASSERT_EQ(kept.size(), 1u);
-  const auto ticks = std::move(kept[0].second).resolve();
+  const auto ticks = std::move(kept[0].profile).resolve();
   ASSERT_TRUE(ticks.has_value());
   // The kernel ended long after the launch returned: nothing waited for it.
   EXPECT_GT(ticks->end(), returned + 100ms);
@@ -144,7 +145,7 @@ TYPED_TEST_P(backend_observation, DeferredTimingDoesNotWaitForTheKernel) {
 
 TYPED_TEST_P(backend_observation, DeferredMeasurementsOfOneStreamLieInIssueOrderOnOneClock) {
   launchwatch::client& client = this->client();
-  auto keeps = std::make_shared<testing::keeper>();
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
   auto done = client.template empty<int>(1);
   {
     launch_observation watching{keeps};
@@ -152,7 +153,7 @@ TYPED_TEST_P(backend_observation, DeferredMeasurementsOfOneStreamLieInIssueOrder
       client.launch(spin{1'000'000ull, done.view()}, cube_count{1}, cube_dim{1});
     }
   }
-  auto kept = keeps->take();
+  auto kept = keeps->take_profiles();
   ASSERT_EQ(kept.size(), 4u);
   std::vector<profile_ticks> ticks;
   for (auto& [name, profile] : kept) {
@@ -168,15 +169,15 @@ TYPED_TEST_P(backend_observation, DeferredMeasurementsOfOneStreamLieInIssueOrder
 
 TYPED_TEST_P(backend_observation, ResolvedTimingTellsTimedBeforeTheLaunchReturns) {
   launchwatch::client& client = this->client();
-  auto times = std::make_shared<testing::timer>(timing_request::resolved);
+  auto times = std::make_shared<testing::recording_observer>(timing_request::resolved);
   auto done = client.template empty<int>(1);
   launch_observation watching{times};
   client.launch(spin{2'000'000ull, done.view()}, cube_count{1}, cube_dim{1});
-  const auto calls = times->calls();  // No sync: resolved timing waited for the kernel.
-  ASSERT_EQ(calls.size(), 1u);
-  EXPECT_EQ(std::get<0>(calls[0]), type_name<spin>());
-  EXPECT_GE(std::get<1>(calls[0]), 1ms);
-  EXPECT_EQ(std::get<2>(calls[0]), timing_method::device);
+  const auto timings = times->timings();  // No sync: resolved timing waited for the kernel.
+  ASSERT_EQ(timings.size(), 1u);
+  EXPECT_EQ(timings[0].kernel, type_name<spin>());
+  EXPECT_GE(timings[0].length, 1ms);
+  EXPECT_THAT(timings[0], testing::TimedWith(timing_method::device));
 }
 
 TYPED_TEST_P(backend_observation, TimingIsAskedOncePerLaunchAndThatAnswerDecidesItsMeasurement) {
@@ -188,7 +189,7 @@ TYPED_TEST_P(backend_observation, TimingIsAskedOncePerLaunchAndThatAnswerDecides
     client.launch(nothing{}, cube_count{1}, cube_dim{1});
   }
   EXPECT_EQ(observer->asked(), 1) << "timing() asked more than once for one launch";
-  EXPECT_EQ(observer->take().size(), 1u) << "the launch was bracketed under `deferred`";
+  EXPECT_EQ(observer->take_profiles().size(), 1u) << "the launch was bracketed under `deferred`";
   EXPECT_EQ(log->count_containing("Dropped a timing"), 0u);
 }
 
@@ -200,7 +201,7 @@ TYPED_TEST_P(backend_observation, TheLoggerPastExecutionOnlyReadsEachMeasurement
   auto& logger = profiling_logger::instance();
   logger.set_output(log_output::stream(out));
   logger.set_level(profile_level::medium);
-  auto keeps = std::make_shared<testing::keeper>();
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
   auto done = client.template empty<int>(1);
   {
     launch_observation watching{keeps};
@@ -209,12 +210,13 @@ TYPED_TEST_P(backend_observation, TheLoggerPastExecutionOnlyReadsEachMeasurement
   }
   client.sync();
   logger.flush();
-  EXPECT_TRUE(keeps->take().empty()) << "a deferred observer kept a measurement the logger read";
-  const auto calls = keeps->calls();
-  ASSERT_EQ(calls.size(), 2u);
-  for (const auto& call : calls) {
-    EXPECT_EQ(std::get<0>(call), type_name<spin>());
-    EXPECT_EQ(std::get<2>(call), timing_method::device);
+  EXPECT_TRUE(keeps->take_profiles().empty())
+      << "a deferred observer kept a measurement the logger read";
+  const auto timings = keeps->timings();
+  ASSERT_EQ(timings.size(), 2u);
+  for (const auto& timed : timings) {
+    EXPECT_EQ(timed.kernel, type_name<spin>());
+    EXPECT_THAT(timed, testing::TimedWith(timing_method::device));
   }
   EXPECT_EQ(log->count_containing("profiling logger is reading every launch"), 1u);
   EXPECT_THAT(out.str(), ::testing::HasSubstr("spin"));
@@ -229,7 +231,7 @@ TYPED_TEST_P(backend_observation, TheLoggerAtExecutionOnlyWritesALinePerLaunchAn
   auto& logger = profiling_logger::instance();
   logger.set_output(log_output::stream(out));
   logger.set_level(profile_level::execution_only);
-  auto names = std::make_shared<testing::recorder>();
+  auto names = std::make_shared<testing::recording_observer>();
   {
     launch_observation watching{names};
     client.launch(nothing{}, cube_count{1}, cube_dim{1});

@@ -28,7 +28,7 @@
 #include "cuda/host_only_launch.hpp"
 #include "backend/cuda/grid_overhead.hpp"
 #include "support/capturing_sink.hpp"
-#include "support/observers.hpp"
+#include "support/recording_observer.hpp"
 
 namespace launchwatch::cuda_testing {
 
@@ -104,7 +104,7 @@ using CudaCapture = CudaTest;
 using CudaValidation = CudaTest;
 using CudaMemory = CudaTest;
 
-std::vector<profile_ticks> resolve_all(std::vector<std::pair<std::string, profile_duration>> kept) {
+std::vector<profile_ticks> resolve_all(std::vector<testing::kept_profile> kept) {
   std::vector<profile_ticks> out;
   for (auto& [name, profile] : kept) {
     auto ticks = std::move(profile).resolve();
@@ -154,7 +154,7 @@ TEST_F(CudaDevice, ALaunchLeavesTheThreadOnTheDeviceTheProgramMadeCurrent) {
 // ---- timing ---------------------------------------------------------------------------------
 
 TEST_F(CudaTiming, DeferredWindowsOfBackToBackKernelsAreAsLongAsTheKernelsAndInIssueOrder) {
-  auto keeps = std::make_shared<testing::keeper>();
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
   auto done = client().empty<int>(1);
   {
     launch_observation watching{keeps};
@@ -162,7 +162,7 @@ TEST_F(CudaTiming, DeferredWindowsOfBackToBackKernelsAreAsLongAsTheKernelsAndInI
       client().launch(spin{50'000ull, done.view()}, cube_count{4}, cube_dim{64});
     }
   }
-  const auto windows = resolve_all(keeps->take());
+  const auto windows = resolve_all(keeps->take_profiles());
   ASSERT_EQ(windows.size(), 20u);
   for (std::size_t i = 0; i < windows.size(); ++i) {
     // Each unit spun 50 µs by the same clock the entry stamps with; the window holds them all.
@@ -173,7 +173,7 @@ TEST_F(CudaTiming, DeferredWindowsOfBackToBackKernelsAreAsLongAsTheKernelsAndInI
 }
 
 TEST_F(CudaTiming, AMappedWindowLiesBetweenTheHostInstantsAroundTheLaunch) {
-  auto keeps = std::make_shared<testing::keeper>();
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
   auto done = client().empty<int>(1);
   client().launch(fill{done.view(), 0}, cube_count{1}, cube_dim{1});  // warm the module
   client().sync();
@@ -186,9 +186,9 @@ TEST_F(CudaTiming, AMappedWindowLiesBetweenTheHostInstantsAroundTheLaunch) {
       launch_observation watching{keeps};
       client().launch(spin{200'000ull, done.view()}, cube_count{1}, cube_dim{32});
     }
-    auto kept = keeps->take();
+    auto kept = keeps->take_profiles();
     ASSERT_EQ(kept.size(), 1u);
-    const auto ticks = std::move(kept[0].second).resolve();
+    const auto ticks = std::move(kept[0].profile).resolve();
     const auto after = std::chrono::steady_clock::now();
     ASSERT_TRUE(ticks.has_value());
     EXPECT_GE(ticks->start(), before - slack) << "the kernel started before it was launched";
@@ -198,7 +198,7 @@ TEST_F(CudaTiming, AMappedWindowLiesBetweenTheHostInstantsAroundTheLaunch) {
 }
 
 TEST_F(CudaTiming, ThousandsOfMeasurementsKeptUnreadAllResolveInOrder) {
-  auto keeps = std::make_shared<testing::keeper>();
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
   auto done = client().empty<int>(1);
   constexpr int launches = 3000;  // more than one chunk of timing slots in flight at once
   {
@@ -207,7 +207,7 @@ TEST_F(CudaTiming, ThousandsOfMeasurementsKeptUnreadAllResolveInOrder) {
       client().launch(fill{done.view(), i}, cube_count{1}, cube_dim{32});
     }
   }
-  const auto windows = resolve_all(keeps->take());
+  const auto windows = resolve_all(keeps->take_profiles());
   ASSERT_EQ(windows.size(), static_cast<std::size_t>(launches));
   for (std::size_t i = 1; i < windows.size(); ++i) {
     ASSERT_GE(windows[i].start(), windows[i - 1].end()) << "launch " << i;
@@ -229,12 +229,12 @@ TEST_F(CudaTiming, MeasurementsDroppedUnreadDoNotStopLaterOnesFromBeingTaken) {
     for (int i = 0; i < 5000; ++i) client().launch(fill{done.view(), i}, cube_count{1}, cube_dim{1});
   }
   client().sync();
-  auto keeps = std::make_shared<testing::keeper>();
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
   {
     launch_observation watching{keeps};
     client().launch(spin{100'000ull, done.view()}, cube_count{1}, cube_dim{1});
   }
-  const auto windows = resolve_all(keeps->take());
+  const auto windows = resolve_all(keeps->take_profiles());
   ASSERT_EQ(windows.size(), 1u);
   EXPECT_GE(windows[0].length(), 100us);
 }
@@ -242,7 +242,7 @@ TEST_F(CudaTiming, MeasurementsDroppedUnreadDoNotStopLaterOnesFromBeingTaken) {
 // Issue 10: timing state on the device is bounded; a pass far longer than it still gets every
 // measurement, since each batch of slots is read back and reused once its launches have run.
 TEST_F(CudaTiming, APassOfManyMoreTimedLaunchesThanSlotsGetsEveryMeasurement) {
-  auto keeps = std::make_shared<testing::keeper>();
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
   auto done = client().empty<int>(1);
   constexpr int launches = 20'000;  // ten times the slots a device ever has
   {
@@ -250,7 +250,7 @@ TEST_F(CudaTiming, APassOfManyMoreTimedLaunchesThanSlotsGetsEveryMeasurement) {
     for (int i = 0; i < launches; ++i) client().launch(fill{done.view(), i}, cube_count{1}, cube_dim{32});
   }
   client().sync();
-  const auto windows = resolve_all(keeps->take());
+  const auto windows = resolve_all(keeps->take_profiles());
   EXPECT_EQ(windows.size(), static_cast<std::size_t>(launches));
 }
 
@@ -265,27 +265,27 @@ TEST_F(CudaTiming, AWindowHoldsTheKernelAndTheDevicesGridOverhead) {
     GTEST_SKIP() << "no grid overhead measured for compute capability " << properties.major << "."
                  << properties.minor;
   }
-  auto keeps = std::make_shared<testing::keeper>();
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
   auto done = client().empty<int>(1);
   {
     launch_observation watching{keeps};
     client().launch(spin{100'000ull, done.view()}, cube_count{1}, cube_dim{32});
   }
-  const auto windows = resolve_all(keeps->take());
+  const auto windows = resolve_all(keeps->take_profiles());
   ASSERT_EQ(windows.size(), 1u);
   EXPECT_GE(windows[0].length(), 100us + 400ns) << "the grid overhead was not added";
   EXPECT_LT(windows[0].length(), 150us);
 }
 
 TEST_F(CudaTiming, AMeasurementOutlivesTheClientThatTookIt) {
-  auto keeps = std::make_shared<testing::keeper>();
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
   {
     auto c = client::cuda();
     auto done = c.empty<int>(1);
     launch_observation watching{keeps};
     c.launch(spin{100'000ull, done.view()}, cube_count{1}, cube_dim{1});
   }
-  const auto windows = resolve_all(keeps->take());
+  const auto windows = resolve_all(keeps->take_profiles());
   ASSERT_EQ(windows.size(), 1u);
   EXPECT_GE(windows[0].length(), 100us);
 }
@@ -335,16 +335,16 @@ TEST_F(CudaFaults, AfterAStickyFaultEveryLaterOperationFailsAndNoneSucceeds) {
 }
 
 TEST_F(CudaFaults, ReadingTheTimeOfAFaultedKernelThrowsInsteadOfWaitingForever) {
-  auto keeps = std::make_shared<testing::keeper>();
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
   auto values = client().empty<int>(8);
   {
     launch_observation watching{keeps};
     client().launch(fail_at{values.view(), 0}, cube_count{1}, cube_dim{8});
   }
-  auto kept = keeps->take();
+  auto kept = keeps->take_profiles();
   ASSERT_EQ(kept.size(), 1u);
   // Read on another thread, so a read that never returns fails this test instead of hanging it.
-  auto reading = std::async(std::launch::async, [profile = std::move(kept[0].second)]() mutable {
+  auto reading = std::async(std::launch::async, [profile = std::move(kept[0].profile)]() mutable {
     return std::move(profile).resolve();
   });
   if (reading.wait_for(30s) != std::future_status::ready) {
@@ -438,7 +438,7 @@ TEST_F(CudaValidation, ACubeLargerThanTheKernelCanRunIsRefusedBeforeReportingEve
                  << " registers: no cube size to refuse";
   }
   auto out = client().empty<float>(1024);
-  auto names = std::make_shared<testing::recorder>();
+  auto names = std::make_shared<testing::recording_observer>();
   launch_observation watching{names};
   for (const bool dry : {false, true}) {
     std::optional<dry_run_scope> maybe_dry;
@@ -485,7 +485,7 @@ TEST_F(CudaValidation, KernelsLaunchedInTurnAreEachCheckedAgainstTheirOwnAttribu
 
 TEST_F(CudaValidation, AKernelLaunchedFromAFileNvccDidNotCompileIsRefusedSayingWhatToDo) {
   auto out = client().empty<int>(8);
-  auto names = std::make_shared<testing::recorder>();
+  auto names = std::make_shared<testing::recording_observer>();
   launch_observation watching{names};
   try {
     launch_from_a_host_only_file(client(), out);

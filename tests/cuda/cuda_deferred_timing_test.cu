@@ -16,7 +16,7 @@
 
 #include "conformance/conformance_kernels.hpp"
 #include "cuda/cuda_backend.hpp"
-#include "support/observers.hpp"
+#include "support/recording_observer.hpp"
 
 namespace launchwatch {
 namespace {
@@ -83,7 +83,7 @@ TEST(CudaDeferredTiming, TheFirstTimedLaunchReturnsWhileAnotherKernelHoldsEveryS
     client.launch(fill{values.view(), 2}, cube_count{1}, cube_dim{1});
   }).get();
   client.sync();
-  auto keeps = std::make_shared<testing::keeper>();
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
   device_held_full held;
 
   auto launched = std::async(std::launch::async, [&] {
@@ -96,9 +96,9 @@ TEST(CudaDeferredTiming, TheFirstTimedLaunchReturnsWhileAnotherKernelHoldsEveryS
   launched.get();
 
   EXPECT_EQ(client.read(values), std::vector<int>{5});
-  auto kept = keeps->take();
+  auto kept = keeps->take_profiles();
   ASSERT_EQ(kept.size(), 1u);
-  const auto ticks = std::move(kept.front().second).resolve();
+  const auto ticks = std::move(kept.front().profile).resolve();
   ASSERT_TRUE(ticks.has_value()) << "measured once the device was free";
   EXPECT_GT(ticks->length(), 0ns);
 }

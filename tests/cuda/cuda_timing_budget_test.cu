@@ -13,7 +13,7 @@
 #include "conformance/conformance_kernels.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "support/capturing_sink.hpp"
-#include "support/observers.hpp"
+#include "support/recording_observer.hpp"
 
 namespace launchwatch {
 namespace {
@@ -28,7 +28,7 @@ TEST(CudaTimingBudget, WhenEverySlotIsInFlightALaunchGoesOnUntimedWithOneWarning
   ASSERT_STREQ(std::getenv("LAUNCHWATCH_CUDA_TIMING_SLOTS"), "64");
   auto client = client::cuda();
   testing::captured_log log;
-  auto keeps = std::make_shared<testing::keeper>();
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
   auto values = client.empty<int>(1);
   constexpr int launches = 200;  // behind one long kernel: more than the 64 slots
   {
@@ -37,7 +37,7 @@ TEST(CudaTimingBudget, WhenEverySlotIsInFlightALaunchGoesOnUntimedWithOneWarning
     for (int i = 0; i < launches; ++i) client.launch(fill{values.view(), i}, cube_count{1}, cube_dim{1});
   }
   EXPECT_EQ(client.read(values), std::vector<int>{launches - 1}) << "every launch ran";
-  auto kept = keeps->take();
+  auto kept = keeps->take_profiles();
   EXPECT_EQ(kept.size(), 64u) << "exactly the budget's launches were timed";
   for (auto& [kernel, profile] : kept) EXPECT_TRUE(std::move(profile).resolve().has_value()) << kernel;
   EXPECT_EQ(log->count_containing("every deferred-timing slot"), 1u);
@@ -45,7 +45,7 @@ TEST(CudaTimingBudget, WhenEverySlotIsInFlightALaunchGoesOnUntimedWithOneWarning
     launch_observation watching{keeps};
     client.launch(fill{values.view(), 7}, cube_count{1}, cube_dim{1});
   }
-  EXPECT_EQ(keeps->take().size(), 1u) << "the slots came back once read";
+  EXPECT_EQ(keeps->take_profiles().size(), 1u) << "the slots came back once read";
 }
 
 }  // namespace

@@ -22,7 +22,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "support/observers.hpp"
+#include "support/recording_observer.hpp"
 
 namespace launchwatch {
 namespace {
@@ -125,7 +125,7 @@ TEST(CpuBackend, AReadWaitsOnlyForTheLaunchesThatReferencedItsBuffer) {
 
 TEST(CpuBackend, DeferredTimingWaitsOnNothingAndTheWorkerStampsTheKernelsWindow) {
   auto client = client::cpu();
-  auto keeps = std::make_shared<testing::keeper>();
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
   gate g;
   auto out = client.empty<int>(1);
   {
@@ -133,12 +133,12 @@ TEST(CpuBackend, DeferredTimingWaitsOnNothingAndTheWorkerStampsTheKernelsWindow)
     client.launch(gated{&g, out.view()}, cube_count{1}, cube_dim{1});
   }
   g.wait_until_entered();
-  auto kept = keeps->take();  // Handed over while the kernel is still held.
+  auto kept = keeps->take_profiles();  // Handed over while the kernel is still held.
   ASSERT_EQ(kept.size(), 1u);
   std::this_thread::sleep_for(5ms);
   const auto released_at = std::chrono::steady_clock::now();
   g.release();
-  const auto ticks = std::move(kept[0].second).resolve();
+  const auto ticks = std::move(kept[0].profile).resolve();
   ASSERT_TRUE(ticks.has_value());
   EXPECT_LE(ticks->start(), released_at);
   EXPECT_GE(ticks->end(), released_at);
@@ -147,7 +147,7 @@ TEST(CpuBackend, DeferredTimingWaitsOnNothingAndTheWorkerStampsTheKernelsWindow)
 
 TEST(CpuBackend, ReadingOneMeasurementWaitsForThatKernelOnly) {
   auto client = client::cpu();
-  auto keeps = std::make_shared<testing::keeper>();
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
   gate g;
   auto values = client.empty<int>(4);
   auto out = client.empty<int>(1);
@@ -156,13 +156,13 @@ TEST(CpuBackend, ReadingOneMeasurementWaitsForThatKernelOnly) {
     client.launch(fill{values.view(), 1}, cube_count{1}, cube_dim{4});
     client.launch(gated{&g, out.view()}, cube_count{1}, cube_dim{1});
   }
-  auto kept = keeps->take();
+  auto kept = keeps->take_profiles();
   ASSERT_EQ(kept.size(), 2u);
   // Resolves although the next kernel on the same stream is held at its gate.
-  EXPECT_TRUE(std::move(kept[0].second).resolve().has_value());
+  EXPECT_TRUE(std::move(kept[0].profile).resolve().has_value());
   EXPECT_FALSE(g.open.load());
   g.release();
-  EXPECT_TRUE(std::move(kept[1].second).resolve().has_value());
+  EXPECT_TRUE(std::move(kept[1].profile).resolve().has_value());
 }
 
 TEST(CpuBackend, TheLaunchesQueuedAfterAFailedOneStillRun) {

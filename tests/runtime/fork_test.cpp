@@ -22,7 +22,7 @@
 #include <gtest/gtest.h>
 
 #include "conformance/conformance_kernels.hpp"
-#include "support/observers.hpp"
+#include "support/recording_observer.hpp"
 
 namespace launchwatch {
 namespace {
@@ -143,7 +143,7 @@ TEST_F(ForkedChild, LogsWithAWriterOfItsOwn) {
 
 TEST_F(ForkedChild, InstallsAnObservationWhileTheParentWasLaunchingFromAnotherThread) {
   auto client = client::cpu();
-  auto observer = std::make_shared<testing::recorder>();
+  auto observer = std::make_shared<testing::recording_observer>();
   launch_observation watching{observer};
   std::atomic<bool> stop{false};
   // Keeps taking the observer slot's read lock, so the fork is likely to catch a reader inside.
@@ -154,7 +154,7 @@ TEST_F(ForkedChild, InstallsAnObservationWhileTheParentWasLaunchingFromAnotherTh
   }};
   const auto outcome = in_a_forked_child([&] {
     auto values = client.empty<int>(8);
-    auto counted = std::make_shared<testing::recorder>();
+    auto counted = std::make_shared<testing::recording_observer>();
     {
       launch_observation again{counted};
       client.launch(fill{values.view(), 4}, cube_count{1}, cube_dim{8});

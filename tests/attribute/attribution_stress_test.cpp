@@ -17,7 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "attribute/scope_paths.hpp"
-#include "support/observers.hpp"
+#include "support/measurements.hpp"
 
 namespace launchwatch {
 namespace {

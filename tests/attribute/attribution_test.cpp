@@ -22,7 +22,7 @@
 
 #include "fake_clock.hpp"
 #include "support/capturing_sink.hpp"
-#include "support/observers.hpp"
+#include "support/measurements.hpp"
 #include "support/recording_observer.hpp"
 
 namespace launchwatch {

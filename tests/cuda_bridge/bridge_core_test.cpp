@@ -20,7 +20,6 @@
 #include <launchwatch/launch_path.hpp>
 #include "fake_cupti.hpp"
 #include "support/capturing_sink.hpp"
-#include "support/observers.hpp"
 
 namespace launchwatch {
 namespace {

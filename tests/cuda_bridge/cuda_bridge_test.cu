@@ -34,7 +34,7 @@
 #include "cuda_bridge/live_bridge.hpp"
 #include "cuda_bridge/resolved_timing.hpp"
 #include "support/capturing_sink.hpp"
-#include "support/observers.hpp"
+#include "support/recording_observer.hpp"
 
 // ---------------------------------------------------------------------------------------------
 // Kernels a program would launch itself: in the global namespace, so their demangled names are
@@ -130,33 +130,32 @@ struct seen_launch {
   std::thread::id thread;
 };
 
-/// Records every launch with everything it was told, and asks for `request`.
-class info_recorder : public testing::keeper {
+/// The recording observer, with a hook run inside each launch and its launches read as
+/// seen_launch (every foreign launch comes with its launch_info).
+class info_recorder : public testing::recording_observer {
  public:
-  explicit info_recorder(timing_request request = timing_request::none) : request_{request} {}
+  using recording_observer::recording_observer;
   void launched_with(const launch_info& info) override {
     if (on_launch) on_launch(info);
-    std::lock_guard lock{mutex_};
-    seen_.push_back(seen_launch{std::string{info.kernel}, info, std::this_thread::get_id()});
+    recording_observer::launched_with(info);
   }
-  timing_request timing() const override { return request_; }
+  /// The launches told with their launch_info, in arrival order.
   std::vector<seen_launch> seen() const {
-    std::lock_guard lock{mutex_};
-    return seen_;
+    std::vector<seen_launch> seen;
+    for (auto& event : launches()) {
+      if (!event.info) continue;
+      seen.push_back(seen_launch{std::move(event.kernel), *event.info, event.thread});
+    }
+    return seen;
   }
   std::size_t count_of(std::string_view prefix) const {
-    std::lock_guard lock{mutex_};
-    return static_cast<std::size_t>(std::count_if(seen_.begin(), seen_.end(), [&](const auto& s) {
+    const auto all = seen();
+    return static_cast<std::size_t>(std::count_if(all.begin(), all.end(), [&](const auto& s) {
       return std::string_view{s.kernel}.starts_with(prefix);
     }));
   }
-  /// Runs inside launched_with, before the record is kept.
+  /// Runs inside launched_with, before the launch is recorded.
   std::function<void(const launch_info&)> on_launch;
-
- private:
-  timing_request request_;
-  mutable std::mutex mutex_;
-  std::vector<seen_launch> seen_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -451,7 +450,7 @@ TEST_F(CudaBridge, ALaunchInACaptureIsReportedCapturingAndItsMeasurementRefusedW
   const auto seen = observer->seen();
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_TRUE(seen[0].info.capturing);
-  EXPECT_TRUE(observer->take().empty());
+  EXPECT_TRUE(observer->take_profiles().empty());
   EXPECT_EQ(log->count_containing(std::string{launch_path::capture_refusal}), 1u);
   (void)cudaGraphDestroy(graph);
 }
@@ -460,18 +459,18 @@ TEST_F(CudaBridge, ALaunchInACaptureIsReportedCapturingAndItsMeasurementRefusedW
 // Timing.
 
 TEST_F(CudaBridge, AResolvedObserverIsToldEachKernelsDeviceDuration) {
-  auto observer = std::make_shared<testing::timer>();
+  auto observer = std::make_shared<testing::recording_observer>(timing_request::resolved);
   {
     launch_observation watching{observer};
     for (int i = 0; i < 3; ++i) spin_for<<<1, 1, 0, stream_>>>(50'000);
   }
-  const auto calls = observer->calls();
-  ASSERT_EQ(calls.size(), 3u);
-  for (const auto& [kernel, length, method] : calls) {
-    EXPECT_THAT(kernel, StartsWith("spin_for"));
-    EXPECT_GE(length, 45us);
-    EXPECT_LT(length, 5ms);
-    EXPECT_EQ(method, timing_method::device);
+  const auto timings = observer->timings();
+  ASSERT_EQ(timings.size(), 3u);
+  for (const auto& timed : timings) {
+    EXPECT_THAT(timed.kernel, StartsWith("spin_for"));
+    EXPECT_GE(timed.length, 45us);
+    EXPECT_LT(timed.length, 5ms);
+    EXPECT_THAT(timed, testing::TimedWith(timing_method::device));
   }
 }
 
@@ -484,7 +483,7 @@ TEST_F(CudaBridge, ADeferredObserverGetsEachKernelsWindowOnTheSteadyClockAfterIt
   }
   check(cudaStreamSynchronize(stream_));
   const instant after = std::chrono::steady_clock::now();
-  auto kept = observer->take();
+  auto kept = observer->take_profiles();
   ASSERT_EQ(kept.size(), 5u);
   std::optional<instant> previous_end;
   for (auto& [kernel, profile] : kept) {
@@ -512,7 +511,7 @@ TEST_F(CudaBridge, FlushWaitsForTheDeviceAndLeavesNoMeasurementPending) {
   }
   bridge_->flush();
   EXPECT_EQ(cudaStreamQuery(stream_), cudaSuccess) << "flush returned before the device was idle";
-  auto kept = observer->take();
+  auto kept = observer->take_profiles();
   ASSERT_EQ(kept.size(), 2u);
   for (auto& [kernel, profile] : kept) EXPECT_TRUE(std::move(profile).resolve().has_value()) << kernel;
 }
@@ -536,7 +535,7 @@ TEST_F(CudaBridge, WithTheLoggerListingLaunchesAForeignLaunchIsWritten) {
 
 TEST_F(CudaBridge, AnNcclKernelIsMarkedCollectiveAndNeverReadAtOnceWithOneWarning) {
   testing::captured_log log;
-  auto observer = std::make_shared<testing::timer>();
+  auto observer = std::make_shared<testing::recording_observer>(timing_request::resolved);
   auto names = std::make_shared<info_recorder>();
   device_int counter;
   {
@@ -549,7 +548,7 @@ TEST_F(CudaBridge, AnNcclKernelIsMarkedCollectiveAndNeverReadAtOnceWithOneWarnin
     ncclDevKernel_AllReduce_Sum_f32_RING_LL<<<1, 1, 0, stream_>>>(counter.pointer);
   }
   check(cudaStreamSynchronize(stream_));
-  EXPECT_THAT(observer->calls(), IsEmpty());
+  EXPECT_THAT(observer->timings(), IsEmpty());
   EXPECT_EQ(log->count_containing("it is a collective"), 1u);
   ASSERT_EQ(names->seen().size(), 1u);
   EXPECT_TRUE(names->seen()[0].info.collective);
@@ -564,9 +563,9 @@ TEST_F(CudaBridge, ADeferredObserverKeepsACollectivesMeasurement) {
     ncclDevKernel_AllReduce_Sum_f32_RING_LL<<<1, 1, 0, stream_>>>(counter.pointer);
   }
   check(cudaStreamSynchronize(stream_));
-  auto kept = observer->take();
+  auto kept = observer->take_profiles();
   ASSERT_EQ(kept.size(), 1u);
-  EXPECT_TRUE(std::move(kept[0].second).resolve().has_value());
+  EXPECT_TRUE(std::move(kept[0].profile).resolve().has_value());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -813,8 +812,8 @@ void CUPTIAPI other_client_done(CUcontext, uint32_t, uint8_t* buffer, size_t, si
 // records never come, and reading them costs at most one record_timeout together.
 TEST_F(CudaBridgeShortTimeout, RecordsTakenByAnotherClientCostOneTimeoutTogetherNotOneEach) {
   testing::captured_log log;
-  auto observer = std::make_shared<testing::keeper>();
-  std::vector<std::pair<std::string, profile_duration>> kept;
+  auto observer = std::make_shared<testing::recording_observer>(timing_request::deferred);
+  std::vector<testing::kept_profile> kept;
   {
     launch_observation watching{observer};
     spin_for<<<1, 1, 0, stream_>>>(20'000'000);  // 20 ms: the records below are not flushed yet
@@ -822,7 +821,7 @@ TEST_F(CudaBridgeShortTimeout, RecordsTakenByAnotherClientCostOneTimeoutTogether
     ASSERT_EQ(cuptiActivityRegisterCallbacks(&other_client_buffer, &other_client_done),
               CUPTI_SUCCESS);
     check(cudaStreamSynchronize(stream_));
-    kept = observer->take();
+    kept = observer->take_profiles();
   }
   ASSERT_EQ(kept.size(), 101u);
   const auto began = std::chrono::steady_clock::now();
@@ -855,10 +854,10 @@ TEST_F(CudaBridgeShortTimeout, AnotherCuptiClientTakesTheRecordsAndTheBridgeTake
   testing::captured_log log;
   CUpti_SubscriberHandle refused = nullptr;
   EXPECT_FALSE(subscribe_raw(refused, "another profiler"));
-  auto observer = std::make_shared<testing::keeper>();
+  auto observer = std::make_shared<testing::recording_observer>(timing_request::deferred);
   const auto reported_before = bridge_->stats().launches_reported;
   other_client_kernels = 0;
-  std::vector<std::pair<std::string, profile_duration>> before_seen;
+  std::vector<testing::kept_profile> before_seen;
   std::size_t while_elsewhere = 0;
   {
     launch_observation watching{observer};
@@ -867,13 +866,13 @@ TEST_F(CudaBridgeShortTimeout, AnotherCuptiClientTakesTheRecordsAndTheBridgeTake
     ASSERT_EQ(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), CUPTI_SUCCESS);
     for (int i = 0; i < 20; ++i) does_nothing<<<1, 1, 0, stream_>>>();
     check(cudaStreamSynchronize(stream_));
-    before_seen = observer->take();
+    before_seen = observer->take_profiles();
     ASSERT_EQ(before_seen.size(), 20u);
     const auto began = std::chrono::steady_clock::now();
-    EXPECT_FALSE(std::move(before_seen[0].second).resolve().has_value());  // one timeout
+    EXPECT_FALSE(std::move(before_seen[0].profile).resolve().has_value());  // one timeout
     for (int i = 0; i < 30; ++i) does_nothing<<<1, 1, 0, stream_>>>();
     check(cudaStreamSynchronize(stream_));
-    while_elsewhere = observer->take().size();
+    while_elsewhere = observer->take_profiles().size();
     EXPECT_LT(std::chrono::steady_clock::now() - began, 5s) << "one record_timeout (3 s) at most";
   }
   EXPECT_EQ(while_elsewhere, 0u) << "no measurement that would never resolve";
@@ -891,10 +890,10 @@ TEST_F(CudaBridgeShortTimeout, AnotherCuptiClientTakesTheRecordsAndTheBridgeTake
     for (int i = 0; i < 10; ++i) does_nothing<<<1, 1, 0, stream_>>>();
     check(cudaStreamSynchronize(stream_));
   }
-  auto after = observer->take();
+  auto after = observer->take_profiles();
   ASSERT_EQ(after.size(), 10u);
   std::size_t timed = 0;
-  for (auto& [kernel, profile] : after) timed += std::move(profile).resolve().has_value() ? 1 : 0;
+  for (auto& kept : after) timed += std::move(kept.profile).resolve().has_value() ? 1 : 0;
   EXPECT_EQ(timed, 10u);
   EXPECT_EQ(other_client_kernels.load(), 50u) << "nothing more went to the other client";
   std::printf("another CUPTI client: its subscription %s, it saw %zu of 50 kernels\n",
@@ -931,7 +930,7 @@ TEST_F(CudaBridge, AThreadAlternatingTwoContextsKeepsOnePairOfEventsInEach) {
   ASSERT_EQ(cuCtxCreate(&created, nullptr, 0, device), CUDA_SUCCESS);
   ASSERT_EQ(cuCtxSetCurrent(primary), CUDA_SUCCESS);
   const auto before = detail::cuda_bridge::resolved_events();
-  auto observer = std::make_shared<testing::timer>(timing_request::resolved);
+  auto observer = std::make_shared<testing::recording_observer>(timing_request::resolved);
   {
     launch_observation watching{observer};
     for (int i = 0; i < 1000; ++i) {
@@ -1073,7 +1072,7 @@ class global_capture_on_another_thread {
 // U1: the bridge's own CUDA calls (resolved timing's events, flush's device synchronisation) while
 // another thread captures in CUDA's default, global mode (PyTorch's) leave that capture valid.
 TEST_F(CudaBridge, TheBridgesOwnCudaCallsLeaveAnotherThreadsGlobalCaptureValid) {
-  auto observer = std::make_shared<testing::timer>(timing_request::resolved);
+  auto observer = std::make_shared<testing::recording_observer>(timing_request::resolved);
   device_int counter;
   launch_observation watching{observer};
   global_capture_on_another_thread capture{counter.pointer};
@@ -1082,7 +1081,7 @@ TEST_F(CudaBridge, TheBridgesOwnCudaCallsLeaveAnotherThreadsGlobalCaptureValid) 
   const auto [ended, nodes] = capture.finish();
   EXPECT_EQ(ended, cudaSuccess) << cudaGetErrorString(ended);
   EXPECT_EQ(nodes, 2u);
-  EXPECT_EQ(observer->calls().size(), 1u) << "the resolved launch was timed";
+  EXPECT_EQ(observer->timings().size(), 1u) << "the resolved launch was timed";
 }
 
 // Review 2026-12-01b U1, settled on the H200 (2026-12-02): flush()'s cudaDeviceSynchronize, in
@@ -1090,7 +1089,7 @@ TEST_F(CudaBridge, TheBridgesOwnCudaCallsLeaveAnotherThreadsGlobalCaptureValid) 
 // due to a previous error during capture"). flush() now waits for no device while a capture is in
 // progress (capture_gate.hpp; its rules are tested on the CPU, BridgeCore.*Capture*).
 TEST_F(CudaBridge, AFlushDuringAnotherThreadsGlobalCaptureLeavesItValid) {
-  auto observer = std::make_shared<testing::keeper>();
+  auto observer = std::make_shared<testing::recording_observer>(timing_request::deferred);
   device_int counter;
   launch_observation watching{observer};
   add_one<<<1, 1, 0, stream_>>>(counter.pointer);  // a device seen, a record awaited
@@ -1099,21 +1098,21 @@ TEST_F(CudaBridge, AFlushDuringAnotherThreadsGlobalCaptureLeavesItValid) {
   const auto [ended, nodes] = capture.finish();
   EXPECT_EQ(ended, cudaSuccess) << cudaGetErrorString(ended);
   EXPECT_EQ(nodes, 2u);
-  auto kept = observer->take();  // the captured launches' measurements were refused
+  auto kept = observer->take_profiles();  // the captured launches' measurements were refused
   ASSERT_EQ(kept.size(), 1u);
-  EXPECT_TRUE(std::move(kept[0].second).resolve().has_value()) << "its record still came";
+  EXPECT_TRUE(std::move(kept[0].profile).resolve().has_value()) << "its record still came";
 }
 
 // U2: cudaDeviceReset with measurements awaited: flushing and reading them ends within one
 // record_timeout, each timed or counted missing.
 TEST_F(CudaBridgeShortTimeout, ADeviceResetWithRecordsAwaitedDoesNotHangTheirReads) {
-  auto observer = std::make_shared<testing::keeper>();
-  std::vector<std::pair<std::string, profile_duration>> kept;
+  auto observer = std::make_shared<testing::recording_observer>(timing_request::deferred);
+  std::vector<testing::kept_profile> kept;
   {
     device_int counter;
     launch_observation watching{observer};
     for (int i = 0; i < 100; ++i) add_one<<<1, 1, 0, stream_>>>(counter.pointer);
-    kept = observer->take();
+    kept = observer->take_profiles();
   }
   check(cudaStreamDestroy(stream_));
   stream_ = nullptr;

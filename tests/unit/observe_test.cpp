@@ -16,7 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "support/capturing_sink.hpp"
-#include "support/observers.hpp"
+#include "support/measurements.hpp"
 #include "support/recording_observer.hpp"
 
 namespace launchwatch {

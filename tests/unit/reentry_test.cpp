@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "support/observers.hpp"
+#include "support/measurements.hpp"
 #include "support/recording_observer.hpp"
 
 namespace launchwatch {

@@ -10,10 +10,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -21,6 +24,7 @@
 
 #include <gtest/gtest.h>
 
+#include "backend/cpu/cpu_pool.hpp"
 #include "conformance/conformance_kernels.hpp"
 #include "support/recording_observer.hpp"
 
@@ -164,6 +168,30 @@ TEST_F(ForkedChild, InstallsAnObservationWhileTheParentWasLaunchingFromAnotherTh
   stop.store(true);
   launching.join();
   ASSERT_TRUE(outcome.exited) << "the child was killed by signal " << outcome.signal;
+  EXPECT_EQ(outcome.status, 0);
+}
+
+// A thread making its process's first CPU launch starts the pool under a lock; a fork at that moment
+// left the lock held in the child, whose first launch then waited for it forever (seen as a hang of
+// the test above in a loaded release build). The thread here holds that lock across the fork, as
+// the starting thread would: the fork waits for it, and the child launches.
+TEST_F(ForkedChild, LaunchesAfterAForkWhileAnotherThreadWasStartingTheCpuPool) {
+  auto client = client::cpu();
+  std::atomic<bool> held{false};
+  std::thread starting{[&] {
+    std::lock_guard lock{detail::cpu_pool::starting_lock()};
+    held.store(true);
+    std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  }};
+  while (!held.load()) std::this_thread::yield();
+  const auto outcome = in_a_forked_child([&] {
+    auto values = client.empty<int>(4096);
+    client.launch(fill{values.view(), 5}, cube_count{16}, cube_dim{256});
+    return client.read(values) == std::vector<int>(4096, 5) ? 0 : 3;
+  });
+  starting.join();
+  ASSERT_TRUE(outcome.exited) << "the child was killed by signal " << outcome.signal
+                              << (outcome.signal == SIGALRM ? " (it hung)" : "");
   EXPECT_EQ(outcome.status, 0);
 }
 

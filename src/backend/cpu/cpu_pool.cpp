@@ -5,8 +5,32 @@
 #include <exception>
 
 #include "core/interface/fork_generation.hpp"
+#include "core/interface/fork_locks.hpp"
 
 namespace launchwatch::detail {
+namespace {
+
+/// Which pool is this process's: the pool, and the fork generation it was started in. Never
+/// destroyed: streams may run at exit.
+struct current_pool {
+  std::atomic<cpu_pool*> pool{nullptr};
+  std::atomic<std::uint64_t> generation{0};
+  /// Held while a pool is started (the first launch of a process, or of a forked child).
+  std::mutex mutex;
+
+  static current_pool& get() {
+    static auto* const state = new current_pool;
+    return *state;
+  }
+};
+
+// A thread starting the pool at the fork (its first launch, say) would leave this lock held in the
+// child, whose first launch would wait for it forever (fork_locks.hpp: cpu_pool).
+[[maybe_unused]] const bool pool_enrolled =
+    fork_locks::enroll(fork_locks::rank::cpu_pool,
+                       fork_locks::one_lock<[]() -> auto& { return current_pool::get().mutex; }>);
+
+}  // namespace
 
 /// One launch offered to the pool. Shared, because a pool thread may still hold it (finding no chunk
 /// left) after the stream that offered it has moved on.
@@ -47,14 +71,9 @@ struct cpu_pool::job {
 };
 
 cpu_pool& cpu_pool::instance() {
-  // Never destroyed: streams may run at exit. A forked child has none of the pool's threads, so it
-  // starts a pool of its own and leaves the inherited one (its queue and lock included) untouched.
-  struct current {
-    std::atomic<cpu_pool*> pool{nullptr};
-    std::atomic<std::uint64_t> generation{0};
-    std::mutex mutex;
-  };
-  static auto* const state = new current;
+  // A forked child has none of the pool's threads, so it starts a pool of its own and leaves the
+  // inherited one (its queue and lock included) untouched.
+  auto* const state = &current_pool::get();
   cpu_pool* pool = state->pool.load(std::memory_order_acquire);
   const std::uint64_t now = fork_generation();
   if (pool != nullptr && state->generation.load(std::memory_order_relaxed) == now) [[likely]] {
@@ -69,6 +88,8 @@ cpu_pool& cpu_pool::instance() {
   }
   return *pool;
 }
+
+std::mutex& cpu_pool::starting_lock() noexcept { return current_pool::get().mutex; }
 
 cpu_pool::cpu_pool(std::size_t threads) {
   workers_.reserve(threads);

@@ -25,8 +25,14 @@ class cpu_pool {
   /// A range of cubes to run: `run_cubes(context, first, end)`.
   using body = void (*)(void* context, std::uint64_t first, std::uint64_t end);
 
-  /// The process's pool, started on first use and never destroyed (streams may run at exit).
+  /// The process's pool, started on first use and never destroyed (streams may run at exit); a
+  /// forked child starts its own on first use.
+  /// Cost: one relaxed load of the fork generation and an acquire load; starting takes a lock.
   static cpu_pool& instance();
+
+  /// The lock `instance()` holds while it starts a pool, which fork() takes (fork_locks.hpp:
+  /// cpu_pool). For a test that holds it across a fork, as a thread starting the pool would.
+  static std::mutex& starting_lock() noexcept;
 
   /// Threads the pool has (the hardware's, at least 1).
   std::size_t size() const noexcept { return workers_.size(); }

@@ -46,10 +46,15 @@
 // 15. logger_queue        the profiling logger's queue; the writer holds it only to take a batch,
 //                         never while it resolves a measurement or writes a line.
 // 16. symbol_table        the demangled device symbols (kernel_symbols.cpp). A leaf.
+// 17. cpu_pool            which CPU pool is the process's (backend/cpu/cpu_pool.cpp), held while a
+//                         pool starts: by a stream's worker at its first launch, and by
+//                         cpu_device::name(), which an observer may call under the slot. A leaf,
+//                         last so any lock above may be held when it is taken.
 //
 // Locks that are not here, and why: a stream's and a CPU timing pool's locks (a child never uses a
-// stream made before the fork: each stream records its fork generation), the CPU pool's (the child
-// starts a pool of its own), each buffer's list of streams (see docs/guide.md, "fork()").
+// stream made before the fork: each stream records its fork generation), the CPU pool's own queue
+// (the child starts a pool of its own), each buffer's list of streams (see docs/guide.md,
+// "fork()").
 #pragma once
 
 #include <cstddef>
@@ -75,8 +80,9 @@ enum class rank : std::uint8_t {
   logger_config,
   logger_queue,
   symbol_table,
+  cpu_pool,
 };
-inline constexpr std::size_t rank_count = static_cast<std::size_t>(rank::symbol_table) + 1;
+inline constexpr std::size_t rank_count = static_cast<std::size_t>(rank::cpu_pool) + 1;
 
 /// What the fork does with one rank's locks. `prepare` takes them (waiting for their holders);
 /// `parent` releases them in the parent; `child` releases or re-initialises them in the child,

@@ -8,6 +8,7 @@ Usage: scripts/wheel_pack.py BUILD_DIR DIST_DIR   (prints the wheel's path)
 Written with the `wheel` package's WheelFile (Debian's python3-wheel): nothing is downloaded.
 """
 
+import glob
 import os
 import re
 import shutil
@@ -112,7 +113,10 @@ def main():
     with tempfile.TemporaryDirectory(prefix="launchwatch-wheel-") as root:
         version = stage(build_dir, root)
         bin_dir = os.path.join(root, "launchwatch", "_bin")
-        tag = platform_tag([os.path.join(bin_dir, name) for name in sorted(os.listdir(bin_dir))])
+        binaries = [os.path.join(bin_dir, name) for name in sorted(os.listdir(bin_dir))]
+        # The Python package's C extension, where it was built (it needs glibc too).
+        binaries += sorted(glob.glob(os.path.join(root, "launchwatch", "*.so")))
+        tag = platform_tag(binaries)
         dist_info(root, version, tag)
         os.makedirs(dist_dir, exist_ok=True)
         path = os.path.join(dist_dir, f"launchwatch-{version}-py3-none-{tag}.whl")

@@ -69,6 +69,12 @@ for line in "imported $version $site/__init__.py" "injection $site/_bin/liblaunc
     fail "under launchwatch run, the program did not print '$line': $(cat "$work/run.log")"
 done
 
+# The Python package's C extension, where the wheel has one, loads in the environment's Python.
+if compgen -G "$site/_c_api*.so" >/dev/null; then
+  python -c "from launchwatch import _c_api" 2>"$work/c_api.log" ||
+    fail "the wheel's launchwatch._c_api does not load: $(cat "$work/c_api.log")"
+fi
+
 # The Python package's tests (tests/python, as ctest runs them) against the installed package:
 # run by the Python the environment was made from, which has pytest (and torch) where ctest has.
 status=0

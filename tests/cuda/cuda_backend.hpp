@@ -9,6 +9,8 @@
 #include <launchwatch/runtime/client.hpp>
 #include <launchwatch/errors.hpp>
 
+#include "backend/cuda/cuda_runtime.hpp"
+
 namespace launchwatch::conformance {
 
 struct cuda_backend {
@@ -26,6 +28,9 @@ struct cuda_backend {
   static launchwatch::client other_device() { return launchwatch::client::cpu(); }
   /// A device fault is sticky: CUDA's context is lost for the rest of the process.
   static constexpr bool recovers_from_kernel_failure = false;
+  /// The backend's runtime class, for the GPU timing suites
+  /// (conformance/gpu_timing_budget_suite.hpp, gpu_deferred_timing_suite.hpp).
+  using runtime = detail::cuda::cuda_runtime;
 };
 
 }  // namespace launchwatch::conformance

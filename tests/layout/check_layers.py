@@ -5,7 +5,9 @@ The rules:
 1. Core keeps its insides: a file outside src/core/ includes from src/core/ only core's interface,
    src/core/interface/. Core's own tests (tests/unit/, the fuzz targets) are part of core here.
 2. An arrow never points up: a file in src/ or include/launchwatch/ includes only its own layer and
-   the layers listed below it in LAYERS (so core includes no backend, no bridge, no report).
+   the layers listed below it in LAYERS (so core includes no backend, no bridge, no report). The
+   backends include no other backend; the GPU backends (CUDA, HIP) share src/backend/gpu, a layer
+   of its own beneath them.
 
 An include is resolved as the compiler resolves it: a quoted name next to the including file first,
 then in src/; <launchwatch/...> in include/. Includes that resolve to no file in the tree (system
@@ -21,11 +23,14 @@ import re
 import sys
 
 # Each layer, and the layers it may include (besides itself). Backends are matched by
-# src/backend/<name>/ and may not include one another.
+# src/backend/<name>/ and may not include one another; src/backend/gpu is the GPU backends' shared
+# code (their device, stream, timing templates over a runtime class), which only they may include.
 LAYERS: dict[str, frozenset[str]] = {
     "core": frozenset(),
     "runtime": frozenset({"core"}),
+    "gpu": frozenset({"core", "runtime", "cuda_common"}),
     "backend": frozenset({"core", "runtime", "cuda_common"}),
+    "gpu_backend": frozenset({"core", "runtime", "cuda_common", "gpu"}),
     "cuda_common": frozenset({"core"}),
     "cuda_bridge": frozenset({"core", "cuda_common"}),
     "report": frozenset({"core"}),
@@ -39,13 +44,18 @@ PUBLIC_LAYER_OF_NAME = {
     "launchwatch.hpp": "umbrella",
     "cuda_bridge.hpp": "cuda_bridge",
     "detail/cuda_entry.hpp": "runtime",
+    "detail/hip_entry.hpp": "runtime",
+    "detail/device_entry.hpp": "runtime",
 }
 PUBLIC_LAYER_OF_FOLDER = {"runtime": "runtime", "report": "report", "attribute": "attribute"}
+
+# The backends that stand on the GPU layer (src/backend/gpu).
+GPU_BACKENDS = frozenset({"backend/cuda", "backend/hip"})
 
 # Core's tests: they may include core's insides, as every layer's tests may include its own.
 TESTS_OF_CORE = ("tests/unit/", "fuzz/")
 
-SOURCE_SUFFIXES = {".hpp", ".cpp", ".h", ".cu", ".cuh", ".inl"}
+SOURCE_SUFFIXES = {".hpp", ".cpp", ".h", ".cu", ".cuh", ".inl", ".hip"}
 SCANNED_FOLDERS = ("src", "include", "apps", "tests", "bench", "fuzz")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 
@@ -56,7 +66,7 @@ def layer_of(path: str) -> str | None:
     parts = path.split("/")
     if parts[0] == "src" and len(parts) > 2:
         if parts[1] == "backend" and len(parts) > 3:
-            return "backend/" + parts[2]
+            return "gpu" if parts[2] == "gpu" else "backend/" + parts[2]
         return parts[1] if parts[1] in LAYERS else None
     if parts[:2] == ["include", "launchwatch"] and len(parts) > 2:
         inner = "/".join(parts[2:])
@@ -71,7 +81,11 @@ def layer_of(path: str) -> str | None:
 def allowed(from_layer: str, to_layer: str) -> bool:
     if from_layer == to_layer:
         return True
-    base = "backend" if from_layer.startswith("backend/") else from_layer
+    base = from_layer
+    if from_layer in GPU_BACKENDS:
+        base = "gpu_backend"
+    elif from_layer.startswith("backend/"):
+        base = "backend"
     return to_layer in LAYERS.get(base, frozenset())
 
 

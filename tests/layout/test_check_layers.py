@@ -70,6 +70,26 @@ def test_one_backend_including_another_is_named(tree):
     assert "backend/cpu may not include backend/cuda" in found[0]
 
 
+def test_the_gpu_backends_including_their_shared_layer_pass(tree):
+    write(tree, "src/backend/gpu/gpu_stream.hpp", '#include "runtime/backend.hpp"\n')
+    write(tree, "src/backend/cuda/cuda_stream.hpp", '#include "backend/gpu/gpu_stream.hpp"\n')
+    write(tree, "src/backend/hip/hip_stream.hpp", '#include "backend/gpu/gpu_stream.hpp"\n')
+    assert check_layers.violations(tree) == []
+
+
+def test_another_backend_including_the_gpu_layer_is_named(tree):
+    write(tree, "src/backend/gpu/gpu_stream.hpp")
+    write(tree, "src/backend/cpu/cpu_graph.cpp", '#include "backend/gpu/gpu_stream.hpp"\n')
+    found = check_layers.violations(tree)
+    assert len(found) == 1
+    assert "backend/cpu may not include gpu" in found[0]
+
+
+def test_the_gpu_layer_including_a_gpu_backend_is_named(tree):
+    write(tree, "src/backend/gpu/gpu_device.hpp", '#include "backend/cuda/cuda_stream.cpp"\n')
+    assert any("gpu may not include backend/cuda" in line for line in check_layers.violations(tree))
+
+
 def test_the_reports_including_the_attribution_are_named(tree):
     write(tree, "src/report/tree.cpp", '#include "attribute/recorder.hpp"\n')
     assert any("report may not include attribute" in line for line in check_layers.violations(tree))

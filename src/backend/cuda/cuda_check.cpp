@@ -4,6 +4,8 @@
 
 #include <launchwatch/errors.hpp>
 
+#include "backend/gpu/runtime_api.hpp"
+
 namespace launchwatch::detail::cuda {
 
 bool is_sticky(cudaError_t status) noexcept {
@@ -61,32 +63,10 @@ std::string describe_failure(cudaError_t status, std::string_view call, std::str
   return text;
 }
 
-namespace {
-
-/// `bytes` for people: "1.5 GiB", "512.0 MiB", "3 bytes".
-std::string readable(std::size_t bytes) {
-  constexpr double kib = 1024.0;
-  const auto value = static_cast<double>(bytes);
-  if (value >= kib * kib * kib) return fmt::format("{:.1f} GiB", value / (kib * kib * kib));
-  if (value >= kib * kib) return fmt::format("{:.1f} MiB", value / (kib * kib));
-  if (value >= kib) return fmt::format("{:.1f} KiB", value / kib);
-  return fmt::format("{} bytes", bytes);
-}
-
-}  // namespace
-
 std::string describe_out_of_memory(std::size_t bytes, std::size_t free_bytes,
                                    std::size_t total_bytes, int device) {
-  std::string text = fmt::format(
-      "launchwatch: CUDA device {} is out of memory: a buffer of {} bytes ({}) does not fit",
-      device, bytes, readable(bytes));
-  if (total_bytes > 0) {
-    text += fmt::format(" in the {} free of its {}", readable(free_bytes), readable(total_bytes));
-  }
-  text +=
-      " (cudaErrorMemoryAllocation). Nothing was allocated and the device stays usable: free "
-      "buffers (a buffer's memory goes back once its launches have run) or ask for less";
-  return text;
+  return gpu::describe_out_of_memory("CUDA", "cudaErrorMemoryAllocation", bytes, free_bytes,
+                                     total_bytes, device);
 }
 
 void throw_failure(cudaError_t status, std::string_view call, std::string_view kernel, int device) {
@@ -98,15 +78,5 @@ void throw_failure(cudaError_t status, std::string_view call, std::string_view k
   if (!kernel.empty() && is_sticky(status)) throw kernel_failure{kernel, message};
   throw device_error{message};
 }
-
-void device_guard::enter() noexcept {
-  if (cudaGetDevice(&previous_) != cudaSuccess) {
-    (void)cudaGetLastError();
-    previous_ = -1;
-  }
-  if (previous_ != device_ && cudaSetDevice(device_) != cudaSuccess) (void)cudaGetLastError();
-}
-
-void device_guard::leave() noexcept { (void)cudaSetDevice(previous_); }
 
 }  // namespace launchwatch::detail::cuda

@@ -1,94 +1,16 @@
-// One CUDA device: its memory, its kernels' attributes, its health and timing state (its streams,
-// graphs, clock and timing slots have headers of their own).
+// One CUDA device: its memory, its kernels' attributes, its health and timing state
+// (backend/gpu/gpu_device.hpp over the CUDA runtime; its streams, graphs, clock and timing slots
+// have headers of their own).
 #pragma once
 
-#include <cuda_runtime_api.h>
-
-#include <array>
-#include <chrono>
-#include <atomic>
-#include <condition_variable>
-#include <cstdint>
-#include <memory>
-#include <mutex>
-#include <optional>
-#include <shared_mutex>
-#include <string>
-#include <string_view>
-#include <thread>
-#include <unordered_map>
-
-#include "device_health.hpp"
-#include "device_timing.hpp"
-#include "runtime/backend.hpp"
+#include "backend/gpu/gpu_device.hpp"
+#include "cuda_runtime.hpp"
 
 namespace launchwatch::detail::cuda {
 
-class cuda_stream;
-
 /// One CUDA device, as the runtime sees it (backend.hpp's `device`).
-class cuda_device final : public device, public std::enable_shared_from_this<cuda_device> {
- public:
-  /// Opens device `index`. Throws backend_unavailable when it cannot be used.
-  explicit cuda_device(int index);
-  ~cuda_device() override;
-
-  std::string_view backend() const noexcept override { return "cuda"; }
-  int index() const noexcept override { return index_; }
-  std::string name() const override { return name_; }
-  const device_limits& limits() const noexcept override { return limits_; }
-
-  void* allocate(std::size_t bytes, stream& on) override;
-  void deallocate(void* memory, std::size_t bytes,
-                  std::span<const stream_point> after) noexcept override;
-  void zero(void* memory, std::size_t bytes, stream& on) override;
-  void copy_to_device(void* destination, const void* source, std::size_t bytes,
-                      stream& on) override;
-  void copy_to_host(void* destination, const void* source, std::size_t bytes,
-                    stream& on) override;
-  std::shared_ptr<stream> create_stream() override;
-
-  /// Checks a launch of `launch` against what nvcc compiled for its entry (threads per cube, shared
-  /// memory), loading the entry's module on first use. Throws invalid_launch.
-  void check_attributes(const launch_descriptor& launch);
-
-  /// The timing state, created on first use (the clock's first anchor is taken then).
-  const std::shared_ptr<device_timing>& timing();
-
-  const std::shared_ptr<device_health>& health() const noexcept { return health_; }
-
-  /// Whether this is the only device the process sees, so that no thread can have another one
-  /// current: a launch then needs no device_guard (see its `only_device` constructor). Fixed for
-  /// the process: CUDA's device count does not change once the runtime has started.
-  bool only_device() const noexcept { return only_device_; }
-
- private:
-  const cudaFuncAttributes& attributes_of(const launch_descriptor& launch);
-  void finish_service_work(std::string_view call);
-
-  int index_;
-  bool only_device_ = false;
-  std::string name_;
-  device_limits limits_;
-  std::size_t shared_memory_per_block_ = 0;
-  std::size_t shared_memory_per_block_optin_ = 0;
-  std::shared_ptr<device_health> health_;
-  // Memory work runs here, not on the caller's stream: a buffer is created, filled and read
-  // outside any capture window and without waiting behind the caller's queued kernels (the runtime
-  // writes only new memory and reads only after waiting for its uses).
-  cudaStream_t service_ = nullptr;
-  // Frees wait here, on the device, for the launches that used the memory.
-  cudaStream_t release_ = nullptr;
-  std::mutex release_mutex_;
-  cudaMemPool_t pool_ = nullptr;
-
-  std::shared_mutex attributes_mutex_;
-  std::unordered_map<const void*, cudaFuncAttributes> attributes_;
-
-  std::chrono::nanoseconds grid_overhead_{0};
-  std::uint32_t timing_slots_ = 0;
-  std::once_flag timing_once_;
-  std::shared_ptr<device_timing> timing_;
-};
+using cuda_device = gpu::gpu_device<cuda_runtime>;
 
 }  // namespace launchwatch::detail::cuda
+
+extern template class launchwatch::detail::gpu::gpu_device<launchwatch::detail::cuda::cuda_runtime>;

@@ -1,31 +1,12 @@
-// A captured CUDA graph, instantiated and replayed.
+// A captured CUDA graph, instantiated and replayed (backend/gpu/gpu_graph.hpp over CUDA's graphs).
 #pragma once
 
-#include <cuda_runtime_api.h>
-
-#include <cstddef>
-#include <cstdint>
-#include <memory>
-
-#include "cuda_device.hpp"
-#include "runtime/backend.hpp"
+#include "backend/gpu/gpu_graph.hpp"
+#include "cuda_runtime.hpp"
 
 namespace launchwatch::detail::cuda {
 
 /// A captured CUDA graph, instantiated (backend.hpp's `recorded_graph`).
-class cuda_graph final : public recorded_graph {
- public:
-  cuda_graph(std::shared_ptr<cuda_device> owner, cudaGraph_t graph, cudaGraphExec_t executable,
-             std::size_t launches);
-  ~cuda_graph() override;
-  std::size_t size() const noexcept override { return launches_; }
-  std::uint64_t replay(stream& on) override;
-
- private:
-  std::shared_ptr<cuda_device> owner_;
-  cudaGraph_t graph_;
-  cudaGraphExec_t executable_;
-  std::size_t launches_;
-};
+using cuda_graph = gpu::gpu_graph<cuda_runtime>;
 
 }  // namespace launchwatch::detail::cuda

@@ -12,10 +12,9 @@
 
 #include "core/interface/diagnostics.hpp"
 
-namespace launchwatch::detail::cuda {
+namespace launchwatch::detail::gpu {
 namespace {
 
-constexpr std::string_view variable = "LAUNCHWATCH_CUDA_GRID_OVERHEAD_NS";
 constexpr std::int64_t most = 100'000;
 
 constexpr std::array measured{
@@ -28,14 +27,17 @@ constexpr std::array measured{
 
 }  // namespace
 
-std::span<const grid_overhead_measurement> measured_grid_overheads() noexcept { return measured; }
+std::span<const grid_overhead_measurement> measured_grid_overheads() noexcept {
+  return measured;
+}
 
-std::chrono::nanoseconds parse_grid_overhead(std::string_view value) {
+std::chrono::nanoseconds parse_grid_overhead(std::string_view variable, std::string_view value) {
   std::int64_t ns = -1;
   const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), ns);
   if (error != std::errc{} || end != value.data() + value.size() || ns < 0 || ns > most) {
     throw configuration_error{fmt::format(
-        "{} is set to `{}`, which is not a grid overhead: give a whole number of nanoseconds from 0 "
+        "{} is set to `{}`, which is not a grid overhead: give a whole number of nanoseconds from "
+        "0 "
         "to {} (the time a grid's launch and retire take that no in-kernel stamp sees; unset "
         "means launchwatch's measured figure for the device)",
         variable, value, most)};
@@ -43,22 +45,25 @@ std::chrono::nanoseconds parse_grid_overhead(std::string_view value) {
   return std::chrono::nanoseconds{ns};
 }
 
-std::chrono::nanoseconds grid_overhead_for(int major, int minor) {
-  if (const char* set = std::getenv(std::string{variable}.c_str()); set != nullptr && *set != '\0') {
-    return parse_grid_overhead(set);
+std::chrono::nanoseconds grid_overhead_for(std::string_view variable, bool nvidia, int major,
+                                           int minor) {
+  if (const char* set = std::getenv(std::string{variable}.c_str());
+      set != nullptr && *set != '\0') {
+    return parse_grid_overhead(variable, set);
   }
   for (const auto& m : measured) {
-    if (m.major == major && m.minor == minor) return m.overhead;
+    if (nvidia && m.major == major && m.minor == minor) return m.overhead;
   }
   if (first_time(once_warning::grid_overhead_unmeasured)) {
     diagnostics().warn(
-        "No grid overhead has been measured for CUDA devices of compute capability {}.{}: deferred "
-        "timings on them read shorter than CUPTI's by the time a grid's launch and retire take "
-        "(about 0.5 us on an H200). Run launchwatch_peers_bench there and set {} to the figure it "
-        "derives.",
-        major, minor, variable);
+        "No grid overhead has been measured for {} devices of compute capability {}.{}: deferred "
+        "timings on them read shorter than a profiler's by the time a grid's launch and retire "
+        "take "
+        "(about 0.5 us on an H200). Measure it against the vendor's profiler (on NVIDIA GPUs "
+        "launchwatch_peers_bench derives it) and set {} to the figure.",
+        nvidia ? "NVIDIA" : "AMD", major, minor, variable);
   }
   return std::chrono::nanoseconds{0};
 }
 
-}  // namespace launchwatch::detail::cuda
+}  // namespace launchwatch::detail::gpu

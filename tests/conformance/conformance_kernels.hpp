@@ -1,9 +1,10 @@
 // The kernels the conformance suite launches.
 //
-// In a header, and single-source, so the CUDA test translation unit (compiled by nvcc) instantiates
-// the same kernels for the GPU. In a named namespace so their names read the same under g++ and nvcc.
-// Each also carries its compute shader for Vulkan (shaders/<name>.comp, compiled at build time into
-// conformance_shaders.hpp), whose results the suite checks as it checks every backend's.
+// In a header, and single-source, so the CUDA and HIP test translation units (compiled by nvcc or
+// HIP's clang) instantiate the same kernels for the GPU. In a named namespace so their names read
+// the same under g++ and nvcc. Each also carries its compute shader for Vulkan
+// (shaders/<name>.comp, compiled at build time into conformance_shaders.hpp), whose results the
+// suite checks as it checks every backend's.
 #pragma once
 
 #include <chrono>
@@ -76,12 +77,15 @@ struct nothing {
   static constexpr vulkan_shader vulkan = shaders::nothing;
 };
 
-/// The device's nanosecond clock: the steady clock on the host, %globaltimer on an NVIDIA GPU.
+/// The device's nanosecond clock: the steady clock on the host, %globaltimer on an NVIDIA GPU,
+/// the 100 MHz wall clock on an AMD GPU (launchwatch/detail/hip_entry.hpp).
 LAUNCHWATCH_HOST_DEVICE inline std::uint64_t clock_ns() {
 #if defined(__CUDA_ARCH__)
   std::uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
+#elif defined(__HIP_DEVICE_COMPILE__)
+  return __builtin_amdgcn_s_memrealtime() * detail::hip_wall_clock_ns_per_tick;
 #else
   return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                         std::chrono::steady_clock::now().time_since_epoch())
@@ -102,7 +106,8 @@ struct spin {
   static constexpr vulkan_shader vulkan = shaders::spin;
 };
 
-/// Fails at unit `at`: throws on the host, traps on a GPU. Every other unit writes 1.
+/// Fails at unit `at`: throws on the host, traps on a GPU (an AMD GPU's trap ends the process: the
+/// HIP runtime aborts on a device fault). Every other unit writes 1.
 struct fail_at {
   device_span<int> out;
   std::uint64_t at;
@@ -111,6 +116,8 @@ struct fail_at {
     if (i == at) {
 #if defined(__CUDA_ARCH__)
       __trap();
+#elif defined(__HIP_DEVICE_COMPILE__)
+      __builtin_trap();
 #else
       throw std::runtime_error{"unit refused to run"};
 #endif

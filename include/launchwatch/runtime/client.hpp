@@ -61,6 +61,16 @@ class client {
   /// nvcc compiles (see `launch`). Defined by the CUDA backend.
   static client cuda(int device_index = 0);
 
+  /// The HIP device `device_index`: an AMD GPU through HIP's runtime, or, in a build for HIP's
+  /// NVIDIA platform (LAUNCHWATCH_HIP_PLATFORM=nvidia), an NVIDIA GPU through HIP's API over CUDA.
+  ///
+  /// Kernels launched through it must be launched from a file a HIP compiler compiles (see
+  /// `launch`). Deferred timing stamps the device's nanosecond timer inside the kernel, as on
+  /// CUDA. Throws backend_unavailable, saying why, in a build without the HIP backend, on a
+  /// machine without a device HIP can use, or for an index past the last device. Defined by the
+  /// HIP backend.
+  static client hip(int device_index = 0);
+
   /// The Vulkan device `device_index` (counted over the devices that can run compute with buffer
   /// device addresses and timeline semaphores): a GPU through its vendor's driver, or the CPU
   /// through Mesa's lavapipe.
@@ -129,19 +139,20 @@ class client {
   /// Launches `kernel` over `count` cubes of `dim` units each.
   ///
   /// `K` is a kernel (see kernel.hpp): checked at compile time. In a file nvcc compiles, the launch
-  /// can run on CUDA; a CUDA client given a launch from a host-only file throws invalid_launch
-  /// saying to compile that file as CUDA. Returns once the launch is queued (the kernel runs later,
-  /// in order on this thread's stream), or at once for an empty grid.
+  /// can run on CUDA; in one a HIP compiler compiles, on HIP. A CUDA (HIP) client given a launch
+  /// from a file not compiled as CUDA (HIP) throws invalid_launch saying to compile that file so.
+  /// Returns once the launch is queued (the kernel runs later, in order on this thread's stream),
+  /// or at once for an empty grid.
   ///
-  /// Throws invalid_launch, before anything is reported, when `dim` exceeds the device's limits or a
-  /// span belongs to another device, to a destroyed buffer, or lies outside its buffer. Failures of
-  /// the kernel itself surface at the next sync or read. The second template parameter is internal:
-  /// never name it.
-  /// Cost with nothing observing: validation (per span, a registry lookup under a read lock whose
-  /// readers share no cache line), one relaxed load and branch for the launch path, the backend's
-  /// submission (CPU: a queue push; CUDA: cudaLaunchKernel), and per span a use recorded in this
-  /// stream's own table (its lock, uncontended unless the client is pinned and shared).
-  template <class K, bool AsCuda = detail::compiled_as_cuda>
+  /// Throws invalid_launch, before anything is reported, when `dim` exceeds the device's limits or
+  /// a span belongs to another device, to a destroyed buffer, or lies outside its buffer. Failures
+  /// of the kernel itself surface at the next sync or read. The template parameters after `K` are
+  /// internal: never name them. Cost with nothing observing: validation (per span, a registry
+  /// lookup under a read lock whose readers share no cache line), one relaxed load and branch for
+  /// the launch path, the backend's submission (CPU: a queue push; CUDA: cudaLaunchKernel), and per
+  /// span a use recorded in this stream's own table (its lock, uncontended unless the client is
+  /// pinned and shared).
+  template <class K, bool AsCuda = detail::compiled_as_cuda, bool AsHip = detail::compiled_as_hip>
   void launch(const K& kernel, cube_count count, cube_dim dim) const {
     detail::check_kernel_type<K>();
     if (count.empty() || dim.empty()) return;  // Step 1: nothing launched, nothing reported.
@@ -154,6 +165,7 @@ class client {
         alignof(K),
         &detail::cpu_entry<K>,
         detail::cuda_entry_address<K, AsCuda>(),
+        detail::hip_entry_address<K, AsHip>(),
         spans.view(),
         is_collective<K>,
         detail::vulkan_shader_of<K>(),
@@ -210,7 +222,7 @@ class client {
   /// The id of the stream this thread's launches go to, as `launch_info::stream` reports it.
   std::uint64_t stream_id() const;
 
-  /// "cpu", "cuda" or "vulkan".
+  /// "cpu", "cuda", "hip" or "vulkan".
   std::string_view backend() const noexcept;
   /// The device's index within its backend.
   int device_index() const noexcept;

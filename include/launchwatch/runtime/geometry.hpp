@@ -14,9 +14,9 @@
 
 #include <launchwatch/errors.hpp>
 
-/// Marks a function callable on the host and, in a translation unit nvcc compiles, on a device:
-/// a kernel's call operator carries it so one definition serves every backend.
-#if defined(__CUDACC__)
+/// Marks a function callable on the host and, in a translation unit nvcc or HIP's clang compiles,
+/// on a device: a kernel's call operator carries it so one definition serves every backend.
+#if defined(__CUDACC__) || defined(__HIP__)
 #define LAUNCHWATCH_HOST_DEVICE __host__ __device__
 #else
 #define LAUNCHWATCH_HOST_DEVICE

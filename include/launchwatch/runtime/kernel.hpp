@@ -30,7 +30,8 @@
 // are fine. A C array field of the kernel itself (`float w[4]`) cannot be enumerated at all (brace
 // elision miscounts it; wrap it in a struct or use std::array).
 //
-// This header is included by translation units nvcc compiles; it includes no CUDA header of its own.
+// This header is included by translation units nvcc or HIP's clang compiles; it includes no CUDA or
+// HIP header of its own.
 #pragma once
 
 #include <array>
@@ -47,9 +48,15 @@
 #include <launchwatch/runtime/geometry.hpp>
 #include <launchwatch/runtime/vulkan_shader.hpp>
 
+#include <launchwatch/config.hpp>
+
 #if defined(__CUDACC__)
 // Defines `template <class K> __global__ void launchwatch::detail::cuda_entry(K kernel, ...)`.
 #include <launchwatch/detail/cuda_entry.hpp>
+#endif
+#if defined(__HIP__) || (defined(__CUDACC__) && LAUNCHWATCH_HIP_PLATFORM_NVIDIA)
+// Defines `template <class K> __global__ void launchwatch::detail::hip_entry(K kernel, ...)`.
+#include <launchwatch/detail/hip_entry.hpp>
 #endif
 
 namespace launchwatch::detail {
@@ -385,6 +392,15 @@ inline constexpr bool compiled_as_cuda = true;
 inline constexpr bool compiled_as_cuda = false;
 #endif
 
+/// Whether this translation unit is compiled by a HIP compiler: HIP's clang (for AMD GPUs), or nvcc
+/// in a build whose HIP backend runs on HIP's NVIDIA platform. Defaults a template parameter of
+/// `client::launch`, as compiled_as_cuda does.
+#if defined(__HIP__) || (defined(__CUDACC__) && LAUNCHWATCH_HIP_PLATFORM_NVIDIA)
+inline constexpr bool compiled_as_hip = true;
+#else
+inline constexpr bool compiled_as_hip = false;
+#endif
+
 /// The address of `cuda_entry<K>` (its host stub, what cudaLaunchKernel takes) when the calling
 /// translation unit is compiled by nvcc; null otherwise, so a CUDA device can refuse the launch with
 /// a message saying which file to compile as CUDA.
@@ -393,6 +409,19 @@ const void* cuda_entry_address() noexcept {
 #if defined(__CUDACC__)
   if constexpr (AsCuda) {
     return reinterpret_cast<const void*>(&::launchwatch::detail::cuda_entry<K>);
+  }
+#endif
+  return nullptr;
+}
+
+/// The address of `hip_entry<K>` (its host stub, what hipLaunchKernel takes) when the calling
+/// translation unit is compiled by a HIP compiler; null otherwise, so a HIP device can refuse the
+/// launch with a message saying which file to compile as HIP.
+template <class K, bool AsHip>
+const void* hip_entry_address() noexcept {
+#if defined(__HIP__) || (defined(__CUDACC__) && LAUNCHWATCH_HIP_PLATFORM_NVIDIA)
+  if constexpr (AsHip) {
+    return reinterpret_cast<const void*>(&::launchwatch::detail::hip_entry<K>);
   }
 #endif
   return nullptr;
@@ -415,6 +444,8 @@ struct launch_descriptor {
   cpu_entry_function cpu_entry = nullptr;
   /// `&cuda_entry<K>` when nvcc compiled the launching file, null otherwise.
   const void* cuda_entry = nullptr;
+  /// `&hip_entry<K>` when a HIP compiler compiled the launching file, null otherwise.
+  const void* hip_entry = nullptr;
   /// The buffers the kernel references, valid for the call only.
   std::span<const span_ref> spans;
   /// `is_collective<K>`: reported as launch_info::collective.

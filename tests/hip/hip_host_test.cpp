@@ -1,0 +1,126 @@
+// The HIP backend's parts that need no GPU: what client::hip() says where there is none, how HIP's
+// errors are told apart and described, what a launch from a file no HIP compiler compiled is told,
+// and the HIP names of deferred timing's settings. Compiled by g++ and run everywhere, CI included.
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <launchwatch/errors.hpp>
+#include <launchwatch/runtime/client.hpp>
+
+#include "backend/gpu/timing_slots.hpp"
+#include "backend/hip/hip_check.hpp"
+#include "backend/hip/hip_runtime.hpp"
+
+namespace launchwatch::hip_testing {
+namespace {
+
+using detail::hip::hip_runtime;
+
+struct fill_ones {
+  device_span<int> out;
+  LAUNCHWATCH_HOST_DEVICE void operator()(unit u) const {
+    if (u.absolute_pos() < out.size()) out[u.absolute_pos()] = 1;
+  }
+};
+
+bool gpu_visible() {
+  int count = 0;
+  const bool visible = hipGetDeviceCount(&count) == hipSuccess && count > 0;
+  (void)hipGetLastError();
+  return visible;
+}
+
+TEST(HipWithoutADevice, ClientHipThrowsBackendUnavailableSayingThereIsNoDeviceAndWhatToUse) {
+  if (gpu_visible()) GTEST_SKIP() << "a HIP device is visible here";
+  try {
+    (void)client::hip();
+    FAIL() << "client::hip() returned without a device";
+  } catch (const backend_unavailable& error) {
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("client::hip(0)"));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("client::cpu()"));
+  }
+}
+
+TEST(HipWithoutADevice, TheCpuBackendWorksAfterHipWasRefused) {
+  if (gpu_visible()) GTEST_SKIP() << "a HIP device is visible here";
+  EXPECT_THROW((void)client::hip(), backend_unavailable);
+  auto cpu = client::cpu();
+  auto values = cpu.empty<int>(16);
+  cpu.launch(fill_ones{values.view()}, cube_count{2}, cube_dim{8});
+  EXPECT_EQ(cpu.read(values), std::vector<int>(16, 1));
+}
+
+TEST(HipClient, ANegativeDeviceIndexIsRefusedSayingIndicesCountFromZero) {
+  try {
+    (void)client::hip(-1);
+    FAIL() << "client::hip(-1) returned";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("counts from 0"));
+  }
+}
+
+TEST(HipErrors, DeviceFaultsAreStickyAndOrdinaryFailuresAreNot) {
+  EXPECT_TRUE(detail::hip::is_sticky(hipErrorIllegalAddress));
+  EXPECT_TRUE(detail::hip::is_sticky(hipErrorLaunchFailure));
+  EXPECT_TRUE(detail::hip::is_sticky(hipErrorAssert));
+  EXPECT_FALSE(detail::hip::is_sticky(hipErrorOutOfMemory));
+  EXPECT_FALSE(detail::hip::is_sticky(hipErrorInvalidValue));
+  EXPECT_FALSE(detail::hip::is_sticky(hipErrorNotReady));
+}
+
+TEST(HipErrors, AFailureNamesTheCallTheKernelTheDeviceAndHipsError) {
+  const std::string text =
+      detail::hip::describe_failure(hipErrorIllegalAddress, "hipStreamSynchronize", "demo::k", 2);
+  EXPECT_THAT(text, ::testing::HasSubstr("hipStreamSynchronize"));
+  EXPECT_THAT(text, ::testing::HasSubstr("'demo::k'"));
+  EXPECT_THAT(text, ::testing::HasSubstr("device 2"));
+  EXPECT_THAT(text, ::testing::HasSubstr("hipErrorIllegalAddress"));
+  EXPECT_THAT(text, ::testing::HasSubstr("sticky"));
+}
+
+TEST(HipErrors, NoDeviceIsBackendUnavailableAndAFaultOfANamedKernelIsAKernelFailure) {
+  EXPECT_THROW(detail::hip::throw_failure(hipErrorNoDevice, "hipSetDevice", {}, 0),
+               backend_unavailable);
+  EXPECT_THROW(
+      detail::hip::throw_failure(hipErrorIllegalAddress, "hipStreamSynchronize", "demo::k", 0),
+      kernel_failure);
+  EXPECT_THROW(detail::hip::throw_failure(hipErrorOutOfMemory, "hipMallocAsync", {}, 0),
+               device_error);
+}
+
+TEST(HipErrors, OutOfMemorySaysTheSizeAskedForAndWhatWasFree) {
+  const std::string text = detail::hip::describe_out_of_memory(
+      std::size_t{3} << 30, std::size_t{1} << 30, std::size_t{64} << 30, 1);
+  EXPECT_THAT(text, ::testing::HasSubstr("HIP device 1 is out of memory"));
+  EXPECT_THAT(text, ::testing::HasSubstr("3221225472 bytes (3.0 GiB)"));
+  EXPECT_THAT(text, ::testing::HasSubstr("1.0 GiB free of its 64.0 GiB"));
+  EXPECT_THAT(text, ::testing::HasSubstr("hipErrorOutOfMemory"));
+}
+
+TEST(HipTimingSlots, TheBudgetIsReadFromTheHipVariableAndABadOneIsNamed) {
+  EXPECT_EQ(detail::gpu::parse_timing_slots(hip_runtime::timing_slots_variable, "128"), 128u);
+  try {
+    (void)detail::gpu::parse_timing_slots(hip_runtime::timing_slots_variable, "100");
+    FAIL() << "accepted 100 slots";
+  } catch (const configuration_error& error) {
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("LAUNCHWATCH_HIP_TIMING_SLOTS"));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("multiple of 64"));
+  }
+}
+
+TEST(HipLaunch, AKernelFromAFileNoHipCompilerCompiledHasNoHipEntry) {
+  // This file is compiled by g++: the launch it would build carries no HIP entry, and the HIP
+  // device refuses it saying to compile the file as HIP (hip_runtime's wording).
+  EXPECT_FALSE(detail::compiled_as_hip);
+  EXPECT_EQ((detail::hip_entry_address<fill_ones, detail::compiled_as_hip>()), nullptr);
+  EXPECT_THAT(std::string{hip_runtime::wording.no_entry},
+              ::testing::HasSubstr("not compiled by a HIP compiler"));
+}
+
+}  // namespace
+}  // namespace launchwatch::hip_testing

@@ -28,6 +28,14 @@ function(launchwatch_use_hip_nvidia_headers target)
   target_link_libraries(${target} PRIVATE CUDA::cudart)
 endfunction()
 
+# fmt 9 turns constexpr off under nvcc, which then breaks its C++20 paths, and nvcc's front end
+# cannot evaluate its consteval format checks: keep constexpr on and check format strings at run
+# time in `target`'s files nvcc compiles (as tests/cuda does).
+function(launchwatch_fmt_under_nvcc target)
+  target_compile_definitions(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CUDA>:FMT_USE_CONSTEXPR=1> $<$<COMPILE_LANGUAGE:CUDA>:FMT_CONSTEVAL=>)
+endfunction()
+
 function(launchwatch_hip_unavailable why)
   if(LAUNCHWATCH_HIP STREQUAL "ON")
     message(FATAL_ERROR "LAUNCHWATCH_HIP=ON but ${why}; or configure with -DLAUNCHWATCH_HIP=OFF")

@@ -23,6 +23,8 @@ struct cuda_backend {
       return std::string{why.what()};
     }
   }
+  /// The entry point as the backend's messages name it.
+  static constexpr const char* client_call = "client::cuda(0)";
   static launchwatch::client make_client() { return launchwatch::client::cuda(); }
   /// A CPU device: its buffers are another device's as much as a second GPU's would be.
   static launchwatch::client other_device() { return launchwatch::client::cpu(); }

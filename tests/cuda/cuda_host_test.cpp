@@ -19,6 +19,12 @@
 #include "backend/cuda/device_clock.hpp"
 #include "backend/cuda/grid_overhead.hpp"
 #include "backend/cuda/timing_slots.hpp"
+#include "conformance/without_device_suite.hpp"
+#include "cuda/cuda_backend.hpp"
+
+namespace launchwatch::conformance {
+INSTANTIATE_TYPED_TEST_SUITE_P(cuda, backend_without_device, cuda_backend);
+}  // namespace launchwatch::conformance
 
 namespace launchwatch::cuda_testing {
 namespace {
@@ -26,38 +32,6 @@ namespace {
 using detail::cuda::clock_anchor;
 using detail::cuda::clock_segment;
 using detail::cuda::device_clock;
-
-struct fill_ones {
-  device_span<int> out;
-  LAUNCHWATCH_HOST_DEVICE void operator()(unit u) const {
-    if (u.absolute_pos() < out.size()) out[u.absolute_pos()] = 1;
-  }
-};
-
-bool gpu_visible() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-}
-
-TEST(CudaWithoutADevice, ClientCudaThrowsBackendUnavailableSayingThereIsNoDeviceAndWhatToUse) {
-  if (gpu_visible()) GTEST_SKIP() << "a CUDA device is visible here";
-  try {
-    (void)client::cuda();
-    FAIL() << "client::cuda() returned without a device";
-  } catch (const backend_unavailable& error) {
-    EXPECT_THAT(error.what(), ::testing::HasSubstr("client::cuda(0)"));
-    EXPECT_THAT(error.what(), ::testing::HasSubstr("client::cpu()"));
-  }
-}
-
-TEST(CudaWithoutADevice, TheCpuBackendWorksAfterCudaWasRefused) {
-  if (gpu_visible()) GTEST_SKIP() << "a CUDA device is visible here";
-  EXPECT_THROW((void)client::cuda(), backend_unavailable);
-  auto cpu = client::cpu();
-  auto values = cpu.empty<int>(16);
-  cpu.launch(fill_ones{values.view()}, cube_count{2}, cube_dim{8});
-  EXPECT_EQ(cpu.read(values), std::vector<int>(16, 1));
-}
 
 TEST(CudaErrors, FaultsThatEndTheContextAreStickyAndOthersAreNot) {
   EXPECT_TRUE(detail::cuda::is_sticky(cudaErrorIllegalAddress));

@@ -24,6 +24,8 @@ struct hip_backend {
       return std::string{why.what()};
     }
   }
+  /// The entry point as the backend's messages name it.
+  static constexpr const char* client_call = "client::hip(0)";
   static launchwatch::client make_client() { return launchwatch::client::hip(); }
   /// A CPU device: its buffers are another device's as much as a second GPU's would be.
   static launchwatch::client other_device() { return launchwatch::client::cpu(); }

@@ -81,6 +81,7 @@ class progress_line {
 int run_demo(const demo_options& options) {
   options.model.validate();
   auto device = options.backend == "cuda"     ? client::cuda(options.device)
+                : options.backend == "hip"    ? client::hip(options.device)
                 : options.backend == "vulkan" ? client::vulkan(options.device)
                                               : client::cpu(options.device);
   // Before the work: a folder that cannot take the report, or holds files launchwatch did not
@@ -158,16 +159,21 @@ int run_demo(const demo_options& options) {
 int main(int argc, char** argv) {
   CLI::App app{"launchwatch: watch a program's kernel launches and see where device time went"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", fmt::format("launchwatch {}.{}.{} (CUDA {}, Vulkan {})", LAUNCHWATCH_VERSION_MAJOR,
-                                                LAUNCHWATCH_VERSION_MINOR, LAUNCHWATCH_VERSION_PATCH,
-                                                LAUNCHWATCH_HAS_CUDA ? "built" : "not built",
-                                                LAUNCHWATCH_HAS_VULKAN ? "built" : "not built"));
+  app.set_version_flag(
+      "--version",
+      fmt::format("launchwatch {}.{}.{} (CUDA {}, HIP {}, Vulkan {})", LAUNCHWATCH_VERSION_MAJOR,
+                  LAUNCHWATCH_VERSION_MINOR, LAUNCHWATCH_VERSION_PATCH,
+                  LAUNCHWATCH_HAS_CUDA ? "built" : "not built",
+                  !LAUNCHWATCH_HAS_HIP                ? "not built"
+                  : LAUNCHWATCH_HIP_PLATFORM_NVIDIA ? "built for NVIDIA GPUs"
+                                                    : "built for AMD GPUs",
+                  LAUNCHWATCH_HAS_VULKAN ? "built" : "not built"));
 
   demo_options options;
   auto* demo_command = app.add_subcommand(
       "demo", "Run a small transformer under an attribution observer; print its report and write trace files");
-  demo_command->add_option("--backend", options.backend, "cpu, cuda or vulkan")
-      ->check(CLI::IsMember({"cpu", "cuda", "vulkan"}))
+  demo_command->add_option("--backend", options.backend, "cpu, cuda, hip or vulkan")
+      ->check(CLI::IsMember({"cpu", "cuda", "hip", "vulkan"}))
       ->capture_default_str();
   demo_command->add_option("--device", options.device, "Device index within the backend")
       ->check(CLI::NonNegativeNumber)

@@ -10,10 +10,12 @@
 #
 # HIP's headers: LAUNCHWATCH_HIP_INCLUDE_DIR, else /usr/include when it holds hip/, else
 # build/hip-include (made by scripts/hip_headers.sh on a machine with libamdhip64-dev, and carried).
-# Usage: OUT=dir scripts/device_hip.sh   (OUT defaults to build/device-hip-out)
+# Usage: OUT=dir scripts/device_hip.sh [step ...]   (OUT defaults to build/device-hip-out)
+#   steps: build tests demo bench, all by default; the build is incremental, so a machine kept
+#   warm between two calls builds once (`... build tests demo`, then `... bench`).
 #   BUILD=dir JOBS=n ROUNDS=r
-# Outputs: $OUT/summary.txt (the table), $OUT/deferred_timing_hip.txt, $OUT/deferred_timing_cuda.txt,
-# $OUT/demo_hip.txt, and every log in $OUT/logs_hip.tar.gz.
+# Outputs: $OUT/summary_<steps>.txt (the table), $OUT/deferred_timing_hip.txt and
+# $OUT/deferred_timing_cuda.txt, $OUT/demo_hip.txt, and every log in $OUT/logs_hip_<steps>.tar.gz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/device-hip-out}
@@ -22,6 +24,8 @@ JOBS=${JOBS:-$(nproc)}
 ROUNDS=${ROUNDS:-5}
 logs=$BUILD/logs
 mkdir -p "$OUT" "$logs"
+steps=" ${*:-build tests demo bench} "
+want() { [[ $steps == *" $1 "* ]]; }
 rows=()
 row() { rows+=("$(printf '%-44s | %-4s | %s' "$1" "$2" "$3")"); }
 since() { echo $(( $(date +%s) - $1 )); }
@@ -45,6 +49,7 @@ cuda_tests=(launchwatch_conformance_cuda_test launchwatch_conformance_cuda_concu
             launchwatch_cuda_timing_budget_test launchwatch_cuda_deferred_timing_test
             launchwatch_cuda_backend_test launchwatch_cuda_host_test launchwatch_cuda_launch_stress_test)
 echo "== configure and build (-j$JOBS; HIP headers from $headers)"
+# Always: the steps after it need its targets, and it does nothing when they are up to date.
 t=$(date +%s)
 source scripts/find_cupti.sh
 if cmake --preset hip-nvidia -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES=90 \
@@ -74,6 +79,7 @@ run_ctest() {
   fi
 }
 # ctest names a typed test <backend>.<Test><fixture>: hip.* are the HIP fixture's GPU tests.
+if want tests; then
 echo "== HIP tests (HIP over CUDA)"
 run_ctest "HIP GPU tests (conformance, concurrency, timing)" '^hip\.' ctest_hip_gpu.log
 run_ctest "  of them: timing budget, full device" \
@@ -82,7 +88,9 @@ run_ctest "HIP host-only tests" '^Hip' ctest_hip_host.log
 echo "== CUDA tests (the shared backend/gpu, on CUDA)"
 run_ctest "CUDA GPU and host tests" '^cuda\.|^Cuda|^DeviceClockMapping|^GridOverhead|^TimingSlots' \
   ctest_cuda.log
+fi
 
+if want demo; then
 echo "== demo on HIP"
 t=$(date +%s)
 if timeout 120 "$BUILD/apps/launchwatch/launchwatch" demo --backend hip --no-progress \
@@ -91,8 +99,9 @@ if timeout 120 "$BUILD/apps/launchwatch/launchwatch" demo --backend hip --no-pro
 else
   row "launchwatch demo --backend hip" FAIL "demo_hip.txt"
 fi
+fi
 
-for backend in hip cuda; do
+want bench && for backend in hip cuda; do
   echo "== deferred timing bench, $backend (perturbation and fidelity rows)"
   t=$(date +%s)
   if timeout 300 "$BUILD/bench/peers/launchwatch_deferred_timing_bench" --backend "$backend" \
@@ -105,10 +114,10 @@ for backend in hip cuda; do
   fi
 done
 
-tar -czf "$OUT/logs_hip.tar.gz" -C "$BUILD" logs
+tar -czf "$OUT/logs_hip_$(echo $steps | tr ' ' '_').tar.gz" -C "$BUILD" logs
 {
   cat "$logs/machine.txt"
   printf '%-44s | %-4s | %s\n' step ok detail
   printf '%s\n' "${rows[@]}"
   echo "total $(since "$started") s"
-} | tee "$OUT/summary.txt"
+} | tee "$OUT/summary_$(echo $steps | tr ' ' '_').txt"

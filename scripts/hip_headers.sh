@@ -17,5 +17,5 @@ rm -rf "$destination/hip"
 mkdir -p "$destination"
 cp -r /usr/include/hip "$destination/hip"
 cp /usr/share/doc/libamdhip64-dev/copyright "$destination/hip/COPYRIGHT.debian"
-echo "HIP $(grep -o 'HIP_VERSION_MAJOR [0-9]*\|HIP_VERSION_MINOR [0-9]*' /usr/include/hip/hip_version.h |
-  awk '{print $2}' | paste -sd.) headers in $destination ($(du -sh "$destination" | cut -f1))"
+echo "HIP $(grep -E '^#define HIP_VERSION_(MAJOR|MINOR) ' /usr/include/hip/hip_version.h |
+  awk '{print $3}' | paste -sd.) headers in $destination ($(du -sh "$destination" | cut -f1))"

@@ -66,7 +66,8 @@ fi
 run_ctest() {
   local name=$1 regex=$2 log=$logs/$3
   local t; t=$(date +%s)
-  ctest --test-dir "$BUILD" -R "$regex" --no-tests=error --output-on-failure --timeout 300 -j 8 \
+  ctest --test-dir "$BUILD" -R "$regex" -E NOT_BUILT --no-tests=error --output-on-failure \
+    --timeout 300 -j 8 \
     >"$log" 2>&1
   local status=$? summary skipped
   summary=$(grep -E 'tests passed|tests failed' "$log" | tail -1)
@@ -78,15 +79,21 @@ run_ctest() {
     grep -E '\*\*\*Failed|\(Failed\)|Timeout' "$log" | head -20
   fi
 }
-# ctest names a typed test <backend>.<Test><fixture>: hip.* are the HIP fixture's GPU tests.
+# ctest names a typed test after its prefix and fixture (`hip.<Test><...hip_backend>` with CMake
+# 3.25; newer CMake names it otherwise), so the HIP fixture's GPU tests are those naming `hip` as a
+# word; placeholders of targets this script does not build (*_NOT_BUILT) are left out.
+hip_gpu='(^|[^A-Za-z])hip([^A-Za-z]|_backend)'
+timing='WhenEverySlotIsInFlight|TheFirstTimedLaunchReturns'
+ctest --test-dir "$BUILD" -N 2>/dev/null | grep -E "$hip_gpu" | head -3
 if want tests; then
 echo "== HIP tests (HIP over CUDA)"
-run_ctest "HIP GPU tests (conformance, concurrency, timing)" '^hip\.' ctest_hip_gpu.log
-run_ctest "  of them: timing budget, full device" \
-  '^hip\.(WhenEverySlotIsInFlight|TheFirstTimedLaunchReturns)' ctest_hip_timing.log
+run_ctest "HIP GPU tests (conformance, concurrency, timing)" "$hip_gpu" ctest_hip_gpu.log
+run_ctest "  of them: timing budget, full device" "(($hip_gpu).*($timing))|(($timing).*($hip_gpu))" \
+  ctest_hip_timing.log
 run_ctest "HIP host-only tests" '^Hip' ctest_hip_host.log
 echo "== CUDA tests (the shared backend/gpu, on CUDA)"
-run_ctest "CUDA GPU and host tests" '^cuda\.|^Cuda|^DeviceClockMapping|^GridOverhead|^TimingSlots' \
+run_ctest "CUDA GPU and host tests" \
+  '(^|[^A-Za-z])cuda([^A-Za-z]|_backend)|^Cuda|^DeviceClockMapping|^GridOverhead|^TimingSlots' \
   ctest_cuda.log
 fi
 

@@ -15,10 +15,11 @@ set_property(GLOBAL PROPERTY LAUNCHWATCH_GLSL_INCLUDE_DIR "${LAUNCHWATCH_GLSL_IN
 #
 # Makes <target>, an INTERFACE library whose include directory holds <name.hpp>: for each shader
 # `x.comp`, `inline constexpr launchwatch::vulkan_shader <ns>::x`, to be named by a kernel's
-# `static constexpr launchwatch::vulkan_shader vulkan = <ns>::x;`. Each shader is compiled twice
-# (its fields as push constants, and behind a push-constant address for kernels too large for
-# them); both include launchwatch.glsl. In a build without the Vulkan backend the header still
-# exists, with empty shaders, so kernels compile unchanged for the other backends.
+# `static constexpr launchwatch::vulkan_shader vulkan = <ns>::x;`. Each shader is compiled four
+# times: its fields as push constants, and behind a push-constant address for kernels too large for
+# them, each also with LW_TIMED=1 (the entry that stamps the device clock for a timed launch); all
+# include launchwatch.glsl. In a build without the Vulkan backend the header still exists, with
+# empty shaders, so kernels compile unchanged for the other backends.
 function(launchwatch_vulkan_shaders target)
   cmake_parse_arguments(arg "" "HEADER;NAMESPACE" "SHADERS" ${ARGN})
   if(NOT arg_HEADER OR NOT arg_NAMESPACE OR NOT arg_SHADERS)
@@ -43,20 +44,27 @@ function(launchwatch_vulkan_shaders target)
     get_filename_component(source ${shader} ABSOLUTE)
     get_filename_component(name ${shader} NAME_WE)
     if(has_vulkan)
-      foreach(variant push ring)
-        if(variant STREQUAL "push")
+      foreach(variant push ring push_timed ring_timed)
+        if(variant MATCHES "^push")
           set(in_push 1)
         else()
           set(in_push 0)
+        endif()
+        if(variant MATCHES "_timed$")
+          set(timed 1)
+        else()
+          set(timed 0)
         endif()
         set(spv ${out_dir}/${name}.${variant}.spv)
         set(part ${out_dir}/${name}.${variant}.inc)
         if(glsl_compiler MATCHES "glslc$")
           set(compile ${glsl_compiler} --target-env=vulkan1.2 -fshader-stage=comp
-            -DLW_ARGS_IN_PUSH=${in_push} -I${glsl_include_dir} -o ${spv} ${source})
+            -DLW_ARGS_IN_PUSH=${in_push} -DLW_TIMED=${timed} -I${glsl_include_dir}
+            -o ${spv} ${source})
         else()
           set(compile ${glsl_compiler} -V --target-env vulkan1.2 -S comp
-            -DLW_ARGS_IN_PUSH=${in_push} -I${glsl_include_dir} -o ${spv} ${source})
+            -DLW_ARGS_IN_PUSH=${in_push} -DLW_TIMED=${timed} -I${glsl_include_dir}
+            -o ${spv} ${source})
         endif()
         add_custom_command(OUTPUT ${part}
           COMMAND ${compile}
@@ -68,7 +76,8 @@ function(launchwatch_vulkan_shaders target)
         list(APPEND parts ${part})
         string(APPEND body "#include \"${name}.${variant}.inc\"\n")
       endforeach()
-      string(APPEND body "inline constexpr ::launchwatch::vulkan_shader ${name}{${name}_push, ${name}_ring, \"${name}.comp\"};\n")
+      string(APPEND body "inline constexpr ::launchwatch::vulkan_shader ${name}{${name}_push, "
+        "${name}_ring, \"${name}.comp\", ${name}_push_timed, ${name}_ring_timed};\n")
     else()
       string(APPEND body "inline constexpr ::launchwatch::vulkan_shader ${name}{{}, {}, \"${name}.comp\"};\n")
     endif()

@@ -78,12 +78,15 @@ class client {
   /// Kernels launched through it must carry a compute shader (`static constexpr vulkan_shader
   /// vulkan`, see vulkan_shader.hpp). Launches are recorded into command buffers and submitted in
   /// batches (at a read, a sync, a blocking measurement, or every few hundred launches), so a
-  /// launch does not pay a queue submission. Deferred timing uses timestamp queries from a budget
-  /// per device (LAUNCHWATCH_VULKAN_TIMESTAMPS pairs, 4096 by default); a launch that finds it spent
-  /// is timed `system`, with one warning per process. Throws backend_unavailable, saying what to
-  /// install, in a build without the backend, without a Vulkan loader or driver, or for an index
-  /// past the last device; configuration_error for a bad LAUNCHWATCH_VULKAN_TIMESTAMPS. Defined by
-  /// the Vulkan backend.
+  /// launch does not pay a queue submission. Deferred timing is stamped by the launch's own shader
+  /// with the device clock where the device offers VK_KHR_shader_clock's device scope (a slot per
+  /// launch in flight, LAUNCHWATCH_VULKAN_CLOCK_SLOTS); otherwise, or with every slot lent, it uses
+  /// timestamp queries from a budget per device (LAUNCHWATCH_VULKAN_TIMESTAMPS pairs, 4096 by
+  /// default); a launch that finds that spent too is timed `system`, with one warning per process.
+  /// Throws backend_unavailable, saying what to install, in a build without the backend, without a
+  /// Vulkan loader or driver, or for an index past the last device; configuration_error for a bad
+  /// LAUNCHWATCH_VULKAN_TIMESTAMPS, LAUNCHWATCH_VULKAN_CLOCK_SLOTS or
+  /// LAUNCHWATCH_VULKAN_GRID_OVERHEAD_NS. Defined by the Vulkan backend.
   static client vulkan(int device_index = 0);
 
   /// A client of `device`. For backends: programs use `cpu()` or `cuda()`.

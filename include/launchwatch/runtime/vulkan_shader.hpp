@@ -27,13 +27,16 @@
 
 namespace launchwatch {
 
-/// The SPIR-V of one kernel's compute shader, in the two forms the Vulkan backend chooses between.
+/// The SPIR-V of one kernel's compute shader, in the forms the Vulkan backend chooses between.
 ///
-/// Why two: a device takes at most `maxPushConstantsSize` bytes of push constants (128 on Mesa's
-/// lavapipe), so a kernel's fields are pushed as they are when they fit (`push`), and otherwise
-/// written to memory whose address is pushed instead (`ring`). Both are compiled from one source.
-/// Empty spans in a build without the Vulkan backend. Contract: static storage (the generated
-/// header's inline arrays), compared by address.
+/// Why several: a device takes at most `maxPushConstantsSize` bytes of push constants (128 on
+/// Mesa's lavapipe), so a kernel's fields are pushed as they are when they fit (`push`), and
+/// otherwise written to memory whose address is pushed instead (`ring`); and a timed launch runs
+/// the same shader wrapped in an entry that stamps the device's clock (`timed_push`, `timed_ring`,
+/// compiled with LW_TIMED=1), so an untimed launch runs the shader exactly as written. All are
+/// compiled from one source. Empty spans in a build without the Vulkan backend; a shader without
+/// its timed forms (a header generated before they existed) is timed with timestamp queries
+/// instead. Contract: static storage (the generated header's inline arrays), compared by address.
 struct vulkan_shader {
   /// The shader compiled with LW_ARGS_IN_PUSH=1: the fields are the push constants.
   std::span<const std::uint32_t> push;
@@ -41,6 +44,10 @@ struct vulkan_shader {
   std::span<const std::uint32_t> ring;
   /// The shader's file name, for messages.
   std::string_view source;
+  /// `push` with the timed entry: what a launch timed by the device's shader clock runs.
+  std::span<const std::uint32_t> timed_push = {};
+  /// `ring` with the timed entry.
+  std::span<const std::uint32_t> timed_ring = {};
 };
 
 namespace detail {

@@ -13,16 +13,26 @@
 // C++'s for these types). A span's elements are `kernel.x.data.at[index]`.
 //
 // Why this binding: one way that works for every kernel. The launch pushes 16 bytes of its own
-// (where to report a failure, and which launch this is), then the kernel's bytes when they fit in
-// the device's push constants, or else their address (the backend compiles each shader both ways,
-// LW_ARGS_IN_PUSH=1 and 0, and picks by size). Buffers are buffer device addresses.
+// (where to report a failure, which launch this is, and a timed launch's timing slot), then the
+// kernel's bytes when they fit in the device's push constants, or else their address (the backend
+// compiles each shader both ways, LW_ARGS_IN_PUSH=1 and 0, and picks by size). Buffers are buffer
+// device addresses.
+//
+// Timed launches: each shader is also compiled with LW_TIMED=1, where the kernel's main() becomes
+// lw_kernel_main() and the entry below wraps it: the cube's first unit stamps the device clock into
+// the launch's timing slot at entry, and again once every unit has returned (the CUDA backend's
+// cuda_entry does the same with %globaltimer). Untimed launches run the shader as written.
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_scalar_block_layout : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
 #extension GL_EXT_shader_realtime_clock : enable
+#extension GL_EXT_shader_atomic_int64 : enable
 
 #ifndef LW_ARGS_IN_PUSH
 #define LW_ARGS_IN_PUSH 1
+#endif
+#ifndef LW_TIMED
+#define LW_TIMED 0
 #endif
 
 // cube_dim arrives as specialization constants 0-2.
@@ -50,15 +60,25 @@ layout(buffer_reference, scalar, buffer_reference_align = 4) buffer lw_failure_w
 struct lw_launch_t {
   lw_failure_word failure;
   uint index;
-  uint reserved;
+  uint timing_slot;  // which of the device's timing slots a timed launch stamps
 };
+
+#if LW_TIMED
+// The timed entry reads the launch's slot through this, defined by LW_BIND_ARGS after the push
+// block it reads is declared.
+#define LW_TIMING_SLOT_OF_LAUNCH \
+  uint lw_timing_slot_of_launch() { return lw_push.launch.timing_slot; }
+#else
+#define LW_TIMING_SLOT_OF_LAUNCH
+#endif
 
 #if LW_ARGS_IN_PUSH
 #define LW_BIND_ARGS                                                       \
   layout(push_constant, scalar) uniform lw_push_block {                    \
     lw_launch_t launch;                                                    \
     lw_args args;                                                          \
-  } lw_push;
+  } lw_push;                                                               \
+  LW_TIMING_SLOT_OF_LAUNCH
 #define kernel lw_push.args
 #else
 #define LW_BIND_ARGS                                                                        \
@@ -68,7 +88,8 @@ struct lw_launch_t {
   layout(push_constant, scalar) uniform lw_push_block {                                     \
     lw_launch_t launch;                                                                     \
     lw_args_memory memory;                                                                  \
-  } lw_push;
+  } lw_push;                                                                                \
+  LW_TIMING_SLOT_OF_LAUNCH
 #define kernel lw_push.memory.args
 #endif
 
@@ -95,4 +116,49 @@ uint64_t lw_cube_index() {
 // The device's nanosecond clock (needs the device's shaderDeviceClock, which the backend enables
 // where offered).
 uint64_t lw_clock_ns() { return clockRealtimeEXT(); }
+#endif
+
+#if LW_TIMED
+// The timed entry. The device's timing slots (backend/vulkan/clock_slots.hpp) are one buffer whose
+// address is specialization constant 3: a slot is 32 lanes of 128 bytes, and a cube folds its
+// stamps into lane `cube index % 32` (so a huge grid spreads its atomics over 32 cache lines) with
+// fire-and-forget maxima: the entry as its complement, so both fields fold by maximum and an empty
+// lane is all zeros. Nothing else: no counter, no fence; the backend folds the lanes into one
+// window after the launch, in the same queue, and reads that back with its batch.
+//
+// A narrow clock (specialization constant 4: Mesa's lavapipe, whose clock keeps only its low 32
+// bits) also folds each stamp with its top bit flipped, so a window that spans the clock's wrap is
+// still whole in one of the two forms (the one with the shorter span).
+layout(constant_id = 3) const uint64_t lw_timing_slots = 0;
+layout(constant_id = 4) const bool lw_clock_narrow = false;
+layout(buffer_reference, scalar, buffer_reference_align = 16) buffer lw_timing_lane {
+  uint64_t start_inverted;
+  uint64_t end;
+  uint64_t flipped_start_inverted;
+  uint64_t flipped_end;
+};
+uint lw_timing_slot_of_launch();
+void lw_kernel_main();
+lw_timing_lane lw_timing_lane_of_cube() {
+  return lw_timing_lane(lw_timing_slots + uint64_t(lw_timing_slot_of_launch()) * 4096ul +
+                        (lw_cube_index() % 32ul) * 128ul);
+}
+void lw_timing_fold(lw_timing_lane lane, uint64_t now, bool entry) {
+  const uint64_t flipped = now ^ 0x80000000ul;
+  if (entry) {
+    atomicMax(lane.start_inverted, ~now);
+    if (lw_clock_narrow) atomicMax(lane.flipped_start_inverted, ~flipped);
+  } else {
+    atomicMax(lane.end, now);
+    if (lw_clock_narrow) atomicMax(lane.flipped_end, flipped);
+  }
+}
+void main() {
+  const bool first = gl_LocalInvocationIndex == 0u;
+  if (first) lw_timing_fold(lw_timing_lane_of_cube(), clockRealtimeEXT(), true);
+  lw_kernel_main();
+  barrier();
+  if (first) lw_timing_fold(lw_timing_lane_of_cube(), clockRealtimeEXT(), false);
+}
+#define main lw_kernel_main
 #endif

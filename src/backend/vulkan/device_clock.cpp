@@ -64,21 +64,17 @@ std::int64_t device_clock::map(const mapping& through, std::uint64_t ticks) noex
   return through.host_ns + std::llround(static_cast<double>(offset) * through.ns_per_tick);
 }
 
+device_clock::mapping device_clock::current_mapping() {
+  std::lock_guard lock{mutex_};
+  return current();
+}
+
 instant device_clock::to_host(std::uint64_t ticks) {
-  mapping through;
-  {
-    std::lock_guard lock{mutex_};
-    through = current();
-  }
-  return instant{std::chrono::nanoseconds{map(through, ticks)}};
+  return instant{std::chrono::nanoseconds{map(current_mapping(), ticks)}};
 }
 
 profile_ticks device_clock::window(std::uint64_t start, std::uint64_t end, instant submitted) {
-  mapping through;
-  {
-    std::lock_guard lock{mutex_};
-    through = current();
-  }
+  const mapping through = current_mapping();
   const std::int64_t from = map(through, start);
   // An end stamped before the start (a driver's reordering) is a window of length zero.
   const std::int64_t length = ticks_between(start, end) > 0 ? map(through, end) - from : 0;

@@ -43,6 +43,11 @@ class device_clock {
   /// anchors: map a launch's window with window() instead.
   instant to_host(std::uint64_t ticks);
 
+  /// The mapping now, re-anchoring first when the anchor is old: for placing several timestamps
+  /// through one anchor with map(). Cost: a lock, and every `reanchor_after` a call into the
+  /// driver.
+  mapping current_mapping();
+
   /// A launch's window, stamped `start` and `end` in device ticks, on the steady clock: both ends
   /// through one mapping (one anchor), so a re-anchor never splits a window nor changes its length;
   /// moved, whole, to start at `submitted` if it would start before its launch was submitted.

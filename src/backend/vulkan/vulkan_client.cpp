@@ -19,6 +19,18 @@ namespace {
 
 using namespace detail::vulkan;
 
+/// The devices client::vulkan() opened, by index: one per index for the whole process, as the
+/// backend contract asks; never destroyed, since clients may be used by threads still running at
+/// exit.
+struct opened_devices {
+  std::mutex mutex;
+  std::map<int, std::shared_ptr<vulkan_device>> by_index;
+  static opened_devices& get() {
+    static auto* const devices = new opened_devices;
+    return *devices;
+  }
+};
+
 /// Why `physical` cannot run launchwatch's kernels, or empty when it can.
 std::string unusable(const instance_api& vk, VkPhysicalDevice physical) {
   VkPhysicalDeviceProperties properties{};
@@ -47,12 +59,9 @@ client client::vulkan(int device_index) {
     throw std::invalid_argument{fmt::format(
         "launchwatch::client::vulkan({}): a device index counts from 0", device_index)};
   }
-  // One device object per index for the whole process, as the backend contract asks; never
-  // destroyed, since clients may be used by threads still running at exit.
-  static std::mutex mutex;
-  static auto* devices = new std::map<int, std::shared_ptr<vulkan_device>>();
-  std::lock_guard lock{mutex};
-  auto& slot = (*devices)[device_index];
+  opened_devices& devices = opened_devices::get();
+  std::lock_guard lock{devices.mutex};
+  auto& slot = devices.by_index[device_index];
   if (!slot) {
     const instance_api& vk = instance();
     std::uint32_t count = 0;
@@ -87,3 +96,14 @@ client client::vulkan(int device_index) {
 }
 
 }  // namespace launchwatch
+
+namespace launchwatch::detail::vulkan {
+
+std::shared_ptr<vulkan_device> opened_device(int index) {
+  opened_devices& devices = opened_devices::get();
+  std::lock_guard lock{devices.mutex};
+  const auto found = devices.by_index.find(index);
+  return found == devices.by_index.end() ? nullptr : found->second;
+}
+
+}  // namespace launchwatch::detail::vulkan

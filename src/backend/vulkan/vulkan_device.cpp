@@ -2,6 +2,7 @@
 #include "backend/vulkan/vulkan_device.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <iterator>
 
@@ -10,6 +11,7 @@
 #include <launchwatch/errors.hpp>
 
 #include "backend/vulkan/environment.hpp"
+#include "backend/vulkan/own_shaders.hpp"
 #include "backend/vulkan/vulkan_stream.hpp"
 #include "core/interface/diagnostics.hpp"
 
@@ -107,6 +109,8 @@ vulkan_device::vulkan_device(int index, VkPhysicalDevice physical)
   v12_enabled.timelineSemaphore = VK_TRUE;
   v12_enabled.scalarBlockLayout = VK_TRUE;
   v12_enabled.hostQueryReset = VK_TRUE;
+  // Timed launches fold their stamps with 64-bit atomics (launchwatch.glsl's timed entry).
+  v12_enabled.shaderBufferInt64Atomics = v12.shaderBufferInt64Atomics;
   if (shader_clock) {
     extensions.push_back(VK_KHR_SHADER_CLOCK_EXTENSION_NAME);
     v12_enabled.pNext = &clock_enabled;
@@ -153,6 +157,13 @@ vulkan_device::vulkan_device(int index, VkPhysicalDevice physical)
       if ((flags & mappable) == mappable && is_local == local) memory_types_.push_back(t);
     }
   }
+  for (const bool cached : {true, false}) {
+    for (const std::uint32_t t : memory_types_) {
+      const bool is_cached =
+          (memory.memoryTypes[t].propertyFlags & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) != 0;
+      if (is_cached == cached) readback_types_.push_back(t);
+    }
+  }
 
   VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes_};
   VkPipelineLayoutCreateInfo layout_info{};
@@ -165,10 +176,18 @@ vulkan_device::vulkan_device(int index, VkPhysicalDevice physical)
   // LAUNCHWATCH_VULKAN_TIMESTAMPS is read here, once per device; a bad value throws before the
   // device is handed out.
   const std::uint32_t pairs = vulkan_timestamps_from_environment().value_or(default_vulkan_timestamp_pairs);
+  clock_slot_count_ = vulkan_clock_slots_from_environment().value_or(default_vulkan_clock_slots);
+  grid_overhead_ = vulkan_grid_overhead_from_environment();
+  timestamp_valid_bits_ = families[family].timestampValidBits;
   if (calibrated && api_.vkGetCalibratedTimestampsEXT != nullptr) {
     clock_ = std::make_unique<device_clock>(api_, device_, double{properties.limits.timestampPeriod});
     slots_ = std::make_unique<timing_slots>(api_, device_, pairs,
                                             families[family].timestampValidBits);
+    shader_clock_offered_ = shader_clock && clock_features.shaderDeviceClock &&
+                            v12.shaderBufferInt64Atomics && clock_slot_count_ > 0;
+    // Mesa's llvmpipe (22.3) returns the clock's low 32 bits and a high word of zero: its stamps
+    // wrap every 4.3 s.
+    narrow_clock_ = driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE;
   } else {
     diagnostics().warn(
         "launchwatch: Vulkan device {} ({}) offers no VK_EXT_calibrated_timestamps with "
@@ -181,6 +200,8 @@ vulkan_device::vulkan_device(int index, VkPhysicalDevice physical)
 vulkan_device::~vulkan_device() {
   if (device_ == VK_NULL_HANDLE) return;
   (void)api_.vkDeviceWaitIdle(device_);
+  shader_clock_.reset();
+  shader_slots_.reset();
   slots_.reset();
   for (auto& [key, pipeline] : pipelines_) api_.vkDestroyPipeline(device_, pipeline, nullptr);
   for (auto& [code, module] : modules_) api_.vkDestroyShaderModule(device_, module, nullptr);
@@ -189,7 +210,47 @@ vulkan_device::~vulkan_device() {
   api_.vkDestroyDevice(device_, nullptr);
 }
 
-mapped_buffer vulkan_device::create_buffer(std::size_t bytes) {
+bool vulkan_device::shader_timing(queue_slot& queue) {
+  const int state = shader_timing_state_.load(std::memory_order_acquire);
+  if (state != 0) [[likely]]
+    return state == 1;
+  std::lock_guard lock{shader_timing_mutex_};
+  if (const int made = shader_timing_state_.load(std::memory_order_relaxed); made != 0) {
+    return made == 1;
+  }
+  if (!shader_clock_offered_) {
+    shader_timing_state_.store(2, std::memory_order_release);
+    return false;
+  }
+  try {
+    shader_slots_ = std::make_unique<clock_slots>(*this, clock_slot_count_);
+    fold_pipeline_ =
+        pipeline(own::fold_clock_slots, false, cube_dim{64}, "launchwatch timing fold");
+    shader_clock_ = std::make_unique<shader_clock>(*this, narrow_clock_, grid_overhead_);
+    shader_clock_->start(queue);
+  } catch (const std::exception& why) {
+    shader_clock_.reset();
+    shader_slots_.reset();
+    diagnostics().warn(
+        "launchwatch: Vulkan device {} ({}) offers its shader clock, but timing by it could not "
+        "be set up ({}); its launches are timed with timestamp queries instead",
+        index_, name_, why.what());
+    shader_timing_state_.store(2, std::memory_order_release);
+    return false;
+  }
+  shader_timing_state_.store(1, std::memory_order_release);
+  return true;
+}
+
+timing_counts vulkan_device::timed_counts() const noexcept {
+  const auto count = [&](timed_by how) {
+    return timed_by_[static_cast<std::size_t>(how)].load(std::memory_order_relaxed);
+  };
+  return timing_counts{count(timed_by::shader_clock), count(timed_by::timestamps),
+                       count(timed_by::system)};
+}
+
+mapped_buffer vulkan_device::create_buffer(std::size_t bytes, memory_use use) {
   mapped_buffer made;
   made.bytes = bytes;
   VkBufferCreateInfo info{};
@@ -207,7 +268,7 @@ mapped_buffer vulkan_device::create_buffer(std::size_t bytes) {
   VkResult last = VK_ERROR_OUT_OF_DEVICE_MEMORY;
   // Device-local and mappable first (lavapipe's only kind; the H200's resizable BAR), then any
   // mappable memory: copies are then memcpy, and reads need no staging buffer.
-  for (const std::uint32_t type : memory_types_) {
+  for (const std::uint32_t type : use == memory_use::readback ? readback_types_ : memory_types_) {
     if ((needs.memoryTypeBits & (1u << type)) == 0) continue;
     VkMemoryAllocateInfo allocate{};
     allocate.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
@@ -302,8 +363,9 @@ std::shared_ptr<stream> vulkan_device::create_stream() {
 }
 
 VkPipeline vulkan_device::pipeline(const vulkan_shader& shader, bool ring, cube_dim dim,
-                                   std::string_view kernel) {
-  const std::span<const std::uint32_t> code = ring ? shader.ring : shader.push;
+                                   std::string_view kernel, bool timed) {
+  const std::span<const std::uint32_t> code =
+      timed ? (ring ? shader.timed_ring : shader.timed_push) : (ring ? shader.ring : shader.push);
   const auto key = std::tuple{code.data(), dim.x, dim.y, dim.z};
   {
     std::shared_lock lock{pipelines_mutex_};
@@ -328,9 +390,21 @@ VkPipeline vulkan_device::pipeline(const vulkan_shader& shader, bool ring, cube_
                       shader.source, result_name(made)))};
     }
   }
-  const std::uint32_t sizes[3] = {dim.x, dim.y, dim.z};
-  const VkSpecializationMapEntry entries[3] = {{0, 0, 4}, {1, 4, 4}, {2, 8, 4}};
-  VkSpecializationInfo specialization{3, entries, sizeof sizes, sizes};
+  // Constants 0-2: the cube's size. 3 and 4, read by a timed entry only (launchwatch.glsl): the
+  // timing slots' address and whether the clock is narrow; both fixed for the device's life, so a
+  // pipeline is still found by its code and cube size.
+  struct {
+    std::uint32_t x, y, z;
+    VkBool32 narrow;
+    VkDeviceAddress slots;
+  } constants{dim.x, dim.y, dim.z, narrow_clock_, timed ? shader_slots_->address() : 0};
+  const VkSpecializationMapEntry entries[5] = {
+      {0, offsetof(decltype(constants), x), 4},
+      {1, offsetof(decltype(constants), y), 4},
+      {2, offsetof(decltype(constants), z), 4},
+      {3, offsetof(decltype(constants), slots), sizeof(VkDeviceAddress)},
+      {4, offsetof(decltype(constants), narrow), sizeof(VkBool32)}};
+  VkSpecializationInfo specialization{timed ? 5u : 3u, entries, sizeof constants, &constants};
   VkComputePipelineCreateInfo info{};
   info.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO;
   info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;

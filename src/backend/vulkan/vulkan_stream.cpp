@@ -10,8 +10,9 @@
 
 #include <launchwatch/errors.hpp>
 
-#include "backend/vulkan/vulkan_stream.hpp"
+#include "backend/vulkan/commands.hpp"
 #include "backend/vulkan/vulkan_graph.hpp"
+#include "backend/vulkan/vulkan_stream.hpp"
 #include "core/interface/diagnostics.hpp"
 
 namespace launchwatch::detail::vulkan {
@@ -21,9 +22,22 @@ namespace {
 struct launch_header {
   VkDeviceAddress failure;
   std::uint32_t index;
-  std::uint32_t reserved;
+  std::uint32_t timing_slot;  // read by a timed entry only
 };
 static_assert(sizeof(launch_header) == 16);
+
+/// The fold's fields (src/backend/vulkan/shaders/fold_clock_slots.comp's lw_args).
+struct fold_fields {
+  VkDeviceAddress lanes;
+  VkDeviceAddress slots;
+  VkDeviceAddress windows;
+  std::uint32_t count;
+  std::uint32_t narrow;
+};
+
+/// A batch's readback memory: each shader-clock launch's slot, then its folded window.
+constexpr std::size_t readback_slots_offset = 0;
+constexpr std::size_t readback_windows_offset = 1024;
 
 /// A batch's host-visible memory: its failure word, then the fields of the launches too large to
 /// push. 64 KiB holds a full batch of such launches of up to 240 bytes.
@@ -35,6 +49,10 @@ constexpr std::size_t arena_header = 16;
 constexpr std::size_t launches_per_batch = 256;
 /// Batches submitted and not yet finished, before a new one waits for the oldest.
 constexpr std::size_t batches_in_flight = 16;
+
+static_assert(clock_records::capacity >= launches_per_batch,
+              "a batch's shader-clock launches each need a record");
+static_assert(readback_windows_offset >= sizeof(std::uint32_t) * launches_per_batch);
 
 constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
@@ -96,6 +114,53 @@ class timestamp_resolver {
 static_assert(sizeof(timestamp_resolver) <= detail::profile_resolver::inline_size,
               "a deferred Vulkan measurement must not allocate per launch");
 
+/// Reads one launch's window as its shader stamped it, once its batch has been folded and read
+/// back, mapped onto the steady clock by the device's shader clock; lets its record go when read or
+/// dropped (the slot went back when the batch was read back).
+class clock_resolver {
+ public:
+  clock_resolver(std::shared_ptr<vulkan_stream> on, clock_records* records, std::uint32_t index,
+                 std::uint64_t point) noexcept
+      : on_{std::move(on)}, records_{records}, index_{index}, point_{point} {
+    records_->hold();
+  }
+  clock_resolver(clock_resolver&& other) noexcept
+      : on_{std::move(other.on_)},
+        records_{std::exchange(other.records_, nullptr)},
+        index_{other.index_},
+        point_{other.point_} {}
+  clock_resolver& operator=(clock_resolver&&) = delete;
+  clock_resolver(const clock_resolver&) = delete;
+  clock_resolver& operator=(const clock_resolver&) = delete;
+  ~clock_resolver() {
+    if (records_ != nullptr) records_->release();
+  }
+
+  std::optional<profile_ticks> operator()() {
+    struct let_go {
+      clock_records* records;
+      ~let_go() { records->release(); }
+    } on_exit{std::exchange(records_, nullptr)};
+    const std::shared_ptr<vulkan_stream> on = std::move(on_);
+    on->wait(point_);  // submits the launch's batch if it is still open, and reads it back
+    const clock_record& record = on_exit.records->records[index_];
+    // Not collected after the wait: the stream failed before its batch ran (the failure is
+    // reported by its sync); the launch left no window.
+    if (record.state.load(std::memory_order_acquire) != clock_record::collected)
+      return std::nullopt;
+    return on->owner().shader_time().window(record, on->queue());
+  }
+
+ private:
+  std::shared_ptr<vulkan_stream> on_;
+  clock_records* records_;
+  std::uint32_t index_;
+  std::uint64_t point_;
+};
+
+static_assert(sizeof(clock_resolver) <= detail::profile_resolver::inline_size,
+              "a deferred Vulkan measurement must not allocate per launch");
+
 }  // namespace
 
 vulkan_stream::vulkan_stream(std::shared_ptr<vulkan_device> owner)
@@ -132,7 +197,10 @@ vulkan_stream::~vulkan_stream() {
   }
   const device_api& api = owner_->api();
   const auto release = [&](std::unique_ptr<batch>& b) {
-    if (b) owner_->destroy(b->arena);
+    if (!b) return;
+    abandon_clock(*b);
+    owner_->destroy(b->arena);
+    owner_->destroy(b->clock.readback);
   };
   if (open_) release(open_);
   for (auto& b : flying_) release(b);
@@ -210,12 +278,16 @@ std::unique_ptr<vulkan_stream::batch> vulkan_stream::take_batch() {
   return b;
 }
 
-std::uint64_t vulkan_stream::encode(const pending_launch& launch, std::optional<std::uint32_t> pair) {
+vulkan_stream::encoded vulkan_stream::encode(const pending_launch& launch,
+                                             const launch_timing& timing) {
   const device_api& api = owner_->api();
   const std::size_t pushed = sizeof(launch_header) + round_up(launch.size, 4);
   const bool ring = pushed > owner_->push_bytes();
+  const bool by_clock = timing.how == timed_by::shader_clock;
+  const bool by_pair = timing.how == timed_by::timestamps;
   // Created (or found) before the batch is touched: a refused shader leaves the batch as it was.
-  const VkPipeline pipeline = owner_->pipeline(*launch.shader, ring, launch.geometry.dim, launch.name);
+  const VkPipeline pipeline =
+      owner_->pipeline(*launch.shader, ring, launch.geometry.dim, launch.name, by_clock);
   if (open_ && (open_->launches.size() >= launches_per_batch ||
                 (ring && round_up(open_->used, 16) + launch.size > open_->arena.bytes))) {
     flush();
@@ -229,26 +301,30 @@ std::uint64_t vulkan_stream::encode(const pending_launch& launch, std::optional<
     check(api.vkBeginCommandBuffer(b.commands, &begin), "vkBeginCommandBuffer");
     b.open = true;
   }
+  if (by_clock) {
+    // What the fold needs, made at the batch's first shader-clock launch (and kept with the batch).
+    if (b.clock.readback.buffer == VK_NULL_HANDLE) {
+      b.clock.readback = owner_->create_buffer(
+          readback_windows_offset + 2 * sizeof(std::uint64_t) * launches_per_batch,
+          memory_use::readback);
+      b.clock.slots.reserve(launches_per_batch);
+    }
+    if (b.clock.records == nullptr) b.clock.records = new clock_records;
+  }
   // In order: each launch sees what the ones before it on the queue wrote.
-  VkMemoryBarrier barrier{};
-  barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-  barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-  const auto order = [&] {
-    api.vkCmdPipelineBarrier(b.commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, nullptr, 0,
-                             nullptr);
-  };
+  const auto order = [&] { record_barrier(api, b.commands, visible_to::shaders); };
   order();
-  VkQueryPool queries = pair ? owner_->slots()->pool() : VK_NULL_HANDLE;
-  const bool flush_stamps = pair && owner_->flush_after_stamps();
-  if (pair) {
-    api.vkCmdWriteTimestamp(b.commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries, 2 * *pair);
+  VkQueryPool queries = by_pair ? owner_->slots()->pool() : VK_NULL_HANDLE;
+  const bool flush_stamps = by_pair && owner_->flush_after_stamps();
+  if (by_pair) {
+    api.vkCmdWriteTimestamp(b.commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries,
+                            2 * timing.slot);
     if (flush_stamps) order();
   }
   api.vkCmdBindPipeline(b.commands, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
   alignas(16) std::array<std::byte, 256> push{};
-  const launch_header header{b.arena.address, static_cast<std::uint32_t>(b.launches.size()), 0};
+  const launch_header header{b.arena.address, static_cast<std::uint32_t>(b.launches.size()),
+                             by_clock ? timing.slot : 0};
   std::memcpy(push.data(), &header, sizeof header);
   std::uint32_t push_size = 0;
   if (!ring) {
@@ -266,45 +342,62 @@ std::uint64_t vulkan_stream::encode(const pending_launch& launch, std::optional<
                          push.data());
   api.vkCmdDispatch(b.commands, launch.geometry.count.x, launch.geometry.count.y,
                     launch.geometry.count.z);
-  if (pair) {
+  if (by_pair) {
     api.vkCmdWriteTimestamp(b.commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries,
-                            2 * *pair + 1);
+                            2 * timing.slot + 1);
     if (flush_stamps) order();
   }
   const std::uint64_t point = issued_.load(std::memory_order_relaxed) + 1;
-  b.launches.emplace_back(launch.name, point);
+  b.launches.emplace_back(launch.name, point);  // reserved for a full batch: never throws
   issued_.store(point, std::memory_order_release);
-  return point;
+  encoded at{point};
+  if (by_clock) {
+    const auto record = static_cast<std::uint32_t>(b.clock.slots.size());
+    std::byte* readback = b.clock.readback.mapped;
+    std::memcpy(readback + readback_slots_offset + sizeof(std::uint32_t) * record, &timing.slot,
+                sizeof timing.slot);
+    // Zeroed here, so a window the fold never wrote (the batch did not run) reads as none.
+    std::memset(readback + readback_windows_offset + 2 * sizeof(std::uint64_t) * record, 0,
+                2 * sizeof(std::uint64_t));
+    b.clock.records->records[record].submitted = timing.submitted;
+    b.clock.slots.push_back(timing.slot);
+    at.records = b.clock.records;
+    at.record = record;
+  }
+  return at;
+}
+
+vulkan_stream::encoded vulkan_stream::encode(const pending_launch& launch) {
+  return encode(launch, launch_timing{});
 }
 
 void vulkan_stream::flush() {
   if (!open_ || open_->launches.empty()) return;
   const device_api& api = owner_->api();
   batch& b = *open_;
+  if (!b.clock.slots.empty()) {
+    // The batch's shader-clock launches are read back in bulk: one dispatch after the last of them
+    // folds each one's slot into its window for the host and zeroes the slot. Nothing is added
+    // between the user's kernels.
+    record_barrier(api, b.commands, visible_to::shaders);
+    api.vkCmdBindPipeline(b.commands, VK_PIPELINE_BIND_POINT_COMPUTE, owner_->fold_pipeline());
+    const auto count = static_cast<std::uint32_t>(b.clock.slots.size());
+    struct {
+      launch_header header;
+      fold_fields fields;
+    } push{{b.arena.address, 0, 0},
+           {owner_->shader_slots().address(), b.clock.readback.address + readback_slots_offset,
+            b.clock.readback.address + readback_windows_offset, count,
+            owner_->narrow_clock() ? 1u : 0u}};
+    api.vkCmdPushConstants(b.commands, owner_->layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                           sizeof push, &push);
+    api.vkCmdDispatch(b.commands, (count + 63) / 64, 1, 1);
+  }
   // What the batch wrote is visible to the host once its point has passed.
-  VkMemoryBarrier barrier{};
-  barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-  barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-  api.vkCmdPipelineBarrier(b.commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                           VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+  record_barrier(api, b.commands, visible_to::host);
   check(api.vkEndCommandBuffer(b.commands), "vkEndCommandBuffer");
   const std::uint64_t value = b.launches.back().second;
-  VkTimelineSemaphoreSubmitInfo timeline{};
-  timeline.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO;
-  timeline.signalSemaphoreValueCount = 1;
-  timeline.pSignalSemaphoreValues = &value;
-  VkSubmitInfo submit{};
-  submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
-  submit.pNext = &timeline;
-  submit.commandBufferCount = 1;
-  submit.pCommandBuffers = &b.commands;
-  submit.signalSemaphoreCount = 1;
-  submit.pSignalSemaphores = &timeline_;
-  {
-    std::lock_guard queue_lock{queue_->mutex};
-    check(api.vkQueueSubmit(queue_->queue, 1, &submit, VK_NULL_HANDLE), "vkQueueSubmit");
-  }
+  submit_signalling(api, *queue_, b.commands, timeline_, value, "vkQueueSubmit");
   flushed_ = value;
   flying_.push_back(std::move(open_));
 }
@@ -336,6 +429,7 @@ void vulkan_stream::reap() {
         failure_.keep(kernel_failed(name, *owner_, id(), "a unit called lw_fail()"), point);
       }
     }
+    collect_clock(*b);
     std::memset(b->arena.mapped, 0, arena_header);
     (void)owner_->api().vkResetCommandBuffer(b->commands, 0);
     b->launches.clear();
@@ -343,6 +437,41 @@ void vulkan_stream::reap() {
     b->open = false;
     spare_.push_back(std::move(b));
   }
+}
+
+void vulkan_stream::collect_clock(batch& finished) noexcept {
+  clock_part& clock = finished.clock;
+  if (clock.records == nullptr) return;
+  const std::byte* windows = clock.readback.mapped + readback_windows_offset;
+  for (std::size_t i = 0; i < clock.slots.size(); ++i) {
+    std::uint64_t folded[2]{};
+    std::memcpy(folded, windows + sizeof folded * i, sizeof folded);
+    clock_record& record = clock.records->records[i];
+    if (folded[0] == 0) {
+      record.state.store(clock_record::no_window, std::memory_order_release);
+      continue;
+    }
+    record.start = ~folded[0];
+    record.end = folded[1];
+    record.has_previous = last_clock_end_.has_value();
+    record.previous_end = last_clock_end_.value_or(0);
+    last_clock_end_ = record.end;
+    record.state.store(clock_record::collected, std::memory_order_release);
+  }
+  owner_->shader_slots().release(clock.slots);
+  clock.slots.clear();
+  std::exchange(clock.records, nullptr)->release();
+}
+
+void vulkan_stream::abandon_clock(batch& never_run) noexcept {
+  clock_part& clock = never_run.clock;
+  if (clock.records == nullptr) return;
+  for (std::size_t i = 0; i < clock.slots.size(); ++i) {
+    clock.records->records[i].state.store(clock_record::no_window, std::memory_order_release);
+  }
+  owner_->shader_slots().release(clock.slots);
+  clock.slots.clear();
+  std::exchange(clock.records, nullptr)->release();
 }
 
 void vulkan_stream::record_locked(const pending_launch& launch) {
@@ -358,7 +487,7 @@ std::uint64_t vulkan_stream::submit(const launch_descriptor& launch) {
     record_locked(pending(launch));
     return 0;
   }
-  return encode(pending(launch), std::nullopt);
+  return encode(pending(launch)).point;
 }
 
 profiled_submission vulkan_stream::submit_profiled(const launch_descriptor& launch,
@@ -368,18 +497,49 @@ profiled_submission vulkan_stream::submit_profiled(const launch_descriptor& laun
     record_locked(pending(launch));
     return profiled_submission{0, std::nullopt, launch_path::capture_refusal};
   }
+  const bool at_once = when == launch_path::read_when::at_once;
+  // First choice: the launch's own shader stamps the device clock (nothing between kernels).
+  const vulkan_shader& shader = *launch.vulkan;
+  if (!shader.timed_push.empty() && !shader.timed_ring.empty() && owner_->shader_timing(*queue_)) {
+    clock_slots& clock = owner_->shader_slots();
+    std::optional<std::uint32_t> slot = clock.acquire();
+    if (!slot) {
+      reap();  // this stream's finished batches give their slots back
+      slot = clock.acquire();
+    }
+    if (slot) {
+      const launch_timing timing{timed_by::shader_clock, *slot, std::chrono::steady_clock::now()};
+      encoded at;
+      try {
+        at = encode(pending(launch), timing);
+      } catch (...) {
+        clock.release(std::span{&*slot, 1});
+        throw;
+      }
+      // Held from here, so the record is let go whatever happens: a batch that never runs leaves
+      // it without a window.
+      profile_duration measurement{
+          clock_resolver{shared_from_this(), at.records, at.record, at.point},
+          timing_method::device};
+      if (at_once) flush();
+      owner_->note_timed(timed_by::shader_clock);
+      return profiled_submission{at.point, std::move(measurement), {}};
+    }
+  }
+  // Then a pair of timestamp queries around the dispatch, from the device's budget.
   timing_slots* slots = owner_->slots();
   const std::optional<std::uint32_t> pair = slots != nullptr ? slots->acquire() : std::nullopt;
   if (pair) {
     const instant submitted = std::chrono::steady_clock::now();
     std::uint64_t point = 0;
     try {
-      point = encode(pending(launch), pair);
-      if (when == launch_path::read_when::at_once) flush();
+      point = encode(pending(launch), launch_timing{timed_by::timestamps, *pair, submitted}).point;
+      if (at_once) flush();
     } catch (...) {
       if (point == 0) slots->release(*pair);
       throw;
     }
+    owner_->note_timed(timed_by::timestamps);
     return profiled_submission{
         point,
         profile_duration{timestamp_resolver{shared_from_this(), *pair, point, submitted},
@@ -394,11 +554,12 @@ profiled_submission vulkan_stream::submit_profiled(const launch_descriptor& laun
   wait(before);
   lock.lock();
   const auto start = std::chrono::steady_clock::now();
-  const std::uint64_t point = encode(pending(launch), std::nullopt);
+  const std::uint64_t point = encode(pending(launch)).point;
   flush();
   lock.unlock();
   wait(point);
   const auto end = std::chrono::steady_clock::now();
+  owner_->note_timed(timed_by::system);
   return profiled_submission{point, profile_duration::from_system_time(start, end), {}};
 }
 
@@ -480,7 +641,7 @@ std::unique_ptr<recorded_graph> vulkan_stream::end_capture() {
 std::uint64_t vulkan_stream::replay(const std::vector<recorded_launch>& launches) {
   std::lock_guard lock{mutex_};
   for (const auto& l : launches) {
-    encode(pending_launch{l.name, l.shader, l.geometry, l.bytes.data(), l.bytes.size()}, std::nullopt);
+    encode(pending_launch{l.name, l.shader, l.geometry, l.bytes.data(), l.bytes.size()});
   }
   return issued_.load(std::memory_order_relaxed);
 }

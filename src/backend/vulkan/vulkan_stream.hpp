@@ -53,13 +53,23 @@ class vulkan_stream final : public stream, public std::enable_shared_from_this<v
   /// Records `launches` (a graph's) untimed and unreported; returns the point after the last.
   std::uint64_t replay(const std::vector<recorded_launch>& launches);
   vulkan_device& owner() const noexcept { return *owner_; }
+  /// The hardware queue this stream submits to.
+  queue_slot& queue() const noexcept { return *queue_; }
 
  private:
+  /// A batch's launches timed by the shader clock: their slots, their records, and where the fold
+  /// that ends the batch writes their windows for the host.
+  struct clock_part {
+    clock_records* records = nullptr;  // the batch's share, until its windows are collected
+    mapped_buffer readback;            // each launch's slot, then its {start inverted, end}
+    std::vector<std::uint32_t> slots;  // in record order
+  };
   struct batch {
     VkCommandBuffer commands = VK_NULL_HANDLE;
     mapped_buffer arena;  // [0, 16): the failure word; then the fields of `ring` launches
     std::size_t used = 0;
     std::vector<std::pair<std::string_view, std::uint64_t>> launches;  // name, point
+    clock_part clock;
     bool open = false;
   };
   struct pending_launch {
@@ -69,17 +79,37 @@ class vulkan_stream final : public stream, public std::enable_shared_from_this<v
     const void* bytes;
     std::size_t size;
   };
+  /// How a launch is timed as it is recorded.
+  struct launch_timing {
+    timed_by how = timed_by::system;  // `system`: not timed on the device
+    std::uint32_t slot = 0;           // the timestamp pair, or the clock slot
+    instant submitted{};
+  };
+  /// Where a recorded launch is: its point, and for the shader clock its record.
+  struct encoded {
+    std::uint64_t point = 0;
+    clock_records* records = nullptr;
+    std::uint32_t record = 0;
+  };
 
   static pending_launch pending(const launch_descriptor& launch) noexcept;
-  /// Records one launch into the open batch (opening one, or submitting a full one, first) with
-  /// its timestamps around it when `pair` is given; returns its point. Holds mutex_.
-  std::uint64_t encode(const pending_launch& launch, std::optional<std::uint32_t> pair);
-  /// Submits the open batch, if it holds a launch. Holds mutex_.
+  /// Records one launch into the open batch (opening one, or submitting a full one, first), timed
+  /// as `timing` says. Throws before the batch holds the launch, or not at all. Holds mutex_.
+  encoded encode(const pending_launch& launch, const launch_timing& timing);
+  /// The same, untimed.
+  encoded encode(const pending_launch& launch);
+  /// Submits the open batch, if it holds a launch, ending it with the fold of its shader-clock
+  /// slots. Holds mutex_.
   void flush();
   /// Takes a batch to record into: a spare one, or a new one. Holds mutex_.
   std::unique_ptr<batch> take_batch();
-  /// Hands back the batches the device has finished, noting a failure they report. Holds mutex_.
+  /// Hands back the batches the device has finished, noting a failure they report and collecting
+  /// their shader-clock windows. Holds mutex_.
   void reap();
+  /// Copies a finished batch's folded windows into its records and hands its slots back.
+  void collect_clock(batch& finished) noexcept;  // holds mutex_
+  /// Marks the records of a batch that will never run as carrying no window. Holds mutex_.
+  void abandon_clock(batch& never_run) noexcept;
   void record_locked(const pending_launch& launch);
   std::uint64_t completed() const noexcept;
 
@@ -97,6 +127,9 @@ class vulkan_stream final : public stream, public std::enable_shared_from_this<v
   mutable std::atomic<std::uint64_t> completed_{0};
   capture_window<recorded_launch> capture_;    // guarded by mutex_ (its open() is not)
   stream_failure failure_;                     // guarded by mutex_
+  // The end of the last shader-clock window collected here (raw ticks): the next one, widened by
+  // the grid overhead, never starts before it.
+  std::optional<std::uint64_t> last_clock_end_;  // guarded by mutex_
 };
 
 }  // namespace launchwatch::detail::vulkan

@@ -6,7 +6,11 @@
 # none), DEBS names a folder with Debian's .debs: gl/ (libvulkan1 and glvnd, unpacked into / as
 # the device README says) and dev/ (libvulkan-dev and glslang-tools, unpacked into /tmp/vkroot).
 #
-# Usage: DEBS=dir OUT=dir scripts/device_vulkan.sh [--quick]
+# Then the Vulkan timing bench: deferred timing by the shader clock against timestamp queries
+# (pass wall and durations, docs/benchmarks.md's "Vulkan timing by the shader clock").
+# STEPS picks what runs after the build (default: all of "tests demo launch timing").
+#
+# Usage: DEBS=dir OUT=dir [STEPS="tests demo launch timing"] scripts/device_vulkan.sh [--quick]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/device-out}
@@ -32,19 +36,37 @@ export LAUNCHWATCH_REQUIRE_VULKAN=1
 echo "== configure and build ($BUILD)"
 t=$(date +%s)
 source scripts/find_cupti.sh
+STEPS=${STEPS:-tests demo launch timing}
 targets=(launchwatch_conformance_vulkan_test launchwatch_conformance_vulkan_concurrency_test
          launchwatch_vulkan_timestamp_budget_test launchwatch_vulkan_backend_test
-         launchwatch_vulkan_environment_test launchwatch launchwatch_demo_model_test
-         launchwatch_vulkan_launch_bench)
+         launchwatch_vulkan_environment_test launchwatch_vulkan_shader_clock_test
+         launchwatch_vulkan_timing_fallback_test launchwatch_vulkan_clock_calibration_test
+         launchwatch launchwatch_demo_model_test launchwatch_vulkan_launch_bench
+         launchwatch_vulkan_timing_bench)
 cmake --preset cuda -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES=90 -DLAUNCHWATCH_VULKAN=ON "${cupti_args[@]}" \
   "${cmake_args[@]}" >"$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
 ninja -C "$BUILD" -j"$(nproc)" "${targets[@]}" >"$OUT/build.log" 2>&1 ||
   { grep -E "error" -A3 "$OUT/build.log" | head -60; exit 1; }
 echo "built in $(( $(date +%s) - t )) s"
-echo "== Vulkan tests"
-ctest --test-dir "$BUILD" -L vulkan --no-tests=error -j8 --output-on-failure 2>&1 | tail -25
-ctest --test-dir "$BUILD" -R 'demo_on_vulkan|DemoModel.Vulkan' --no-tests=error --output-on-failure 2>&1 | tail -6
-echo "== demo on Vulkan"
-"$BUILD/apps/launchwatch/launchwatch" demo --backend vulkan --no-progress --out "$OUT/demo-vulkan" 2>&1 | head -12
-echo "== Vulkan launch bench"
-"$BUILD/bench/vulkan/launchwatch_vulkan_launch_bench" "$@" 2>&1
+step() { [[ " $STEPS " == *" $1 "* ]]; }
+if step tests; then
+  echo "== Vulkan tests"
+  ctest --test-dir "$BUILD" -L vulkan --no-tests=error -j8 --output-on-failure 2>&1 | tail -25
+  ctest --test-dir "$BUILD" -R 'ClockCalibration' --no-tests=error 2>&1 | tail -3
+  ctest --test-dir "$BUILD" -R 'demo_on_vulkan|DemoModel.Vulkan' --no-tests=error \
+    --output-on-failure 2>&1 | tail -6
+fi
+if step demo; then
+  echo "== demo on Vulkan"
+  "$BUILD/apps/launchwatch/launchwatch" demo --backend vulkan --no-progress \
+    --out "$OUT/demo-vulkan" 2>&1 | head -12
+fi
+if step launch; then
+  echo "== Vulkan launch bench"
+  "$BUILD/bench/vulkan/launchwatch_vulkan_launch_bench" "$@" 2>&1
+fi
+if step timing; then
+  echo "== Vulkan timing bench"
+  "$BUILD/bench/vulkan/launchwatch_vulkan_timing_bench" "$@" 2>&1 |
+    tee "$OUT/vulkan_timing_bench.txt"
+fi

@@ -659,6 +659,9 @@ TEST_F(ProfilingLoggerAtExit, GivesUpOnAMeasurementThatNeverArrivesAndSaysSo) {
       ::testing::ExitedWithCode(0), "stopped waiting at exit.*up to 1 launch lines and the last summary");
 }
 
+/// Set in a child forked by a test, so LeakSanitizer leaves its exit alone (__lsan_is_turned_off).
+std::atomic<bool> forked_child{false};
+
 /// The child's exit status if it exits within `limit`; otherwise it is killed and there is none.
 std::optional<int> exit_status_within(::pid_t child, std::chrono::milliseconds limit) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
@@ -694,19 +697,32 @@ TEST_F(ProfilingLoggerAtExit, AForkedChildExitsAtOnceWithoutWaitingForItsParents
       logger().record(launch("in_the_parent"), pending_until(kernel_done, 1us));
     }
     const ::pid_t child = ::fork();
-    if (child == 0) std::exit(0);
+    if (child == 0) {
+      forked_child.store(true);
+      std::exit(0);
+    }
     ASSERT_GT(child, 0);
     const auto status = exit_status_within(child, 4000ms);
     ASSERT_TRUE(status.has_value())
         << "round " << round << ": the child hung at exit waiting for its parent's writer";
     ASSERT_TRUE(WIFEXITED(*status));
-#if !defined(__SANITIZE_ADDRESS__)
-    // Under ASan the child's leak check may fail it: what the parent's writer thread held on its
-    // stack is unreachable in a child that has no such thread.
     EXPECT_EQ(WEXITSTATUS(*status), 0);
-#endif
   }
 }
 
 }  // namespace
 }  // namespace launchwatch
+
+// LeakSanitizer asks a program through this function whether to skip its leak check at exit (in a
+// build without it, nothing calls it). A child forked by a test skips it, and only the child:
+// - the check locks AddressSanitizer's allocator, whose locks GCC 12's runtime does not take
+//   across fork(), so one that a parent thread (the logger's writer) held at the fork stays held
+//   in the child, and the child's exit hangs. gdb on such a child (debug-asan, 4 of 20 runs on a
+//   loaded machine): exit -> __lsan::DoLeakCheck -> LockStuffAndStopTheWorld -> LockAllocator ->
+//   SizeClassAllocator64::ForceLock, waiting forever; with ASAN_OPTIONS=detect_leaks=0, 20 of 20
+//   passed. launchwatch's own exit work, which the test is about, has run by then (LeakSanitizer
+//   checks last, from libasan's destructor).
+// - what the parent's other threads held on their stacks is unreachable in a child that has no
+//   such threads, so the child's check would report leaks that are none.
+// The parent still checks for leaks.
+extern "C" int __lsan_is_turned_off() { return launchwatch::forked_child.load() ? 1 : 0; }

@@ -585,7 +585,7 @@ TEST_F(RunCommand, ADemoInterruptedByCtrlCLeavesTheEarlierRunsFilesAsTheyWere) {
 
 TEST_F(RunCommand, VersionSaysWhichLaunchwatchThisIs) {
   EXPECT_EQ(run({"--version"}), 0);
-  EXPECT_THAT(out_, ::testing::MatchesRegex("launchwatch [0-9]+\\.[0-9]+\\.[0-9]+ \\(CUDA [a-z ]+, Vulkan [a-z ]+\\)\n"));
+  EXPECT_THAT(out_, ::testing::MatchesRegex("launchwatch [0-9]+\\.[0-9]+\\.[0-9]+ \\(CUDA [a-z ]+(, HIP [A-Za-z ]+)?, Vulkan [a-z ]+\\)\n"));
 }
 
 }  // namespace

@@ -147,6 +147,9 @@ struct cuda_bridge_stats {
   std::uint64_t records_dropped = 0;
   /// Replayed graph nodes told to a graph_replay_observer.
   std::uint64_t replayed_nodes_delivered = 0;
+  /// Of those, nodes whose making the bridge never saw (no captured launch to charge them to):
+  /// told under their kernel record's name, with captured_launch 0.
+  std::uint64_t replayed_nodes_unmapped = 0;
   /// Launches reported untimed (their measurement refused, said once) because another CUPTI
   /// client of the program (a CUPTI tool that registers activity buffers although its
   /// subscription was refused) held CUPTI's kernel records: CUPTI hands every record

@@ -54,7 +54,7 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
       const auto* kernel = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
       kernels.push_back(kernel_record{kernel->correlationId, kernel->graphNodeId,
                                       kernel->deviceId, kernel->streamId, kernel->start,
-                                      kernel->end});
+                                      kernel->end, kernel->name});
     }
     size_t dropped = 0;
     if (cupti().activity_get_num_dropped_records(context, stream_id, &dropped) != CUPTI_SUCCESS) {

@@ -4,6 +4,7 @@
 #include <functional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <launchwatch/launch_path.hpp>
 
@@ -30,6 +31,15 @@ struct bridge_core::thread_state {
   /// bridge. Reset once the call's node is reported: CUPTI may announce more kernel nodes inside
   /// one call (copies of a child graph's), which were reported when they were added there.
   std::uint64_t adding_node = 0;
+  /// The generation inside whose callbacks this thread is in a call adding a child-graph node,
+  /// and the CUPTI id of the graph it copies; `copies_made` counts the kernel copies announced.
+  std::uint64_t embedding = 0;
+  std::uint64_t embedded_graph = 0;
+  std::uint32_t copies_made = 0;
+  /// The generation inside whose callbacks this thread is in a cudaGraphInstantiate call, and the
+  /// clones (original, clone) CUPTI announced during it, filed once the call says its exec.
+  std::uint64_t instantiating = 0;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> clones;
   /// The generation of the core that opened the launch.
   std::uint64_t generation = 0;
   /// The open launch's correlation id, widened (correlation_epochs.hpp).
@@ -232,6 +242,7 @@ void bridge_core::launch_exited(const launch_call& call) {
 }
 
 void bridge_core::graph_launch_entered(const graph_launch_call& call) {
+  if (options_.graph_replays != cuda_graph_replays::per_node) return;
   if (launch_path::reported_here_now() || !launch_path::is_observing()) return;
   if (!in_range_.load(std::memory_order_relaxed)) return;
   if (records_->holder().held_elsewhere()) return;  // its nodes' records would never come
@@ -242,17 +253,31 @@ void bridge_core::graph_launch_entered(const graph_launch_call& call) {
                                 call.stream_number);
 }
 
-void bridge_core::node_adding_call(bool entering, bool adds_kernel) noexcept {
-  this_thread.adding_node = entering && adds_kernel ? generation_ : 0;
+void bridge_core::node_adding_call(bool entering, bool adds_kernel,
+                                   std::uint64_t embeds) noexcept {
+  thread_state& state = this_thread;
+  state.adding_node = entering && adds_kernel ? generation_ : 0;
+  state.embedding = entering && embeds != 0 ? generation_ : 0;
+  state.embedded_graph = embeds;
+  state.copies_made = 0;
 }
 
 void bridge_core::node_created(const created_node& node) {
   // Inside a reported launch's ENTER..EXIT on this thread: the node is that launch's kernel.
-  const thread_state& state = this_thread;
+  thread_state& state = this_thread;
   if (!state.open || state.generation != generation_ || !state.info.capturing) {
     if (state.adding_node == generation_ && node.kernel) {
-      this_thread.adding_node = 0;  // the call's one node; later ones are copies (U3)
+      state.adding_node = 0;  // the call's one node; later ones are copies (U3)
       report_kernel_node(node);
+    } else if (state.embedding == generation_ && node.kernel && node.id &&
+               options_.graph_replays == cuda_graph_replays::per_node) {
+      // A copy of the embedded graph's next kernel node: not reported again (U3), but its
+      // replays are the original's.
+      try {
+        graphs_.node_copied(*node.id, node.graph, state.embedded_graph, state.copies_made++);
+      } catch (...) {
+        // Out of memory: its replays are told unmapped; nothing may cross into CUPTI.
+      }
     }
     return;
   }
@@ -263,7 +288,32 @@ void bridge_core::node_created(const created_node& node) {
 }
 
 void bridge_core::node_cloned(std::uint64_t original, std::uint64_t clone, std::uint64_t exec) {
+  thread_state& state = this_thread;
+  if (state.instantiating == generation_) {
+    try {
+      state.clones.emplace_back(original, clone);
+      return;
+    } catch (...) {
+      // Out of memory: filed under what CUPTI said instead.
+    }
+  }
   graphs_.node_cloned(original, clone, exec);
+}
+
+void bridge_core::instantiate_entered() noexcept {
+  thread_state& state = this_thread;
+  state.instantiating = generation_;
+  state.clones.clear();
+}
+
+void bridge_core::instantiate_exited(std::uint64_t exec) {
+  thread_state& state = this_thread;
+  if (state.instantiating != generation_) return;
+  state.instantiating = 0;
+  if (exec != 0) {
+    for (const auto& [original, clone] : state.clones) graphs_.node_cloned(original, clone, exec);
+  }
+  state.clones.clear();
 }
 
 void bridge_core::graph_destroyed(std::uint64_t graph) { graphs_.graph_destroyed(graph); }
@@ -381,6 +431,7 @@ cuda_bridge_stats bridge_core::stats() const noexcept {
   s.measurements_missing = counts.missing;
   s.records_dropped = counts.dropped;
   s.replayed_nodes_delivered = graphs_.delivered();
+  s.replayed_nodes_unmapped = graphs_.delivered_unmapped();
   s.untimed_records_elsewhere = untimed_records_elsewhere_.load(std::memory_order_relaxed);
   const holder_counts holder = records_->holder().counts();
   s.records_taken_windows = holder.windows;

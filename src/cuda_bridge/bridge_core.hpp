@@ -145,12 +145,23 @@ class bridge_core {
   /// ENTER (`entering`) or EXIT of a call of the explicit graph API that adds a node, on this
   /// thread; `adds_kernel`: the node it adds is a kernel node (a child-graph node is not, whatever
   /// kernels the copy of its graph holds: they were reported when they were added to that graph).
-  void node_adding_call(bool entering, bool adds_kernel = true) noexcept;
+  /// `embeds`: the CUPTI id of the graph a child-graph node being added copies (0 for any other
+  /// node): the kernel nodes CUPTI announces as created inside that call are copies of its kernel
+  /// nodes, mapped to the launches that recorded those, in order, for the replays.
+  void node_adding_call(bool entering, bool adds_kernel = true,
+                        std::uint64_t embeds = 0) noexcept;
   /// A node was created (GRAPHNODE_CREATED).
   void node_created(const created_node& node);
   /// `clone` (in the executable graph `exec`, 0 when CUPTI did not say) was cloned
-  /// from `original` (GRAPHNODE_CLONED).
+  /// from `original` (GRAPHNODE_CLONED). Inside an instantiate call on this thread, the clone
+  /// belongs to the executable graph that call makes, whatever `exec` says (a child graph's clones
+  /// are in a graph of their own).
   void node_cloned(std::uint64_t original, std::uint64_t clone, std::uint64_t exec);
+  /// ENTER of a cudaGraphInstantiate call (any form) on this thread.
+  void instantiate_entered() noexcept;
+  /// Its EXIT: `exec` is CUPTI's id of the executable graph made, 0 when the call failed. The
+  /// clones made during the call are filed under it.
+  void instantiate_exited(std::uint64_t exec);
   /// The graph of CUPTI id `graph` is being destroyed (GRAPH_DESTROY_STARTING).
   void graph_destroyed(std::uint64_t graph);
   /// The executable graph `exec` is being destroyed (GRAPHEXEC_DESTROY_STARTING).

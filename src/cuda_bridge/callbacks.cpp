@@ -93,8 +93,20 @@ void cuda_bridge_engine::on_api_call(CUpti_CallbackDomain domain, CUpti_Callback
       core_.capture_ended(cuda_bridge::capture_stream_key(id, call.functionParams));
     }
   } else if (driver && cuda_bridge::one_of(cuda_bridge::add_node_ids, id)) {
-    core_.node_adding_call(call.callbackSite == CUPTI_API_ENTER,
-                           cuda_bridge::adds_kernel_node(id, call.functionParams));
+    const bool entering = call.callbackSite == CUPTI_API_ENTER;
+    core_.node_adding_call(
+        entering, cuda_bridge::adds_kernel_node(id, call.functionParams),
+        entering ? cuda_bridge::graph_id(cuda_bridge::embedded_graph(id, call.functionParams))
+                 : 0);
+  } else if (driver && cuda_bridge::one_of(cuda_bridge::instantiate_ids, id)) {
+    if (call.callbackSite == CUPTI_API_ENTER) {
+      core_.instantiate_entered();
+    } else {
+      const bool made = call.functionReturnValue == nullptr ||
+                        *static_cast<const CUresult*>(call.functionReturnValue) == CUDA_SUCCESS;
+      core_.instantiate_exited(
+          made ? cuda_bridge::exec_id(cuda_bridge::instantiated_exec(call.functionParams)) : 0);
+    }
   } else if (driver && cuda_bridge::one_of(cuda_bridge::graph_launch_ids, id)) {
     if (call.callbackSite != CUPTI_API_ENTER || call.functionParams == nullptr) return;
     const auto& params = *static_cast<const cuGraphLaunch_params*>(call.functionParams);

@@ -57,10 +57,37 @@ bool adds_kernel_node(CUpti_CallbackId id, const void* parameters) noexcept {
     node = static_cast<const cuGraphAddNode_params*>(parameters)->nodeParams;
   } else if (id == CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2) {
     node = static_cast<const cuGraphAddNode_v2_params*>(parameters)->nodeParams;
+  } else if (id == CUPTI_DRIVER_TRACE_CBID_cuGraphAddChildGraphNode) {
+    return false;
   } else {
     return true;  // cuGraphAddKernelNode
   }
   return node == nullptr || node->type == CU_GRAPH_NODE_TYPE_KERNEL;
+}
+
+CUgraph embedded_graph(CUpti_CallbackId id, const void* parameters) noexcept {
+  if (parameters == nullptr) return nullptr;
+  const CUgraphNodeParams* node = nullptr;
+  if (id == CUPTI_DRIVER_TRACE_CBID_cuGraphAddChildGraphNode) {
+    return static_cast<const cuGraphAddChildGraphNode_params*>(parameters)->childGraph;
+  } else if (id == CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode) {
+    node = static_cast<const cuGraphAddNode_params*>(parameters)->nodeParams;
+  } else if (id == CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2) {
+    node = static_cast<const cuGraphAddNode_v2_params*>(parameters)->nodeParams;
+  }
+  if (node == nullptr || node->type != CU_GRAPH_NODE_TYPE_GRAPH) return nullptr;
+#if CUDA_VERSION >= 12090
+  // A graph whose ownership moves to the node (CUDA 12.9) is not copied: its nodes keep their ids.
+  if (node->graph.ownership == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE) return nullptr;
+#endif
+  return node->graph.graph;
+}
+
+CUgraphExec instantiated_exec(const void* parameters) noexcept {
+  if (parameters == nullptr) return nullptr;
+  // cuGraphInstantiate[_v2], ...WithFlags, ...WithParams[_ptsz]: all begin with phGraphExec.
+  CUgraphExec* const made = static_cast<const cuGraphInstantiate_v2_params*>(parameters)->phGraphExec;
+  return made != nullptr ? *made : nullptr;
 }
 
 std::uint64_t graph_id(CUgraph graph) noexcept {

@@ -29,6 +29,15 @@ inline constexpr CUpti_CallbackId add_node_ids[] = {
     CUPTI_DRIVER_TRACE_CBID_cuGraphAddKernelNode_v2,
     CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode,
     CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphAddChildGraphNode,
+};
+/// The driver's calls that make an executable graph.
+inline constexpr CUpti_CallbackId instantiate_ids[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz,
 };
 /// The driver's graph launch ids.
 inline constexpr CUpti_CallbackId graph_launch_ids[] = {
@@ -40,6 +49,14 @@ inline constexpr CUpti_CallbackId graph_launch_ids[] = {
 /// node: cuGraphAddNode says by its parameters' type (a child-graph node is not one); true when
 /// they cannot be read.
 bool adds_kernel_node(CUpti_CallbackId id, const void* parameters) noexcept;
+
+/// The graph a node-adding call `id` (one of add_node_ids) copies into a child-graph node, null
+/// when it adds another kind of node.
+CUgraph embedded_graph(CUpti_CallbackId id, const void* parameters) noexcept;
+
+/// The executable graph an instantiate call (one of instantiate_ids) made, read at its EXIT from
+/// CUPTI's `parameters` (every form's first parameter is where it is written); null when unknown.
+CUgraphExec instantiated_exec(const void* parameters) noexcept;
 
 /// CUPTI's id of a graph (cuptiGetGraphId), 0 when CUPTI cannot give one.
 std::uint64_t graph_id(CUgraph graph) noexcept;

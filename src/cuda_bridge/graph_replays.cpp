@@ -5,12 +5,25 @@
 
 #include <launchwatch/launch_path.hpp>
 
+#include "core/interface/kernel_symbols.hpp"
+
 namespace launchwatch::detail::cuda_bridge {
 
 void graph_replays::node_created(std::uint64_t node_id, std::uint64_t graph,
                                  const captured_node& launch) {
   std::lock_guard lock{mutex_};
   if (nodes_.insert_or_assign(node_id, launch).second) nodes_of_graph_[graph].push_back(node_id);
+}
+
+void graph_replays::node_copied(std::uint64_t copy, std::uint64_t copy_graph,
+                                std::uint64_t embedded, std::uint32_t ordinal) {
+  std::lock_guard lock{mutex_};
+  const auto graph = nodes_of_graph_.find(embedded);
+  if (graph == nodes_of_graph_.end() || ordinal >= graph->second.size()) return;
+  const auto original = nodes_.find(graph->second[ordinal]);
+  if (original == nodes_.end()) return;
+  const captured_node launch = original->second;
+  if (nodes_.insert_or_assign(copy, launch).second) nodes_of_graph_[copy_graph].push_back(copy);
 }
 
 void graph_replays::node_cloned(std::uint64_t original_id, std::uint64_t clone_id,
@@ -94,7 +107,6 @@ bool graph_replays::replay_launched(std::uint64_t correlation, std::uint64_t exe
                                     launch_path::observation_ref observation, int device,
                                     std::uint64_t stream) {
   std::lock_guard lock{mutex_};
-  if (nodes_.empty()) return false;  // no observed capture recorded a node
   const auto now = clock::now();
   give_up_locked(now - max_age_);
   const auto known = exec != 0 ? execs_.find(exec) : execs_.end();
@@ -113,35 +125,59 @@ bool graph_replays::replay_launched(std::uint64_t correlation, std::uint64_t exe
       unknown_.pop_front();
     }
   }
-  return true;
+  return count != 0;
+}
+
+void graph_replays::settle_locked(std::unordered_map<std::uint64_t, replay>::iterator settled) {
+  const std::uint64_t correlation = settled->first;
+  const replay done = settled->second;
+  replays_.erase(settled);
+  replay_done_locked(done);
+  settled_.insert_or_assign(correlation, done);
+  settled_order_.push_back(correlation);
+  if (settled_order_.size() > settled_kept) {
+    settled_.erase(settled_order_.front());
+    settled_order_.pop_front();
+  }
 }
 
 void graph_replays::on_record(const kernel_record& record) {
   launch_path::observation_ref observation;
   std::optional<replayed_node> node;
+  bool mapped = true;
   {
     std::lock_guard lock{mutex_};
-    const auto r = replays_.find(record.correlation);
-    if (r == replays_.end()) return;
+    auto r = replays_.find(record.correlation);
+    const bool waiting = r != replays_.end();
+    if (!waiting) {
+      r = settled_.find(record.correlation);
+      if (r == settled_.end()) return;
+    }
     const auto n = nodes_.find(record.graph_node);
-    if (n == nodes_.end()) return;
+    mapped = n != nodes_.end();
+    // A node no reported launch made (a child graph's copy CUPTI did not announce, a node of a
+    // graph built before the bridge) still ran in this replay: it is counted, under its record's
+    // name and no captured launch, so the replay's kernels are all there.
+    const captured_node launch =
+        mapped ? n->second
+               : captured_node{symbol_table::process()
+                                   .intern(record.name != nullptr ? record.name : "[unnamed kernel]")
+                                   .name,
+                               0};
     observation = r->second.observation;
     if (record.start != 0 && record.end >= record.start) {
-      node = replayed_node{n->second.kernel,
-                           n->second.launch_id,
+      node = replayed_node{launch.kernel,
+                           launch.launch_id,
                            r->second.number,
                            r->second.device,
                            r->second.stream,
                            steady_window(record.start, record.end)};
     }
-    if (r->second.known && --r->second.remaining == 0) {
-      const replay done = r->second;
-      replays_.erase(r);
-      replay_done_locked(done);
-    }
+    if (waiting && mapped && r->second.known && --r->second.remaining == 0) settle_locked(r);
   }
   if (node && launch_path::deliver_replayed(observation, *node)) {
     delivered_.fetch_add(1, std::memory_order_relaxed);
+    if (!mapped) delivered_unmapped_.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
@@ -160,15 +196,22 @@ void graph_replays::forget_pending() {
   give_up_locked(clock::time_point::max());
   for (const std::uint64_t correlation : unknown_) replays_.erase(correlation);
   unknown_.clear();
+  settled_.clear();
+  settled_order_.clear();
 }
 
 std::uint64_t graph_replays::delivered() const {
   return delivered_.load(std::memory_order_relaxed);
 }
 
+std::uint64_t graph_replays::delivered_unmapped() const {
+  return delivered_unmapped_.load(std::memory_order_relaxed);
+}
+
 graph_table_sizes graph_replays::sizes() const {
   std::lock_guard lock{mutex_};
-  return graph_table_sizes{nodes_.size(), nodes_of_graph_.size(), execs_.size(), replays_.size()};
+  return graph_table_sizes{nodes_.size(), nodes_of_graph_.size(), execs_.size(), replays_.size(),
+                           settled_.size()};
 }
 
 }  // namespace launchwatch::detail::cuda_bridge

@@ -50,6 +50,9 @@ struct graph_table_sizes {
   std::size_t execs = 0;
   /// Replays waiting for records.
   std::size_t replays = 0;
+  /// Replays whose known nodes all came, kept for records of nodes not known to be theirs (at
+  /// most graph_replays::settled_kept).
+  std::size_t settled = 0;
 };
 
 /// Thread safety: every member is safe from any thread.
@@ -61,6 +64,11 @@ class graph_replays {
   /// A node `node_id` of the graph `graph` (CUPTI's ids) was created while the launch `launch` was
   /// being captured.
   void node_created(std::uint64_t node_id, std::uint64_t graph, const captured_node& launch);
+  /// The node `copy` of the graph `copy_graph` was made, inside a call adding a child-graph node,
+  /// as the copy of the `ordinal`-th kernel node (creation order) of the graph `embedded`: it maps
+  /// to what that node maps to (nothing when unknown).
+  void node_copied(std::uint64_t copy, std::uint64_t copy_graph, std::uint64_t embedded,
+                   std::uint32_t ordinal);
   /// `clone_id` (in the executable graph `exec`, 0 when unknown) was cloned from
   /// `original_id`.
   void node_cloned(std::uint64_t original_id, std::uint64_t clone_id, std::uint64_t exec);
@@ -71,12 +79,14 @@ class graph_replays {
   /// flight got their records (or were given up).
   void exec_destroyed(std::uint64_t exec);
   /// A replay of `exec` was launched with (the widened) `correlation`, while the observation
-  /// `observation` was installed. Returns whether any of its nodes is known (else nothing will be
-  /// told).
+  /// `observation` was installed. Every kernel record of it is told: a node that a reported launch
+  /// recorded under that launch, any other (a node the bridge never saw made: a copy CUPTI did not
+  /// announce) under the record's own kernel name and no launch. Returns whether any of its nodes
+  /// is known (else its size is not: it is kept a moment for its records).
   bool replay_launched(std::uint64_t correlation, std::uint64_t exec,
                        launch_path::observation_ref observation,
                        int device, std::uint64_t stream);
-  /// A kernel record that nobody awaited: told to the observer if it is a known replay's node.
+  /// A kernel record that nobody awaited: told to the observer if it belongs to a replay.
   void on_record(const kernel_record& record);
   /// Whether any replay still has nodes whose records have not arrived (replays older than the
   /// maximum age are given up first).
@@ -86,8 +96,14 @@ class graph_replays {
 
   /// Replayed nodes told to an observer so far.
   std::uint64_t delivered() const;
+  /// Of those, the ones whose node the bridge never saw made (told under their record's name).
+  std::uint64_t delivered_unmapped() const;
   /// What the tables hold now.
   graph_table_sizes sizes() const;
+
+  /// Settled replays kept for late records (a child graph's nodes CUPTI did not announce come
+  /// after the known ones): the last this many.
+  static constexpr std::size_t settled_kept = 1024;
 
  private:
   using clock = std::chrono::steady_clock;
@@ -116,6 +132,9 @@ class graph_replays {
   };
   /// Replays of unknown size, oldest first: at most `unknown_kept` of them are kept.
   static constexpr std::size_t unknown_kept = 4096;
+  /// The replay `settled` got every record of its known nodes: it leaves the replays
+  /// waiting, and is kept among the last settled_kept settled ones.
+  void settle_locked(std::unordered_map<std::uint64_t, replay>::iterator settled);
 
   /// A replay is done (all its records came, or it was given up): its exec may go.
   void replay_done_locked(const replay& done);
@@ -139,10 +158,13 @@ class graph_replays {
   /// Known replays, oldest first, for ageing out (an entry may be done already).
   std::deque<std::uint64_t> known_order_;
   std::deque<std::uint64_t> unknown_;
+  std::unordered_map<std::uint64_t, replay> settled_;
+  std::deque<std::uint64_t> settled_order_;
   std::size_t known_pending_ = 0;
   clock::time_point last_unknown_{};
   std::uint64_t next_replay_ = 1;
   std::atomic<std::uint64_t> delivered_{0};
+  std::atomic<std::uint64_t> delivered_unmapped_{0};
 };
 
 }  // namespace launchwatch::detail::cuda_bridge

@@ -42,6 +42,10 @@ struct kernel_record {
   std::uint32_t stream = 0;
   std::uint64_t start = 0;  // steady-clock nanoseconds; 0 when CUPTI did not measure it
   std::uint64_t end = 0;
+  /// The kernel's name as CUPTI's record gives it (null when unknown); valid only while the record
+  /// is handled (on_records), so whatever keeps it interns it. Read for a replayed kernel whose
+  /// node the bridge never saw.
+  const char* name = nullptr;
 };
 
 /// A record's window as ticks: its timestamps are steady-clock nanoseconds (the clock CUPTI is told

@@ -111,6 +111,11 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
     // So a program that captures and instantiates again and again does not grow the bookkeeping.
     enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING);
     enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING);
+    // The clones an instantiate call makes belong to its exec, also a child graph's (whose
+    // GRAPHNODE_CLONED names a graph of its own); a CUPTI that lacks one form's id still works.
+    for (const auto id : cuda_bridge::instantiate_ids) {
+      (void)cupti().enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
+    }
   }
   // Nodes added by the explicit graph API are launches recorded into a graph, and are reported
   // whatever graph_replays says (the node-adding calls mark the thread, GRAPHNODE_CREATED names the

@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -859,6 +860,84 @@ TEST(BridgeCore, AChildGraphNodesCopiedKernelsAreNotReportedAgain) {
   ASSERT_EQ(launches.size(), 1u);
   EXPECT_EQ(launches[0].kernel, "inner");
   EXPECT_TRUE(launches[0].capturing);
+}
+
+// ---- child graphs (issue 23: their kernels were missing from replays on the H200) ----
+
+/// A graph of `head` then a child-graph node holding a capture of two `inner` launches on stream
+/// 7; returns its executable and sets `inner_launches` to the capture-time launches' ids.
+const void* graph_with_captured_child(fake_cupti& cupti, recording_observer& observer,
+                                      std::vector<std::uint64_t>& inner_launches) {
+  cupti.begin_capture(fake_cupti::stream(7));
+  cupti.launch("inner");
+  cupti.launch("inner");
+  const std::uint64_t child = cupti.end_capture(fake_cupti::stream(7));
+  for (const auto& launch : observer.launches()) inner_launches.push_back(launch.launch_id);
+  const std::uint64_t parent = cupti.new_graph();
+  (void)cupti.add_kernel_node(parent, "head");
+  cupti.add_child_graph_node(parent, child);
+  return cupti.instantiate(parent);
+}
+
+TEST(BridgeCore, EachReplayOfAChildGraphsKernelIsToldWithTheLaunchThatCapturedItsOriginal) {
+  fake_cupti cupti{per_node()};
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::none);
+  launch_observation watching{observer};
+  std::vector<std::uint64_t> inner;
+  const void* exec = graph_with_captured_child(cupti, *observer, inner);
+  ASSERT_EQ(inner.size(), 2u);
+  cupti.replay(exec);
+  cupti.replay(exec);
+  cupti.core().deliver_pending(2s);
+  std::multiset<std::uint64_t> inner_told;
+  std::size_t heads = 0;
+  for (const auto& node : observer->replayed_nodes()) {
+    if (node.kernel == "inner") inner_told.insert(node.captured_launch);
+    if (node.kernel == "head") ++heads;
+  }
+  EXPECT_EQ(heads, 2u);
+  EXPECT_EQ(inner_told, (std::multiset<std::uint64_t>{inner[0], inner[0], inner[1], inner[1]}));
+  EXPECT_EQ(cupti.core().stats().replayed_nodes_unmapped, 0u);
+  EXPECT_EQ(cupti.core().graph_tables().replays, 0u) << "every replay's size was known";
+}
+
+TEST(BridgeCore, DestroyingAnExecutableGraphForgetsTheClonesOfItsChildGraphsNodesToo) {
+  fake_cupti cupti{per_node()};
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::none);
+  launch_observation watching{observer};
+  std::vector<std::uint64_t> inner;
+  const void* exec = graph_with_captured_child(cupti, *observer, inner);
+  // The clones CUPTI names in the child's own graph belong to the exec the instantiate made.
+  EXPECT_EQ(cupti.core().graph_tables().execs, 1u);
+  const std::size_t nodes_with_exec = cupti.core().graph_tables().nodes;
+  cupti.replay(exec);
+  cupti.core().deliver_pending(2s);
+  cupti.destroy_exec(exec);
+  EXPECT_EQ(cupti.core().graph_tables().execs, 0u);
+  EXPECT_EQ(cupti.core().graph_tables().nodes, nodes_with_exec - 3) << "its three clones";
+}
+
+TEST(BridgeCore, AReplayedKernelWhoseNodeTheBridgeNeverSawMadeIsStillToldUnderItsRecordsName) {
+  fake_cupti cupti{per_node()};
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::none);
+  launch_observation watching{observer};
+  cupti.announce_no_copies();
+  std::vector<std::uint64_t> inner;
+  const void* exec = graph_with_captured_child(cupti, *observer, inner);
+  for (int r = 0; r < 3; ++r) cupti.replay(exec);
+  cupti.core().deliver_pending(2s);
+  std::size_t inner_told = 0;
+  std::set<std::uint64_t> replays;
+  for (const auto& node : observer->replayed_nodes()) {
+    if (node.kernel != "inner") continue;
+    ++inner_told;
+    EXPECT_EQ(node.captured_launch, 0u) << "no launch is known to have recorded it";
+    replays.insert(node.replay);
+  }
+  EXPECT_EQ(inner_told, 6u) << "each replay's two child kernels, after its one known node came";
+  EXPECT_EQ(replays.size(), 3u);
+  EXPECT_EQ(cupti.core().stats().replayed_nodes_delivered, 9u);
+  EXPECT_EQ(cupti.core().stats().replayed_nodes_unmapped, 6u);
 }
 
 // ---- the end of a run (finding 13) ----

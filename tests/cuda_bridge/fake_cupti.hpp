@@ -66,6 +66,7 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
       core_.node_created({reinterpret_cast<const void*>(node), node, true, *captured_into});
       std::lock_guard lock{mutex_};
       graphs_[*captured_into].push_back(node);
+      names_[node] = symbol;
     } else {
       complete(kernel_record{correlation, 0, 0, 0, 0, 0}, length);
     }
@@ -92,12 +93,15 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
     core_.capture_ended(reinterpret_cast<std::uintptr_t>(on));
     return graph;
   }
-  /// cudaGraphInstantiate: clones every node of `graph` (GRAPHNODE_CLONED) into a new executable
-  /// graph, returned; at the address `at` when given (CUDA hands a destroyed one's out again),
-  /// though CUPTI's id of it is always new.
+  /// cudaGraphInstantiate: between the call's ENTER and EXIT, clones every node of `graph`
+  /// (GRAPHNODE_CLONED) into a new executable graph, returned; at the address `at` when given
+  /// (CUDA hands a destroyed one's out again), though CUPTI's id of it is always new. A clone of a
+  /// child graph's node is said to be in a graph of its own (the child's copy in the exec).
   const void* instantiate(std::uint64_t graph, const void* at = nullptr) {
+    core_.instantiate_entered();
     std::vector<std::uint64_t> originals;
     std::uint64_t exec_graph = 0;
+    std::map<std::uint64_t, std::uint64_t> nested_in_exec;  // a child's copy -> its copy here
     {
       std::lock_guard lock{mutex_};
       originals = graphs_[graph];
@@ -109,12 +113,26 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
       exec_ids_[exec] = exec_graph;
     }
     for (const std::uint64_t original : originals) {
-      const std::uint64_t clone = next_node_id(exec_graph);
-      core_.node_cloned(original, clone, exec_graph);
+      std::uint64_t in_graph = exec_graph;
+      {
+        std::lock_guard lock{mutex_};
+        if (const auto nested = nested_of_.find(original); nested != nested_of_.end()) {
+          if (nested_in_exec.count(nested->second) == 0) {
+            nested_in_exec[nested->second] = next_graph_++;
+          }
+          in_graph = nested_in_exec[nested->second];
+        }
+      }
+      const std::uint64_t clone = next_node_id(in_graph);
+      core_.node_cloned(original, clone, in_graph);
       std::lock_guard lock{mutex_};
       clones_[exec].push_back(clone);
       originals_of_[exec].push_back(original);
+      if (const auto name = names_.find(original); name != names_.end()) {
+        names_[clone] = name->second;
+      }
     }
+    core_.instantiate_exited(exec_graph);
     return exec;
   }
   /// Replays' records name the captured node each kernel's node was cloned from, not the clone.
@@ -142,24 +160,36 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
     core_.node_adding_call(false);
     return node;
   }
-  /// cuGraphAddNode of a child-graph node holding a copy of `child` into `graph`: CUPTI may
-  /// announce each copied kernel node as created inside the call (review U3), and does here.
+  /// cuGraphAddNode of a child-graph node holding a copy of `child` into `graph`: the copy is a
+  /// graph of its own, and CUPTI may announce each copied kernel node as created inside the call
+  /// (review U3), which it does here unless announce_no_copies() was called.
   void add_child_graph_node(std::uint64_t graph, std::uint64_t child) {
-    core_.node_adding_call(true, false);
+    core_.node_adding_call(true, false, child);
     std::vector<std::uint64_t> nodes;
+    std::uint64_t copy_graph = 0;
     {
       std::lock_guard lock{mutex_};
       nodes = graphs_[child];
+      copy_graph = next_graph_++;
     }
     for (const std::uint64_t node : nodes) {
-      const std::uint64_t copy = next_node_id(graph);
+      const std::uint64_t copy = next_node_id(copy_graph);
+      bool announce = true;
       {
         std::lock_guard lock{mutex_};
         names_[copy] = names_[node];
+        graphs_[graph].push_back(copy);
+        nested_of_[copy] = copy_graph;
+        announce = announce_copies_;
       }
-      core_.node_created({reinterpret_cast<const void*>(copy), copy, true, graph});
+      if (announce) core_.node_created({reinterpret_cast<const void*>(copy), copy, true, copy_graph});
     }
     core_.node_adding_call(false);
+  }
+  /// Copies a child-graph node makes are not announced: the bridge never sees them made.
+  void announce_no_copies() {
+    std::lock_guard lock{mutex_};
+    announce_copies_ = false;
   }
   /// cudaGraphExecDestroy: GRAPHEXEC_DESTROY_STARTING, then GRAPH_DESTROY_STARTING of the exec's
   /// internal graph, which has the exec's id (driver 580, a probe on the H200).
@@ -197,7 +227,12 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
     }
     core_.graph_launch_entered({correlation, id, context, reinterpret_cast<std::uintptr_t>(on)});
     for (const std::uint64_t node : nodes) {
-      complete(kernel_record{correlation, node, 0, 0, 0, 0}, length);
+      const char* name = nullptr;
+      {
+        std::lock_guard lock{mutex_};
+        if (const auto found = names_.find(node); found != names_.end()) name = found->second;
+      }
+      complete(kernel_record{correlation, node, 0, 0, 0, 0, name}, length);
     }
     return correlation;
   }
@@ -327,6 +362,8 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
   std::map<const void*, std::vector<std::uint64_t>> clones_;
   std::map<const void*, std::vector<std::uint64_t>> originals_of_;  // the captured node of each clone
   bool records_name_originals_ = false;
+  bool announce_copies_ = true;
+  std::map<std::uint64_t, std::uint64_t> nested_of_;  // a child graph's copied node -> its graph
   bool elsewhere_ = false;
   std::map<const void*, std::uint64_t> exec_ids_;
   std::map<std::uint64_t, const char*> names_;

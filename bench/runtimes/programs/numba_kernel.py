@@ -8,6 +8,10 @@ from common import Skip, require, run
 
 def setup(args):
     np = require("numpy")
+    if not hasattr(np, "row_stack"):
+        # numba-cuda 0.68 still calls np.row_stack, which NumPy 2.x removed; it was an alias of
+        # vstack, so the alias is put back for Numba's sake (the kernel does not use it).
+        np.row_stack = np.vstack
     cuda = require("numba.cuda")
     if not cuda.is_available():
         raise Skip("Numba sees no CUDA device")

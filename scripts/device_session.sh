@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The GPU runs still owed by issues 22, 23 and 24, in one device command (each part bounded by
+# `timeout`, so one that hangs costs only its own minutes). Builds once for sm_90 (the `cuda`
+# preset), then, as STEPS says (default: all but long):
+#   probe    bench/runtimes/child_graph_probe: what CUPTI says of child graphs' nodes (issue 23)
+#   toggle   bench/cuda_bridge/activity_toggle_stress: 10,000 on/off cycles of CUPTI's kernel records
+#            while 8 threads launch (issue 24's timing windows depend on it)
+#   checks   scripts/gpu_check.sh QUICK=1 without the sanitizer (the CUDA suite, with finding 4's
+#            CudaTimingBatch tests)
+#   runtimes bench/runtimes/runtimes_table.py over every runtime, then --exit-runs 200 (issue 23)
+#   torch    bench/torch/modules_table.sh on the two host-bound models with --variants (issue 22)
+#   vulkan   scripts/device_vulkan.sh (issue 24's shader-clock timing on the H200; the H200 has no
+#            Vulkan loader: DEBS names the carried folder of Debian's .debs that script describes)
+#   long     runtimes_table.py --long-run ${LONG:-450} (issue 23; a command of its own)
+# Usage: OUT=dir [BUILD=build/gpu] [STEPS="probe toggle ..."] scripts/device_session.sh
+# Prints a row per step last; every log is under $OUT.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-build/device-out}
+BUILD=${BUILD:-build/gpu}
+JOBS=${JOBS:-$(nproc)}
+steps=" ${STEPS:-probe toggle checks runtimes torch vulkan} "
+want() { [[ $steps == *" $1 "* ]]; }
+mkdir -p "$OUT"
+rows=()
+row() { rows+=("$(printf '%-10s | %-4s | %s' "$1" "$2" "$3")"); }
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+
+t=$(date +%s)
+targets=(launchwatch launchwatch_inject launchwatch_child_graph_probe
+         launchwatch_activity_toggle_stress launchwatch_kernel_counter launchwatch_runtime_forms
+         launchwatch_bridge_exit_program)
+source scripts/find_cupti.sh
+if cmake --preset cuda -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES=90 "${cupti_args[@]}" \
+     >"$OUT/build.log" 2>&1 && ninja -C "$BUILD" -j"$JOBS" "${targets[@]}" >>"$OUT/build.log" 2>&1; then
+  row build ok "$(( $(date +%s) - t )) s"
+else
+  grep -E "error" -A3 "$OUT/build.log" | head -40
+  row build FAIL "build.log"
+fi
+
+step() {  # step NAME SECONDS COMMAND...: runs it bounded, logs to OUT/NAME.log, adds a row
+  local name=$1 limit=$2
+  shift 2
+  local started status
+  started=$(date +%s)
+  timeout -k 10 "$limit" "$@" >"$OUT/$name.log" 2>&1
+  status=$?
+  if [ $status -eq 0 ]; then
+    row "$name" ok "$(( $(date +%s) - started )) s"
+  else
+    row "$name" FAIL "exit $status after $(( $(date +%s) - started )) s ($name.log)"
+  fi
+}
+
+want probe && step probe 60 "$BUILD/bench/runtimes/launchwatch_child_graph_probe"
+want toggle && step toggle 240 "$BUILD/bench/cuda_bridge/launchwatch_activity_toggle_stress" 10000 8
+want checks && step checks 300 env BUILD="$BUILD" OUT="$OUT/checks" JOBS="$JOBS" SANITIZE=0 \
+  BENCH=0 QUICK=1 scripts/gpu_check.sh
+want runtimes && step runtimes 240 env OUT="$OUT/runtimes" BUILD="$BUILD" \
+  scripts/device_runtimes.sh --exit-runs 200
+want torch && step torch 330 env OUT="$OUT/torch" BUILD="$BUILD" SKIP_BUILD=1 \
+  MODELS=resnet50-train,resnet18-dataloader-train \
+  VARIANTS=resnet50-train,resnet18-dataloader-train TIMEOUT=90 TABLE_TIMEOUT=320 BUDGET=280 \
+  bench/torch/modules_table.sh
+want vulkan && step vulkan 180 env OUT="$OUT/vulkan" DEBS="${DEBS:-}" scripts/device_vulkan.sh
+want long && step long 560 env OUT="$OUT/long" BUILD="$BUILD" \
+  scripts/device_runtimes.sh --only none --long-run "${LONG:-450}"
+
+echo "==== device_session ===="
+printf '%s\n' "${rows[@]}"
+for name in probe toggle; do
+  [ -f "$OUT/$name.log" ] && { echo "== $name"; tail -40 "$OUT/$name.log"; }
+done

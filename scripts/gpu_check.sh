@@ -20,6 +20,7 @@ QUICK=${QUICK:-0}
 mkdir -p "$OUT"
 
 TEST_TARGETS=(launchwatch_conformance_cuda_test launchwatch_conformance_cuda_concurrency_test launchwatch_cuda_timing_budget_test launchwatch_cuda_deferred_timing_test launchwatch_cuda_launch_stress_test
+              launchwatch_cuda_timing_batch_test launchwatch_cuda_timing_batch_state_test
               launchwatch_cuda_backend_test launchwatch_cuda_host_test
               launchwatch_cuda_bridge_test launchwatch_cuda_bridge_stress_test launchwatch_cuda_bridge_host_test
               launchwatch_cuda_bridge_core_test launchwatch_cuda_bridge_run_exit_test launchwatch_bridge_exit_program

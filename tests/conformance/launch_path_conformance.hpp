@@ -26,6 +26,7 @@
 
 #include "conformance/conformance_fixture.hpp"
 #include "conformance/conformance_kernels.hpp"
+#include "support/profiling_log.hpp"
 #include "support/recording_observer.hpp"
 
 namespace launchwatch::conformance {
@@ -105,14 +106,7 @@ TYPED_TEST_P(launch_path_conformance, AReadOnAnotherThreadDoesNotTakeAFailureOfA
 // Finding 8: with the logger on, a names-only observer used to make every launch wait for its kernel.
 TYPED_TEST_P(launch_path_conformance, WithTheLoggerOnANamesOnlyObserverDoesNotMakeALaunchWaitForItsKernel) {
   launchwatch::client& client = this->client();
-  std::ostringstream log;
-  // Put back before `log`, which the logger's writer writes to, is destroyed.
-  struct reset_logger {
-    ~reset_logger() { detail::reset_profiling_logger_for_testing(); }
-  } reset_before_log_goes;
-  auto& logger = profiling_logger::instance();
-  logger.set_output(log_output::stream(log));
-  logger.set_level(profile_level::medium);
+  testing::profiling_log log{profile_level::medium};
   auto done = client.template empty<int>(1);
   auto names = std::make_shared<testing::recording_observer>();
   std::chrono::nanoseconds launch_took{};
@@ -123,11 +117,10 @@ TYPED_TEST_P(launch_path_conformance, WithTheLoggerOnANamesOnlyObserverDoesNotMa
     launch_took = std::chrono::steady_clock::now() - start;
   }
   client.sync();
-  logger.flush();
   // A 400 ms kernel: a launch that waited for it took at least that long.
   EXPECT_LT(launch_took, 200ms) << "the launch waited for its kernel";
   EXPECT_THAT(names->names(), ::testing::SizeIs(1));
-  EXPECT_THAT(log.str(), ::testing::HasSubstr("spin"));
+  EXPECT_THAT(log.text(), ::testing::HasSubstr("spin"));
 }
 
 // Finding 11: a launch's buffers used to be tracked only after its measurement was routed, so an

@@ -169,7 +169,16 @@ profiled_submission gpu_stream<R>::submit_profiled(const launch_descriptor& laun
   // window.
   profile_duration measurement{record_resolver<R>{timing, taken->record, launch.name, at_once},
                                timing_method::device};
-  this->launch(launch, taken->target);
+  {
+    // Said whether the launch is submitted or throws: a read on another thread that found the
+    // batch open while this launch held its slot left the batch's close to this moment.
+    struct says_launched {
+      timing_collector<R>& collector;
+      timing_record<R>& record;
+      ~says_launched() { collector.launched(record); }
+    } after{timing->collector, *taken->record};
+    this->launch(launch, taken->target);
+  }
   if (at_once) timing->collector.stage(*taken->record, stream_);
   // A batch this launch filled is closed after it, so its beacon follows every launch it holds.
   if (taken->filled) timing->collector.close(taken->filled);

@@ -28,6 +28,7 @@
 
 #include "device_guard.hpp"
 #include "device_health.hpp"
+#include "timing_batch_state.hpp"
 
 namespace launchwatch::detail::gpu {
 
@@ -65,7 +66,7 @@ struct timing_record {
   /// Where stage() copied the slot in the launch's own stream, when it was (an index into the
   /// collector's staged copies), or -1.
   int staged = -1;
-  /// The batch it sits in: a read that finds it pending closes the batch, and letting it go
+  /// The batch it sits in: a read that finds it pending has the batch closed, and letting it go
   /// releases its share of the batch.
   timing_batch<R>* batch = nullptr;
 };
@@ -90,12 +91,11 @@ struct timing_batch {
   timing_collector<R>& collector;
 
   std::mutex mutex;
-  bool open = true;  // guarded by mutex: launches may still join
+  timing_batch_state state;  // guarded by mutex; its `used` is fixed once the batch is closed
   typename R::stream_handle stream = nullptr;
   typename R::event_handle beacon = nullptr;
   std::uint32_t block = 0;
   timing_slot* slots = nullptr;  // the block's first slot, in device memory
-  std::uint32_t used = 0;        // guarded by mutex
   /// The owner's share, the collector's once closed, one per record; the batch is freed at zero.
   std::atomic<std::uint32_t> holders{capacity + 1};
   std::array<timing_record<R>, capacity> records{};
@@ -110,9 +110,11 @@ struct timing_batch {
 ///
 /// A stream keeps an open batch; a timed launch takes the batch's next slot and record (the
 /// batch's lock; a block of device memory is allocated only while the device has fewer than
-/// `max_blocks`). The batch closes when it is full, when its stream begins a capture or goes, or
-/// when a read finds its record still pending: then a beacon is recorded on the stream and the
-/// batch handed to the collector thread, which waits for the beacon on a private stream, copies
+/// `max_blocks`), and says launched() once its kernel is submitted. The batch closes when it is
+/// full, when its stream begins a capture or goes, or when a read finds its record still pending
+/// (at once when no launch holds a slot of it without having submitted its kernel; otherwise that
+/// launch closes it at its launched(): timing_batch_state.hpp): then a beacon is recorded on the
+/// stream and the batch handed to the collector thread, which waits for the beacon on a private stream, copies
 /// the block to the host, zeroes it with a copy (a memset may run as a kernel, on the user's SMs)
 /// and folds each slot's lanes into its record. Nothing is added between the user's kernels but
 /// one beacon per batch.
@@ -152,24 +154,33 @@ class timing_collector {
 
   /// A slot and a record for a timed launch on `stream`, whose open batch is `open` (made or
   /// replaced here). Nothing when every block is in flight: the launch then goes untimed.
-  /// Precondition: the caller holds the stream's lock and the stream is not capturing.
+  /// Precondition: the caller holds the stream's lock and the stream is not capturing; it calls
+  /// launched() for the record once the kernel is submitted, or failed, before it releases the
+  /// lock.
   /// Cost: the batch's lock; every `block_slots` launches, a new batch (an allocation of about
   /// 4 KiB), the device's lock and a block from the pool (a device allocation while fewer than the
   /// budget's exist). The caller closes a batch the launch filled (a beacon) after submitting it.
   std::optional<lease> acquire(std::shared_ptr<timing_batch<R>>& open,
                                typename R::stream_handle stream, instant submitted);
 
+  /// Says that the launch given `record` submitted its kernel (or failed to): a batch a reader
+  /// flagged meanwhile is closed now, its beacon after that kernel. Precondition: the caller holds
+  /// the stream's lock, as at acquire(). Cost: the batch's lock; rarely, a close. Never throws.
+  void launched(timing_record<R>& record) noexcept;
+
   /// Closes `batch` if still open: records its beacon on its stream and hands it to the collector.
-  /// Precondition (from a stream): its lock is held; (from a read): none. The caller holds a share
-  /// of the batch (its owner's, or a record's).
+  /// Precondition: the stream's lock is held, and no launch of it holds a slot of the batch
+  /// without having said launched() (a read goes through wait(), which asks instead). The caller
+  /// holds a share of the batch (its owner's, or a record's).
   /// Cost: the batch's lock, an event record and the device's lock; the collector thread is woken
   /// only when it is idle (while it polls, it finds the batch at its next poll).
   void close(timing_batch<R>& batch) noexcept;
   void close(const std::shared_ptr<timing_batch<R>>& batch) noexcept { close(*batch); }
 
-  /// Blocks until `record` is collected, closing its batch if it is still open; returns its window,
-  /// or nothing when the launch left none. Throws device_error (naming `kernel`) when the device
-  /// failed before the window was read.
+  /// Blocks until `record` is collected, having its batch closed if it is still open (at once, or
+  /// by its stream's launch in progress: timing_batch_state.hpp); returns its window, or nothing
+  /// when the launch left none. Throws device_error (naming `kernel`) when the device failed before
+  /// the window was read. Holds no stream's lock: may be called from any thread.
   std::optional<device_window> wait(timing_record<R>& record, std::string_view kernel);
 
   /// For a launch whose measurement is read right after it (resolved timing), where waiting for a
@@ -199,6 +210,12 @@ class timing_collector {
   };
 
   std::optional<std::uint32_t> take_block();  // caller holds mutex_
+  /// Closes `batch`, whose lock the caller holds, if it is open: its beacon, the collector's share.
+  /// Returns the slots it left unused (their records' shares to release), or nothing when it was
+  /// closed already. hand_over() must follow, once the lock is released.
+  std::optional<std::uint32_t> seal(timing_batch<R>& batch) noexcept;
+  /// Gives a batch seal() closed to the collector thread.
+  void hand_over(timing_batch<R>& batch, std::uint32_t unused) noexcept;
   void run();
   bool collect(timing_batch<R>& batch);  // one closed batch whose beacon has passed
   void fail_pending() noexcept;
@@ -351,13 +368,13 @@ std::optional<typename timing_collector<R>::lease> timing_collector<R>::acquire(
       std::optional<lease> taken;
       {
         std::lock_guard batch_lock{open->mutex};
-        if (open->open && open->used < timing_batch<R>::capacity) {
-          timing_record<R>& record = open->records[open->used];
+        if (const auto slot = open->state.take(timing_batch<R>::capacity)) {
+          timing_record<R>& record = open->records[*slot];
           record.submitted = submitted;
-          record.slot = open->slots + open->used;
+          record.slot = open->slots + *slot;
           record.batch = open.get();
           taken = lease{timing_target{record.slot}, &record, nullptr};
-          if (++open->used == timing_batch<R>::capacity) full = open;
+          if (open->state.used == timing_batch<R>::capacity) full = open;
         }
       }
       if (taken) {
@@ -394,24 +411,24 @@ std::optional<typename timing_collector<R>::lease> timing_collector<R>::acquire(
 }
 
 template <class R>
-void timing_collector<R>::close(timing_batch<R>& batch) noexcept {
-  std::uint32_t unused = 0;
-  {
-    std::lock_guard batch_lock{batch.mutex};
-    if (!batch.open) return;
-    batch.open = false;
-    unused = timing_batch<R>::capacity - batch.used;
-    if (batch.used > 0) {
-      device_guard<R> on{device_};
-      const typename R::error status = R::event_record(batch.beacon, batch.stream);
-      if (status != R::success) {
-        (void)health_->note(status, "EventRecord (a timing batch's beacon)");
-        R::clear_error();
-      }
+std::optional<std::uint32_t> timing_collector<R>::seal(timing_batch<R>& batch) noexcept {
+  if (!batch.state.close()) return std::nullopt;
+  const std::uint32_t used = batch.state.used;
+  if (used > 0) {
+    device_guard<R> on{device_};
+    const typename R::error status = R::event_record(batch.beacon, batch.stream);
+    if (status != R::success) {
+      (void)health_->note(status, "EventRecord (a timing batch's beacon)");
+      R::clear_error();
     }
-    // The collector's share, taken while the caller's keeps the batch alive.
-    batch.holders.fetch_add(1, std::memory_order_relaxed);
   }
+  // The collector's share, taken while the caller's keeps the batch alive.
+  batch.holders.fetch_add(1, std::memory_order_relaxed);
+  return timing_batch<R>::capacity - used;
+}
+
+template <class R>
+void timing_collector<R>::hand_over(timing_batch<R>& batch, std::uint32_t unused) noexcept {
   if (unused > 0) batch.release(unused);
   bool wake = false;
   {
@@ -423,6 +440,29 @@ void timing_collector<R>::close(timing_batch<R>& batch) noexcept {
   // A collector that is polling finds the batch at its next poll (within a millisecond); waking it
   // would cost the launching thread a system call every batch.
   if (wake) work_.notify_one();
+}
+
+template <class R>
+void timing_collector<R>::close(timing_batch<R>& batch) noexcept {
+  std::optional<std::uint32_t> unused;
+  {
+    std::lock_guard batch_lock{batch.mutex};
+    unused = seal(batch);
+  }
+  if (unused) hand_over(batch, *unused);
+}
+
+template <class R>
+void timing_collector<R>::launched(timing_record<R>& record) noexcept {
+  timing_batch<R>& batch = *record.batch;
+  std::optional<std::uint32_t> unused;
+  {
+    std::lock_guard batch_lock{batch.mutex};
+    // A reader flagged the batch while this launch was between its slot and its kernel: the
+    // kernel is submitted now, so the beacon lands after it.
+    if (batch.state.launched()) unused = seal(batch);
+  }
+  if (unused) hand_over(batch, *unused);
 }
 
 template <class R>
@@ -491,7 +531,15 @@ template <class R>
 std::optional<device_window> timing_collector<R>::wait(timing_record<R>& record,
                                                        std::string_view kernel) {
   if (record.state.load(std::memory_order_acquire) == timing_record<R>::pending) {
-    close(*record.batch);
+    // Not close(): another thread may be between taking a slot of this batch and submitting its
+    // kernel, whose beacon must follow it (review-2026-12-01b finding 4).
+    timing_batch<R>& batch = *record.batch;
+    std::optional<std::uint32_t> unused;
+    {
+      std::lock_guard batch_lock{batch.mutex};
+      if (batch.state.request_close()) unused = seal(batch);
+    }
+    if (unused) hand_over(batch, *unused);
     std::unique_lock lock{mutex_};
     poked_ = true;
     work_.notify_one();
@@ -514,7 +562,8 @@ std::optional<device_window> timing_collector<R>::wait(timing_record<R>& record,
 template <class R>
 bool timing_collector<R>::collect(timing_batch<R>& batch) {
   timing_slot* const base = batch.slots;
-  const std::size_t bytes = sizeof(timing_slot) * batch.used;
+  const std::uint32_t used = batch.state.used;  // fixed: the batch is closed
+  const std::size_t bytes = sizeof(timing_slot) * used;
   if (bytes > 0) {
     typename R::error status = R::copy_to_host_async(staging_, base, bytes, private_);
     if (status == R::success) {
@@ -527,7 +576,7 @@ bool timing_collector<R>::collect(timing_batch<R>& batch) {
       return false;
     }
   }
-  for (std::uint32_t i = 0; i < batch.used; ++i) {
+  for (std::uint32_t i = 0; i < used; ++i) {
     timing_record<R>& record = batch.records[i];
     if (const auto window = fold(staging_[i])) {
       record.window = *window;
@@ -552,7 +601,7 @@ template <class R>
 void timing_collector<R>::mark_pending_failed() noexcept {
   failed_ = true;
   for (const auto& batch : closed_) {
-    for (std::uint32_t i = 0; i < batch->used; ++i) {
+    for (std::uint32_t i = 0; i < batch->state.used; ++i) {
       batch->records[i].state.store(timing_record<R>::failed, std::memory_order_release);
     }
   }
@@ -581,7 +630,7 @@ void timing_collector<R>::run() {
     bool broken = false;
     for (const auto& batch : pending) {
       const typename R::error status =
-          batch->used == 0 ? R::success : R::event_query(batch->beacon);
+          batch->state.used == 0 ? R::success : R::event_query(batch->beacon);
       if (status == R::not_ready) continue;
       if (status != R::success) {
         (void)health_->note(status, "EventQuery (a timing batch's beacon)");

@@ -15,24 +15,18 @@
  * Thread safety: the functions run with the GIL held (the C API takes only launchwatch's own
  * locks, never waits for Python, so holding it cannot deadlock); each thread has its own ranges.
  */
-#define Py_LIMITED_API 0x030A0000
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_c_api.h"
 
 #include <dlfcn.h>
 #include <limits.h>
-#include <stdint.h>
 
 typedef int (*version_fn)(void);
-typedef int (*push_fn)(const char*);
-typedef int (*push_under_fn)(uint32_t, const char*);
-typedef int (*pop_to_fn)(int);
 typedef uint32_t (*current_path_fn)(void);
 
 /* Set once by load() (under the GIL) and never cleared: the library stays loaded for good. */
-static push_fn push_;
-static push_under_fn push_under_;
-static pop_to_fn pop_to_;
+launchwatch_push_fn launchwatch_py_push;
+launchwatch_push_under_fn launchwatch_py_push_under;
+launchwatch_pop_to_fn launchwatch_py_pop_to;
 static current_path_fn current_path_;
 
 /* Looks `name` up in `library`; sets an OSError naming it when missing. */
@@ -64,14 +58,15 @@ static PyObject* load(PyObject* module, PyObject* path_object) {
   }
   /* In order, stopping at the first missing, so the error names it. */
   version_fn version = NULL;
-  push_fn push = NULL;
-  push_under_fn push_under = NULL;
-  pop_to_fn pop_to = NULL;
+  launchwatch_push_fn push = NULL;
+  launchwatch_push_under_fn push_under = NULL;
+  launchwatch_pop_to_fn pop_to = NULL;
   current_path_fn current_path = NULL;
   if ((version = (version_fn)symbol(library, path, "launchwatch_c_api_version")) == NULL ||
-      (push = (push_fn)symbol(library, path, "launchwatch_range_push")) == NULL ||
-      (push_under = (push_under_fn)symbol(library, path, "launchwatch_range_push_under")) == NULL ||
-      (pop_to = (pop_to_fn)symbol(library, path, "launchwatch_range_pop_to")) == NULL ||
+      (push = (launchwatch_push_fn)symbol(library, path, "launchwatch_range_push")) == NULL ||
+      (push_under = (launchwatch_push_under_fn)symbol(library, path,
+                                                      "launchwatch_range_push_under")) == NULL ||
+      (pop_to = (launchwatch_pop_to_fn)symbol(library, path, "launchwatch_range_pop_to")) == NULL ||
       (current_path = (current_path_fn)symbol(library, path, "launchwatch_current_path")) == NULL) {
     Py_DECREF(encoded);
     return NULL;
@@ -83,22 +78,22 @@ static PyObject* load(PyObject* module, PyObject* path_object) {
     return NULL;
   }
   Py_DECREF(encoded);
-  push_ = push;
-  push_under_ = push_under;
-  pop_to_ = pop_to;
+  launchwatch_py_push = push;
+  launchwatch_py_push_under = push_under;
+  launchwatch_py_pop_to = pop_to;
   current_path_ = current_path;
   Py_RETURN_NONE;
 }
 
 /* The library's functions, or a RuntimeError when load() has not succeeded. */
 static int loaded(void) {
-  if (push_ != NULL) return 1;
+  if (launchwatch_py_push != NULL) return 1;
   PyErr_SetString(PyExc_RuntimeError, "launchwatch._c_api: call load(path) first");
   return 0;
 }
 
 /* `name` as the C API takes it: a bytes object's buffer (NUL-terminated by CPython). */
-static const char* range_name(PyObject* name) {
+const char* launchwatch_py_range_name(PyObject* name) {
   if (!PyBytes_Check(name)) {
     PyErr_Format(PyExc_TypeError, "a range name is bytes, not %R", (PyObject*)Py_TYPE(name));
     return NULL;
@@ -109,9 +104,9 @@ static const char* range_name(PyObject* name) {
 static PyObject* push(PyObject* module, PyObject* name) {
   (void)module;
   if (!loaded()) return NULL;
-  const char* text = range_name(name);
+  const char* text = launchwatch_py_range_name(name);
   if (text == NULL) return NULL;
-  return PyLong_FromLong(push_(text));
+  return PyLong_FromLong(launchwatch_py_push(text));
 }
 
 static PyObject* push_under(PyObject* module, PyObject* const* args, Py_ssize_t count) {
@@ -127,19 +122,24 @@ static PyObject* push_under(PyObject* module, PyObject* const* args, Py_ssize_t 
     PyErr_SetString(PyExc_OverflowError, "a path id is a 32-bit unsigned integer");
     return NULL;
   }
-  const char* text = range_name(args[1]);
+  const char* text = launchwatch_py_range_name(args[1]);
   if (text == NULL) return NULL;
-  return PyLong_FromLong(push_under_((uint32_t)parent, text));
+  return PyLong_FromLong(launchwatch_py_push_under((uint32_t)parent, text));
+}
+
+int launchwatch_py_depth(PyObject* depth_object) {
+  const long depth = PyLong_AsLong(depth_object);
+  if (depth == -1 && PyErr_Occurred()) return -1;
+  /* Depths past int's range mean "pop nothing", as the hooks' pop_to(1 << 30) does. */
+  return depth > INT_MAX ? INT_MAX : depth < INT_MIN ? INT_MIN : (int)depth;
 }
 
 static PyObject* pop_to(PyObject* module, PyObject* depth_object) {
   (void)module;
   if (!loaded()) return NULL;
-  const long depth = PyLong_AsLong(depth_object);
+  const int depth = launchwatch_py_depth(depth_object);
   if (depth == -1 && PyErr_Occurred()) return NULL;
-  /* Depths past int's range mean "pop nothing", as the hooks' pop_to(1 << 30) does. */
-  const int clamped = depth > INT_MAX ? INT_MAX : depth < INT_MIN ? INT_MIN : (int)depth;
-  return PyLong_FromLong(pop_to_(clamped));
+  return PyLong_FromLong(launchwatch_py_pop_to(depth));
 }
 
 static PyObject* current_path(PyObject* module, PyObject* unused) {
@@ -168,4 +168,8 @@ static struct PyModuleDef definition = {
     methods, NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__c_api(void) { return PyModule_Create(&definition); }
+PyMODINIT_FUNC PyInit__c_api(void) {
+  PyObject* module = PyModule_Create(&definition);
+  if (module != NULL && launchwatch_py_add_hooks(module) != 0) Py_CLEAR(module);
+  return module;
+}

@@ -84,7 +84,9 @@ def _extension_sink(path):
         from . import _c_api
 
         _c_api.load(path)
-        return ExtensionSink(_c_api)
+        sink = ExtensionSink(_c_api)
+        _c_api.set_native_sink(sink)  # the C hooks call the C API directly while it is current
+        return sink
     except Exception:  # whatever kept it from loading, ctypes is the way left
         return None
 

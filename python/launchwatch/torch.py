@@ -73,16 +73,17 @@ def _version_tuple():
 
 def _compiling_check():
     """Whether Dynamo is tracing the caller: a hook Dynamo traces must do nothing (it would be a
-    graph break). False where torch has no Dynamo."""
+    graph break). None where torch has no Dynamo."""
     compiler = getattr(torch, "compiler", None)
     check = getattr(compiler, "is_compiling", None)
     if check is None:
         dynamo = getattr(torch, "_dynamo", None)
         check = getattr(dynamo, "is_compiling", None)
-    return check or (lambda: False)
+    return check
 
 
-_compiling = _compiling_check()
+_dynamo_check = _compiling_check()
+_compiling = _dynamo_check or (lambda: False)
 _grad_enabled = torch.is_grad_enabled
 _Tensor = torch.Tensor
 
@@ -290,12 +291,17 @@ def _this_pass():
         t.generation = generation
     if t.callback_queued != generation:
         t.callback_queued = generation
-        try:
-            torch.autograd.Variable._execution_engine.queue_callback(
-                _end_of_pass(generation, threading.get_ident()))
-        except Exception:  # not inside the engine (a hook called directly): nothing to queue
-            pass
+        _queue_end_of_pass(generation)
     return t.backward
+
+
+def _queue_end_of_pass(generation):
+    """Queues this thread's end-of-pass callback on the autograd engine (the C hooks call it)."""
+    try:
+        torch.autograd.Variable._execution_engine.queue_callback(
+            _end_of_pass(generation, threading.get_ident()))
+    except Exception:  # not inside the engine (a hook called directly): nothing to queue
+        pass
 
 
 def _open_backward(path, common):
@@ -409,7 +415,7 @@ def _node_hook(node):
     found = hooked.get(id(node))
     if found is not None:
         return found[1]
-    hook = _NodeHook()
+    hook = _hooks.node_hook()
     node.register_prehook(hook)
     hooked[id(node)] = (node, hook)
     return hook
@@ -645,6 +651,79 @@ def _install_op_ranges():
     return None
 
 
+# ---- the hooks' two implementations ----------------------------------------------------------
+#
+# The forward hooks and the graph-node hook above are also written in C, in the package's
+# extension (_c_hooks.c: the same steps on the same state, calling the functions above back for
+# the rarer paths), at a fraction of the Python's cost per module call (docs/benchmarks.md, "Hooks
+# in C"). The C ones are used where the extension loads; the Python ones where it does not (no
+# compiler or Python headers at build time, a Python older than 3.10), with the same behaviour.
+
+
+class _Implementation:
+    """One implementation of the hooks: `pre`, `post` (the forward hooks torch calls) and
+    `node_hook` (makes a graph node's pre hook), and `via` ("c" or "python")."""
+
+    __slots__ = ("via", "pre", "post", "node_hook")
+
+    def __init__(self, via, pre, post, node_hook):
+        self.via, self.pre, self.post, self.node_hook = via, pre, post, node_hook
+
+
+def _c_implementation():
+    """The C hooks, or None where the extension does not load. Where torch has Dynamo, each
+    forward hook is a Python function that returns at once while Dynamo traces it (a C function
+    would be a graph break) and calls the C hook otherwise."""
+    try:
+        from . import _c_api
+
+        _c_api.hooks_setup(
+            sink_module=_sink, thread=_thread, states=_states, passes=_passes,
+            new_state=_new_module_state, close_forward=_close_forward, input_nodes=_input_nodes,
+            graph_nodes=_graph_nodes, queue_end_of_pass=_queue_end_of_pass,
+            grad_enabled=_grad_enabled, tensor=_Tensor, compiling=_dynamo_check)
+    except Exception:  # not built, another Python, or a build without the hooks: Python's
+        return None
+    pre, post = _c_api.forward_pre, _c_api.forward_post
+    if _dynamo_check is not None:
+        c_pre, c_post = pre, post
+
+        def pre(module, args):
+            if _compiling():
+                return None
+            return c_pre(module, args)
+
+        def post(module, args, result):
+            if _compiling():
+                return None
+            return c_post(module, args, result)
+
+    return _Implementation("c", pre, post, _c_api.NodeHook)
+
+
+_python_hooks = _Implementation("python", _forward_pre, _forward_post, _NodeHook)
+_c_hooks = _c_implementation()
+_hooks = _c_hooks or _python_hooks  # the implementation in use
+
+
+def _use_hooks(via):
+    """Makes the hooks `via` ("c" or "python") the ones in use, those install() registered
+    included (benchmarks and tests compare the two); returns the one it replaces. ValueError
+    for "c" where the extension did not load."""
+    global _hooks
+    chosen = {"c": _c_hooks, "python": _python_hooks}.get(via)
+    if chosen is None:
+        raise ValueError(f"launchwatch.torch: no {via!r} hooks here; "
+                         f"use 'python'{' or c' if _c_hooks else ''}")
+    previous = _hooks
+    pre_hooks = getattr(torch.nn.modules.module, "_global_forward_pre_hooks", None)
+    for registry, key in _our_hooks:
+        if key in registry:
+            registry[key] = chosen.pre if registry is pre_hooks else chosen.post
+    _hooks = chosen
+    return previous.via
+
+
 # ---- installing -----------------------------------------------------------------------------
 
 _installed = []
@@ -652,13 +731,13 @@ _installed = []
 
 def _register_global_hooks():
     hooks = torch.nn.modules.module
-    handles = [hooks.register_module_forward_pre_hook(_forward_pre)]
+    handles = [hooks.register_module_forward_pre_hook(_hooks.pre)]
     always_call = False
     try:
-        handles.append(hooks.register_module_forward_hook(_forward_post, always_call=True))
+        handles.append(hooks.register_module_forward_hook(_hooks.post, always_call=True))
         always_call = True
     except TypeError:  # torch < 2.1
-        handles.append(hooks.register_module_forward_hook(_forward_post))
+        handles.append(hooks.register_module_forward_hook(_hooks.post))
     for handle in handles:
         for registry in _hook_registries(hooks):
             if handle.id in registry:
@@ -708,11 +787,11 @@ def annotate(module):
     if not _sink.get().active or getattr(module, "_launchwatch_annotated", False):
         return module
     for child in module.modules():
-        child.register_forward_pre_hook(_forward_pre)
+        child.register_forward_pre_hook(_hooks.pre)
         try:
-            child.register_forward_hook(_forward_post, always_call=True)
+            child.register_forward_hook(_hooks.post, always_call=True)
         except TypeError:  # torch < 2.1: Module.__call__ closes what a raising forward left open
-            child.register_forward_hook(_forward_post)
+            child.register_forward_hook(_hooks.post)
             _install_exception_closing()
     object.__setattr__(module, "_launchwatch_annotated", True)
     _install_backward_scope()

@@ -13,11 +13,18 @@ import launchwatch.torch as lwtorch  # noqa: E402
 from torch import nn  # noqa: E402
 
 
-@pytest.fixture
-def hooks(sink):
-    """The global hooks, installed once for the process (they read the sink when they run)."""
+@pytest.fixture(params=["c", "python"])
+def hooks(sink, request):
+    """The global hooks, installed once for the process (they read the sink when they run), in
+    each implementation: C (the package's extension) and Python (where it does not load)."""
+    if request.param == "c" and lwtorch._c_hooks is None:
+        pytest.skip("launchwatch._c_api was not built (no Python headers at configure time)")
     assert lwtorch.install("modules") == []
-    yield sink
+    previous = lwtorch._use_hooks(request.param)
+    try:
+        yield sink
+    finally:
+        lwtorch._use_hooks(previous)
     assert sink.open_ranges() == {}, "a range was left open"
 
 

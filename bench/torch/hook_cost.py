@@ -68,22 +68,23 @@ def c_no_op_sink():
     return sink
 
 
-def measure(mode):
+def measure(mode, via):
     import torch
     from torch import nn
 
     torch.set_num_threads(1)
     import launchwatch
     from launchwatch import _sink
+    import launchwatch.torch as hooks
+
+    hooks._use_hooks(via)  # before install(): the hooks it registers are these
 
     if mode in ("noop", "ctypes"):
         class ActiveNothing(_sink.NullSink):
             active = True
 
         _sink.set_sink(ActiveNothing() if mode == "noop" else c_no_op_sink())
-        import launchwatch.torch
-
-        launchwatch.torch.install("modules")
+        hooks.install("modules")
     sink = _sink.get()
     if mode.startswith("run"):
         if not sink.active:
@@ -108,7 +109,7 @@ def measure(mode):
 
     step_us = best_ns(train_step, number=5) / 1e3
     conv_train, conv_infer = conv_stack()
-    result = {"mode": mode, "identity_call_ns": forward_ns, "linear_step_us": step_us,
+    result = {"mode": mode, "hooks": hooks._hooks.via, "identity_call_ns": forward_ns, "linear_step_us": step_us,
               "modules_per_step": 101, "conv_train_us": best_ns(conv_train, number=10) / 1e3,
               "conv_infer_us": best_ns(conv_infer, number=10) / 1e3}
     result["scope_ns"] = best_ns(lambda: launchwatch.scope("x").__enter__().__exit__(),
@@ -166,8 +167,19 @@ def split(rounds):
 
         sinks["extension"] = injection
         sinks["ctypes"] = _sink.InjectionSink(ctypes.CDLL(os.environ["NVTX_INJECTION64_PATH"]))
-    ours = [(registry, key, registry[key]) for registry, key in hooks._our_hooks]
+    pre_hooks = torch.nn.modules.module._global_forward_pre_hooks
+    ours = list(hooks._our_hooks)
     hook_graph = hooks._hook_graph
+    c_api = sys.modules.get("launchwatch._c_api") if hooks._c_hooks else None
+
+    def c_setup(grad_enabled):
+        """The C hooks' state; with grad_enabled False they hook no graph node (forward only)."""
+        c_api.hooks_setup(
+            sink_module=_sink, thread=hooks._thread, states=hooks._states, passes=hooks._passes,
+            new_state=hooks._new_module_state, close_forward=hooks._close_forward,
+            input_nodes=hooks._input_nodes, graph_nodes=hooks._graph_nodes,
+            queue_end_of_pass=hooks._queue_end_of_pass, grad_enabled=grad_enabled,
+            tensor=torch.Tensor, compiling=hooks._dynamo_check)
 
     def empty_pre(module, args):
         return None
@@ -176,24 +188,36 @@ def split(rounds):
         return None
 
     def configure(name):
-        for registry, key, _ in ours:
+        for registry, key in ours:
             registry.pop(key, None)
         _sink.set_sink(_sink.NullSink() if name in ("plain", "dispatch")
                        else sinks.get(name, nothing))
         if name == "plain":
             return
-        for registry, key, hook in ours:
-            empty = empty_pre if hook is hooks._forward_pre else empty_post
-            registry[key] = empty if name == "dispatch" else hook
+        c_hooks = c_api is not None and name in ("forward-c", "hooks-c", "extension", "ctypes")
+        hooks._use_hooks("c" if c_hooks else "python")
+        for registry, key in ours:
+            pre = registry is pre_hooks
+            registry[key] = ((empty_pre if pre else empty_post) if name == "dispatch"
+                             else hooks._hooks.pre if pre else hooks._hooks.post)
         hooks._hook_graph = (lambda *args: None) if name == "forward" else hook_graph
+        if c_api is not None:
+            c_setup((lambda: False) if name == "forward-c" else torch.is_grad_enabled)
 
-    names = ("plain", "dispatch", "forward", "hooks", *sinks.keys() - {"hooks"})
+    # Each configuration and the one its "added" column is against.
+    against = {"plain": None, "dispatch": "plain", "forward": "dispatch", "hooks": "forward"}
+    if c_api is not None:
+        against.update({"forward-c": "dispatch", "hooks-c": "forward-c"})
+        against.update({name: "hooks-c" for name in sinks if name != "hooks"})
+    names = tuple(against)
     what = {"plain": "plain (no hooks)",
             "dispatch": "torch's hook dispatch (two empty global hooks)",
-            "forward": "+ the forward ranges' Python (no graph-node hooks)",
-            "hooks": "+ the graph-node hooks for backward (the hooks, whole; no tool)",
-            "extension": "+ launchwatch: the C API through the C extension",
-            "ctypes": "the same through ctypes instead (added: against the hooks, no tool)"}
+            "forward": "+ the forward ranges, Python hooks (no graph-node hooks)",
+            "hooks": "+ the graph-node hooks for backward (the Python hooks whole; no tool)",
+            "forward-c": "the forward ranges, C hooks (against the dispatch)",
+            "hooks-c": "+ the graph-node hooks for backward (the C hooks whole; no tool)",
+            "extension": "+ launchwatch: the C API through the C extension (C hooks)",
+            "ctypes": "the same through ctypes instead (against the C hooks, no tool)"}
     train, infer = conv_stack()
     print("| 30 x (Conv2d 8 + BatchNorm2d + ReLU), 8x4x4, one process | training step, median "
           "/ best | added | inference step, median / best | added |")
@@ -212,16 +236,14 @@ def split(rounds):
             ordered = sorted(samples[name])
             rows.setdefault(name, []).append((ordered[len(ordered) // 2] * 1e6, ordered[0] * 1e6))
     configure("hooks")
-    previous = None
     for name in names:
-        against = rows["hooks"] if name == "ctypes" else previous
+        base = rows[against[name]] if against[name] else None
         cells = []
         for index, (median, best) in enumerate(rows[name]):
-            added = "" if against is None else (f"{median - against[index][0]:+.0f} / "
-                                                f"{best - against[index][1]:+.0f} us")
+            added = "" if base is None else (f"{median - base[index][0]:+.0f} / "
+                                             f"{best - base[index][1]:+.0f} us")
             cells += [f"{median:.0f} / {best:.0f} us", added]
         print(f"| {what[name]} | " + " | ".join(cells) + " |")
-        previous = rows[name]
     return 0
 
 
@@ -230,6 +252,7 @@ def main():
     parser.add_argument("--launchwatch")
     parser.add_argument("--measure", choices=["plain", "noop", "ctypes", "run-ctypes", "run"],
                         help=argparse.SUPPRESS)
+    parser.add_argument("--hooks", choices=["c", "python"], default="c", help=argparse.SUPPRESS)
     parser.add_argument("--package", help="the Python package's folder (default: the build's)")
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--rounds", type=int, default=3,
@@ -240,7 +263,7 @@ def main():
     parser.add_argument("--split-here", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
-        return measure(args.measure)
+        return measure(args.measure, args.hooks)
     if args.split_here:
         return split(args.split_here)
     if not args.launchwatch:
@@ -269,9 +292,11 @@ def compare(args, launchwatch, package, reports):
     results = {}
     run = [launchwatch, "run", "--out", reports, "--"]
     for _ in range(args.rounds):
-        for mode, command in (("plain", me + ["plain"]), ("noop", me + ["noop"]),
-                              ("ctypes", me + ["ctypes"]),
+        for mode, command in (("plain", me + ["plain"]),
+                              ("noop-python", me + ["noop", "--hooks", "python"]),
+                              ("noop", me + ["noop"]), ("ctypes", me + ["ctypes"]),
                               ("run-ctypes", run + me + ["run-ctypes"]),
+                              ("run-python", run + me + ["run", "--hooks", "python"]),
                               ("run", run + me + ["run"])):
             done = subprocess.run(command, env=environment, capture_output=True, text=True,
                                   check=True)
@@ -281,7 +306,7 @@ def compare(args, launchwatch, package, reports):
             for key, value in measured.items():
                 if isinstance(value, float):
                     best[key] = min(best[key], value)
-    modes = ("plain", "noop", "ctypes", "run-ctypes", "run")
+    modes = ("plain", "noop-python", "noop", "ctypes", "run-ctypes", "run-python", "run")
 
     def row(what, key, unit, digits=0):
         plain = results["plain"][key]
@@ -290,9 +315,11 @@ def compare(args, launchwatch, package, reports):
             for m in modes[1:]]
         print(f"| {what} | " + " | ".join(cells) + " |")
 
-    print("| | plain | hooks, Python no-op sink | hooks, C no-op sink (ctypes) "
-          "| hooks under launchwatch run, ctypes | hooks under launchwatch run, C extension |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| | plain | Python hooks, Python no-op sink | C hooks, Python no-op sink "
+          "| C hooks, C no-op sink (ctypes) | C hooks under launchwatch run, ctypes "
+          "| Python hooks under launchwatch run, C extension "
+          "| C hooks under launchwatch run, C extension |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     row("nn.Identity call", "identity_call_ns", "ns")
     per_call = [results[m]["identity_call_ns"] - results["plain"]["identity_call_ns"]
                 for m in modes[1:]]
@@ -301,10 +328,10 @@ def compare(args, launchwatch, package, reports):
     row("30 x (Conv2d 8 + BatchNorm2d + ReLU), 8x4x4, forward + backward", "conv_train_us", "us")
     row("the same, inference under no_grad", "conv_infer_us", "us")
     print(f"| launchwatch.scope enter + exit | {results['plain']['scope_ns']:.0f} ns (no tool) "
-          f"| | | {results['run-ctypes']['scope_ns']:.0f} ns "
-          f"| {results['run']['scope_ns']:.0f} ns |")
-    print(f"| C API push + pop_to | | | | {results['run-ctypes']['c_api_push_pop_ns']:.0f} ns "
-          f"| {results['run']['c_api_push_pop_ns']:.0f} ns |")
+          f"| | | | {results['run-ctypes']['scope_ns']:.0f} ns "
+          f"| | {results['run']['scope_ns']:.0f} ns |")
+    print(f"| C API push + pop_to | | | | | {results['run-ctypes']['c_api_push_pop_ns']:.0f} ns "
+          f"| | {results['run']['c_api_push_pop_ns']:.0f} ns |")
     return 0
 
 

@@ -354,3 +354,52 @@ def test_annotate_names_one_models_modules_and_closes_a_forward_that_raised(sink
         model(inputs())
     assert sink.paths() == ["Fails", "Fails/fc"]
     assert sink.open_ranges() == {}
+
+
+def test_the_c_hooks_record_the_same_ranges_as_the_python_hooks(sink):
+    """The C hooks (the extension's) and the Python ones (the fallback where it does not load)
+    open and close the same ranges, in the same order, forward and backward, for a model with
+    recursion, a module called twice, a functional op between modules and a forward that raises."""
+    if lwtorch._c_hooks is None:
+        pytest.skip("launchwatch._c_api was not built (no Python headers at configure time)")
+    from fake_sink import FakeSink
+    from launchwatch import _sink
+
+    class Tricky(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.shared = nn.Linear(4, 4)
+            self.block = Block()
+            self.fails = nn.Linear(4, 4)
+
+        def forward(self, x, depth=1, fail=False):
+            x = self.shared(self.shared(x)).relu()
+            x = self.block(x) + x
+            if fail:
+                return self.fails(x.view(-1))  # 12 features into a Linear(4, 4): raises
+            return x if depth == 0 else self(x, depth - 1)
+
+    def record(via):
+        torch.manual_seed(0)
+        model = Tricky()
+        recording = FakeSink()
+        _sink.set_sink(recording)
+        previous = lwtorch._use_hooks(via)
+        try:
+            with launchwatch.scope("step"):
+                model(inputs(requires_grad=True)).sum().backward()
+                with pytest.raises(RuntimeError):
+                    model(inputs(), fail=True)
+            model(inputs()).square().mean().backward()
+        finally:
+            lwtorch._use_hooks(previous)
+            _sink.set_sink(sink)
+        assert recording.open_ranges() == {}
+        return recording.opened, recording.closed
+
+    assert lwtorch.install("modules") == []
+    c_opened, c_closed = record("c")
+    python_opened, python_closed = record("python")
+    assert ("step", "backward", "Tricky", "block", "conv1") in [p for _, p in c_opened]
+    assert c_opened == python_opened
+    assert c_closed == python_closed

@@ -107,3 +107,30 @@ def test_without_the_extension_the_sink_reaches_the_injection_through_ctypes(tmp
                       "print(sink.via, sink.push(b'a'), sink.pop_to(0))\n", tmp_path,
                       LAUNCHWATCH_RUN_OUT=str(tmp_path / "report"), NVTX_INJECTION64_PATH=LIBRARY)
     assert lines_of(done) == ["ctypes 0 0"]
+
+
+def test_under_run_the_torch_hooks_are_the_c_ones_and_open_their_ranges_in_the_injection(tmp_path):
+    pytest.importorskip("torch", reason="torch is not installed for this Python (python3-torch)")
+    code = ("import torch\nfrom torch import nn\nfrom launchwatch import _c_api, _sink\n"
+            "import launchwatch.torch as hooks\n"
+            "class Depth(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        print('open in forward', _c_api.pop_to(1 << 30))\n"
+            "        return x * 2\n"
+            "class Net(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.inner = nn.Sequential(Depth())\n"
+            "    def forward(self, x):\n"
+            "        return self.inner(x)\n"
+            "hooks.install('modules')\n"
+            "x = torch.ones(2, requires_grad=True)\n"
+            "x.register_hook(lambda g: print('open in backward', _c_api.pop_to(1 << 30)))\n"
+            "loss = Net()(x).sum()\n"
+            "loss.backward()\n"
+            "print(hooks._hooks.via, _sink.get().via, 'open after', _c_api.pop_to(1 << 30))\n")
+    done = run_python(code, tmp_path, LAUNCHWATCH_RUN_OUT=str(tmp_path / "report"),
+                      NVTX_INJECTION64_PATH=LIBRARY)
+    # Net/inner/0 forward; backward/Net/inner/0 when x's gradient is ready (the module whose
+    # inputs had no earlier node stays open until the pass ends).
+    assert lines_of(done) == ["open in forward 3", "open in backward 4", "c extension open after 0"]

@@ -14,18 +14,20 @@ plain, the hooks with a Python sink that records nothing (their Python alone), t
 sink of no-op C functions through ctypes (libc's, argtypes set as the injection's are: the hooks
 and the ctypes calls, without launchwatch's C++), and under `launchwatch run` (everything) twice:
 the C API through ctypes (the fallback) and through the C extension (what `run` uses where it
-loads). Also the C API's own cost (a push and a pop_to) each way and launchwatch.scope with no
-tool. Times are the thread's CPU time (a shared machine's descheduling left out), best of 7
-repeats in a process and of `--rounds` processes per configuration, run in turn. Prints one
-markdown table for docs/benchmarks.md. Internally the same file measures one configuration:
-`hook_cost.py --measure plain|noop|ctypes|run-ctypes|run`. `--package DIR` measures another copy of
-the Python package (an earlier commit's, for a before-and-after).
+loads). The hooks are the C ones (the package's extension, _c_hooks.c), and for a before-and-after
+in one run the Python ones (the fallback) too with the Python no-op sink and under `launchwatch
+run` through the extension. Also the C API's own cost (a push and a pop_to) each way and
+launchwatch.scope with no tool. Times are the thread's CPU time (a shared machine's descheduling
+left out), best of 7 repeats in a process and of `--rounds` processes per configuration, run in
+turn. Prints one markdown table for docs/benchmarks.md. Internally the same file measures one
+configuration: `hook_cost.py --measure plain|noop|ctypes|run-ctypes|run [--hooks c|python]`.
+`--package DIR` measures another copy of the Python package (an earlier commit's).
 
 `--split ROUNDS` instead splits the ResNet-like stack's step in one process under `launchwatch run`,
 the configurations taken in turn each round (a shared machine's load falls on all alike): plain,
-torch's hook dispatch (empty global hooks), the forward ranges' Python, the graph-node hooks for
-backward (the hooks whole, recording nothing), then the C API through the extension and through
-ctypes.
+torch's hook dispatch (empty global hooks), the forward ranges, then the graph-node hooks for
+backward (the hooks whole, recording nothing), each for the Python hooks and the C hooks, then
+(the C hooks) the C API through the extension and through ctypes.
 """
 
 import argparse
@@ -109,8 +111,8 @@ def measure(mode, via):
 
     step_us = best_ns(train_step, number=5) / 1e3
     conv_train, conv_infer = conv_stack()
-    result = {"mode": mode, "hooks": hooks._hooks.via, "identity_call_ns": forward_ns, "linear_step_us": step_us,
-              "modules_per_step": 101, "conv_train_us": best_ns(conv_train, number=10) / 1e3,
+    result = {"mode": mode, "hooks": hooks._hooks.via, "identity_call_ns": forward_ns,
+              "linear_step_us": step_us, "modules_per_step": 101, "conv_train_us": best_ns(conv_train, number=10) / 1e3,
               "conv_infer_us": best_ns(conv_infer, number=10) / 1e3}
     result["scope_ns"] = best_ns(lambda: launchwatch.scope("x").__enter__().__exit__(),
                                  number=20000)

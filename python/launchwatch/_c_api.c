@@ -1,4 +1,5 @@
-/* launchwatch._c_api: the injection's C API (src/inject/c_api.hpp) as Python built-in functions.
+/* launchwatch._c_api: the injection's C API (src/inject/c_api.hpp) as Python built-in functions,
+ * and (_c_hooks.c, added to the module at import) torch.py's hooks in C.
  *
  * Why: the torch hooks (torch.py) open and close a range per module call forward and backward, and
  * on a host-bound step of small modules the calls themselves were the hooks' largest cost when made

@@ -7,7 +7,8 @@ path another thread read with `current_path()`), `pop_to(depth) -> depth left` a
 depth rather than one range at a time means a hook that never ran (an exception inside a forward)
 cannot leave a range open. Tests install a recording sink with `set_sink` (the fake NVTX sink).
 The injection's two sinks also say `via` which way they call it ("extension" or "ctypes"), for
-benchmarks.
+benchmarks. The C hooks (_c_hooks.c) call the C API directly, not through the sink's members,
+while the process's sink is the ExtensionSink that `_extension_sink` made (set_native_sink).
 """
 
 import ctypes

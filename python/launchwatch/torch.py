@@ -28,6 +28,10 @@ does the same for one model. Each hook opens or closes a range on the NVTX domai
 - ops mode adds a range per aten op (`aten::addmm`), through a TorchDispatchMode: in eager code,
   on torch >= 1.13, at a measured extra cost (docs/benchmarks.md).
 
+The forward hooks and the graph nodes' hook are C functions of the package's extension
+(_c_hooks.c) where it loads, the Python ones below where it does not, with the same behaviour
+("the hooks' two implementations" below).
+
 Outside `launchwatch run` (no sink active) `install` and `annotate` install nothing.
 Thread safety: hooks may run on any threads at once; each thread has its own ranges.
 """
@@ -713,8 +717,8 @@ def _use_hooks(via):
     global _hooks
     chosen = {"c": _c_hooks, "python": _python_hooks}.get(via)
     if chosen is None:
-        raise ValueError(f"launchwatch.torch: no {via!r} hooks here; "
-                         f"use 'python'{' or c' if _c_hooks else ''}")
+        raise ValueError(f"launchwatch.torch: no {via!r} hooks here; use "
+                         + ("'c' or 'python'" if _c_hooks else "'python' (the C ones did not load)"))
     previous = _hooks
     pre_hooks = getattr(torch.nn.modules.module, "_global_forward_pre_hooks", None)
     for registry, key in _our_hooks:

@@ -29,11 +29,12 @@ summary.json, the profiler's trace), largest difference first, and the details l
 
 `--variants MODEL,...` adds, for those models, the step wall of more processes, to show where
 launchwatch's extra step time goes (OUT/MODEL/variants.json and a second table): the hooks with a
-Python no-op sink and no tool (their Python alone), `run --torch off` (the CUDA bridge alone) with
-and without timing, and `run --torch modules` without timing and with the C API through ctypes.
+Python no-op sink and no tool (the hooks alone), `run --torch off` (the CUDA bridge alone) with
+and without timing, and `run --torch modules` without timing, with the C API through ctypes, and
+with the Python hooks instead of the C extension's (the before-and-after of the hooks in C).
 
 Internally the same file is the worker:
-`modules_table.py --worker MODEL --json FILE [--profile] [--sink noop|ctypes]`.
+`modules_table.py --worker MODEL --json FILE [--profile] [--sink noop|ctypes|python-hooks]`.
 """
 
 import argparse
@@ -287,7 +288,9 @@ def use_sink(kind, package):
     """Once torch is imported (under run, the sitecustomize has installed the hooks then):
     `noop` installs the hooks with a sink that records nothing, in a process no tool watches;
     `ctypes` (under launchwatch run) makes the hooks reach the injection through ctypes rather
-    than the C extension. Returns the hooks' sink's `via` (None where no hooks are installed)."""
+    than the C extension; `python-hooks` (under launchwatch run) makes the hooks the Python ones
+    rather than the C extension's. Returns the hooks' sink's `via` (None where no hooks are
+    installed), with ", python hooks" for the last."""
     if kind is None:
         sink = sys.modules.get("launchwatch._sink")
         return getattr(getattr(sink, "current", None), "via", None) if sink else None
@@ -295,6 +298,11 @@ def use_sink(kind, package):
     from launchwatch import _sink
     import launchwatch.torch
 
+    if kind == "python-hooks":
+        if not _sink.get().active:
+            sys.exit("modules_table: --sink python-hooks outside launchwatch run")
+        launchwatch.torch._use_hooks("python")
+        return f"{_sink.current.via}, python hooks"
     if kind == "noop":
         class NoOpSink(_sink.NullSink):  # records nothing, but the hooks run as under run
             active = True
@@ -497,6 +505,8 @@ VARIANTS = [
      ["--torch", "modules", "--timing", "none"], None),
     ("modules_ctypes", "run --torch modules, C API through ctypes", ["--torch", "modules"],
      "ctypes"),
+    ("modules_python_hooks", "run --torch modules, Python hooks", ["--torch", "modules"],
+     "python-hooks"),
 ]
 
 
@@ -624,7 +634,8 @@ def main():
                         "hooks alone, the bridge alone, without timing and through ctypes")
     parser.add_argument("--budget", type=int, help="seconds: start no model or variant after "
                         "this long (the tables then have what was done)")
-    parser.add_argument("--sink", choices=["noop", "ctypes"], help=argparse.SUPPRESS)
+    parser.add_argument("--sink", choices=["noop", "ctypes", "python-hooks"],
+                        help=argparse.SUPPRESS)
     parser.add_argument("--device", default="cuda", help="cpu: the script's smoke test on a "
                         "machine without CUDA (--models tiny-train; no kernels, so counts are 0)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -710,7 +721,7 @@ def print_variants(results):
     print("\n# Where launchwatch's step time goes: step ms (x plain), one process each\n")
     columns = [("plain", None)] + [(label, key) for key, label, _, _ in VARIANTS[:4]] + [
         ("run --torch modules (the table's)", "lw"), (VARIANTS[4][1], VARIANTS[4][0]),
-        ("torch.profiler with the hooks", "pf")]
+        (VARIANTS[5][1], VARIANTS[5][0]), ("torch.profiler with the hooks", "pf")]
     print("| model | " + " | ".join(label for label, _ in columns) + " |")
     print("|" + " --- |" * (len(columns) + 1))
     for model, r in rows:
@@ -730,7 +741,7 @@ def print_variants(results):
                 ms = measured["step_ms"]
             cells.append(f"{ms:.2f} ({ms / plain:.3f}x)")
         print("| " + " | ".join(cells) + " |")
-    print("\nhooks, no-op sink: the hooks' Python and torch's hook dispatch, no tool. --timing "
+    print("\nhooks, no-op sink: the hooks and torch's hook dispatch, no tool. --timing "
           "none: kernels counted, not timed (CUPTI's launch callbacks only). Their differences "
           "split launchwatch's extra step time into the bridge's, the timing's and the hooks'.")
 

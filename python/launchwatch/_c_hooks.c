@@ -253,12 +253,12 @@ done:
   return result;
 }
 
-/* torch.py's _node_hook: the hook on `node` (borrowed from this thread's `hooked`), registered on
- * its first call while the outermost forward runs; NULL with an exception. */
-static PyObject* node_hook_of(PyObject* node) {
-  PyObject *hook = NULL, *key = NULL, *handle = NULL, *pair = NULL;
-  PyObject* hooked = PyObject_GetAttr(ctx.thread, s_hooked);
-  if (hooked == NULL || (key = PyLong_FromVoidPtr(node)) == NULL) goto done;
+/* torch.py's _node_hook: the hook on `node` (borrowed from `hooked`, this thread's), registered
+ * on its first call while the outermost forward runs; NULL with an exception. */
+static PyObject* node_hook_of(PyObject* hooked, PyObject* node) {
+  PyObject *hook = NULL, *handle = NULL, *pair = NULL;
+  PyObject* key = PyLong_FromVoidPtr(node);
+  if (key == NULL) goto done;
   PyObject* found = PyDict_GetItemWithError(hooked, key);
   if (found != NULL) {
     hook = PyTuple_GetItem(found, 1);
@@ -276,13 +276,12 @@ done:
   Py_XDECREF(pair);
   Py_XDECREF(handle);
   Py_XDECREF(key);
-  Py_XDECREF(hooked);
   return hook;
 }
 
 /* Appends (begins, call) to `node`'s hook; 0, or -1 with an exception. */
-static int add_entry(PyObject* node, PyObject* begins, PyObject* call) {
-  PyObject* hook = node_hook_of(node);
+static int add_entry(PyObject* hooked, PyObject* node, PyObject* begins, PyObject* call) {
+  PyObject* hook = node_hook_of(hooked, node);
   if (hook == NULL) return -1;
   PyObject* entries = Py_TYPE(hook) == node_hook_type
                           ? Py_NewRef(((node_hook*)hook)->entries)
@@ -297,7 +296,7 @@ static int add_entry(PyObject* node, PyObject* begins, PyObject* call) {
 
 /* torch.py's _hook_graph; 0, or -1 with an exception. */
 static int hook_graph(PyObject* path, PyObject* inputs, PyObject* result) {
-  PyObject *outputs = NULL, *call = NULL;
+  PyObject *outputs = NULL, *call = NULL, *hooked = NULL;
   int status = -1;
   const int tensor = is_tensor(result);
   if (tensor < 0) return -1;
@@ -328,19 +327,23 @@ static int hook_graph(PyObject* path, PyObject* inputs, PyObject* result) {
       goto done;
     }
   }
-  if ((call = PyTuple_Pack(1, path)) == NULL) goto done;
+  if ((call = PyTuple_Pack(1, path)) == NULL ||
+      (hooked = PyObject_GetAttr(ctx.thread, s_hooked)) == NULL) {
+    goto done;
+  }
   const Py_ssize_t output_count = sequence_size(outputs);
   for (Py_ssize_t i = 0; i < output_count; ++i) {
     PyObject* node = sequence_item(outputs, i);
-    if (!holds(inputs, node) && add_entry(node, Py_True, call) != 0) goto done;
+    if (!holds(inputs, node) && add_entry(hooked, node, Py_True, call) != 0) goto done;
   }
   const Py_ssize_t input_count = sequence_size(inputs);
   for (Py_ssize_t i = 0; i < input_count; ++i) {
     PyObject* node = sequence_item(inputs, i);
-    if (!holds(outputs, node) && add_entry(node, Py_False, call) != 0) goto done;
+    if (!holds(outputs, node) && add_entry(hooked, node, Py_False, call) != 0) goto done;
   }
   status = 0;
 done:
+  Py_XDECREF(hooked);
   Py_XDECREF(call);
   Py_XDECREF(outputs);
   return status;

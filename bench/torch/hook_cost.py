@@ -26,8 +26,9 @@ configuration: `hook_cost.py --measure plain|noop|ctypes|run-ctypes|run [--hooks
 `--split ROUNDS` instead splits the ResNet-like stack's step in one process under `launchwatch run`,
 the configurations taken in turn each round (a shared machine's load falls on all alike): plain,
 torch's hook dispatch (empty global hooks), the forward ranges, then the graph-node hooks for
-backward (the hooks whole, recording nothing), each for the Python hooks and the C hooks, then
-(the C hooks) the C API through the extension and through ctypes.
+backward (the hooks whole, recording nothing), each for the Python hooks and the C hooks (for the
+C ones also torch's part of the graph-node hooks alone: registered and called, returning at
+once), then (the C hooks) the C API through the extension and through ctypes.
 """
 
 import argparse
@@ -189,14 +190,21 @@ def split(rounds):
     def empty_post(module, args, result):
         return None
 
+    scoped_backward = torch.autograd.backward
+
     def configure(name):
+        # nodes-c: backward() unwrapped, so no pass runs and each graph node's hook returns at
+        # once: what torch's part (registering the hooks, the engine calling them) costs.
+        torch.autograd.backward = (scoped_backward.__wrapped__ if name == "nodes-c"
+                                   else scoped_backward)
         for registry, key in ours:
             registry.pop(key, None)
         _sink.set_sink(_sink.NullSink() if name in ("plain", "dispatch")
                        else sinks.get(name, nothing))
         if name == "plain":
             return
-        c_hooks = c_api is not None and name in ("forward-c", "hooks-c", "extension", "ctypes")
+        c_hooks = c_api is not None and name in ("forward-c", "nodes-c", "hooks-c", "extension",
+                                                 "ctypes")
         hooks._use_hooks("c" if c_hooks else "python")
         for registry, key in ours:
             pre = registry is pre_hooks
@@ -209,7 +217,7 @@ def split(rounds):
     # Each configuration and the one its "added" column is against.
     against = {"plain": None, "dispatch": "plain", "forward": "dispatch", "hooks": "forward"}
     if c_api is not None:
-        against.update({"forward-c": "dispatch", "hooks-c": "forward-c"})
+        against.update({"forward-c": "dispatch", "nodes-c": "forward-c", "hooks-c": "nodes-c"})
         against.update({name: "hooks-c" for name in sinks if name != "hooks"})
     names = tuple(against)
     what = {"plain": "plain (no hooks)",
@@ -217,7 +225,10 @@ def split(rounds):
             "forward": "+ the forward ranges, Python hooks (no graph-node hooks)",
             "hooks": "+ the graph-node hooks for backward (the Python hooks whole; no tool)",
             "forward-c": "the forward ranges, C hooks (against the dispatch)",
-            "hooks-c": "+ the graph-node hooks for backward (the C hooks whole; no tool)",
+            "nodes-c": "+ the graph nodes' hooks registered and called, returning at once (torch's "
+                       "part: no backward scope)",
+            "hooks-c": "+ the graph-node hooks' work and the backward scope (the C hooks whole; "
+                       "no tool)",
             "extension": "+ launchwatch: the C API through the C extension (C hooks)",
             "ctypes": "the same through ctypes instead (against the C hooks, no tool)"}
     train, infer = conv_stack()

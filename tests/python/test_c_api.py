@@ -134,3 +134,17 @@ def test_under_run_the_torch_hooks_are_the_c_ones_and_open_their_ranges_in_the_i
     # Net/inner/0 forward; backward/Net/inner/0 when x's gradient is ready (the module whose
     # inputs had no earlier node stays open until the pass ends).
     assert lines_of(done) == ["open in forward 3", "open in backward 4", "c extension open after 0"]
+
+
+def test_without_the_extension_the_torch_hooks_are_the_python_ones_and_record_alike(tmp_path):
+    pytest.importorskip("torch", reason="torch is not installed for this Python (python3-torch)")
+    code = ("import sys\nsys.modules['launchwatch._c_api'] = None  # cannot import\n"
+            f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
+            "import torch\nfrom torch import nn\nfrom fake_sink import FakeSink\n"
+            "from launchwatch import _sink\nimport launchwatch.torch as hooks\n"
+            "sink = FakeSink()\n_sink.set_sink(sink)\nhooks.install('modules')\n"
+            "nn.Sequential(nn.Linear(2, 2))(torch.ones(1, 2, requires_grad=True)).sum().backward()\n"
+            "print(hooks._hooks.via, hooks._c_hooks)\nprint(' '.join(sink.paths()))\n")
+    done = run_python(code, tmp_path)
+    assert lines_of(done) == ["python None", "Sequential Sequential/0 backward backward/[loss] "
+                              "backward/Sequential backward/Sequential/0"]

@@ -242,9 +242,9 @@ def split(rounds):
             for name in names:
                 configure(name)
                 step()  # once untimed: the configuration's first call builds its caches
-                start = time.perf_counter()
+                start = time.thread_time()  # CPU time: descheduling left out
                 step()
-                samples[name].append(time.perf_counter() - start)
+                samples[name].append(time.thread_time() - start)
         for name in names:
             ordered = sorted(samples[name])
             rows.setdefault(name, []).append((ordered[len(ordered) // 2] * 1e6, ordered[0] * 1e6))
@@ -257,7 +257,90 @@ def split(rounds):
                                              f"{best - base[index][1]:+.0f} us")
             cells += [f"{median:.0f} / {best:.0f} us", added]
         print(f"| {what[name]} | " + " | ".join(cells) + " |")
+    if c_api is not None:
+        _sink.set_sink(sinks.get("extension", nothing))
+        pieces(hooks)
     return 0
+
+
+def pieces(hooks):
+    """The hooks' pieces per call, each implementation's side by side, with the process's sink
+    (under launchwatch run: the extension's): a module call's forward hooks (torch's dispatch
+    left out), a graph node's hook closing one module's backward range and opening another's,
+    and torch's own part of a graph node's hook (registering it, the engine calling it)."""
+    import threading
+
+    import torch
+    from torch import nn
+
+    module, args = nn.Identity(), (torch.zeros(1),)
+    rows = {}
+    hooks._passes.append((0, 0, threading.get_ident()))  # as inside a backward() on this thread
+    saved = (hooks._thread.backward, hooks._thread.generation, hooks._thread.callback_queued)
+    hooks._thread.generation = hooks._thread.callback_queued = 0
+    try:
+        for via in ("python", "c"):
+            implementation = hooks._python_hooks if via == "python" else hooks._c_hooks
+            pre, post = implementation.pre, implementation.post
+
+            def forward():
+                pre(module, args)
+                post(module, args, args[0])
+
+            with torch.no_grad():
+                rows.setdefault("forward", []).append(best_ns(forward, number=20000))
+            first, second = implementation.node_hook(), implementation.node_hook()
+            first.entries.append((True, ((b"Net", b"a"),)))
+            second.entries.append((True, ((b"Net", b"b"),)))
+            hooks._thread.backward = []
+
+            def nodes():
+                first(None)
+                second(None)
+
+            rows.setdefault("node", []).append(best_ns(nodes, number=20000) / 2)
+            hooks._close_backward_to(0)
+    finally:
+        hooks._passes.pop()
+        (hooks._thread.backward, hooks._thread.generation,
+         hooks._thread.callback_queued) = saved
+    leaf = torch.zeros(1, requires_grad=True)
+    nothing = set().discard  # a C callable taking the gradients and returning None
+
+    def registered():
+        (leaf * 2).grad_fn.register_prehook(nothing)
+
+    def unregistered():
+        leaf * 2
+
+    def chain(hooked, length=50):
+        def run():
+            out = leaf
+            for _ in range(length):
+                out = out * 2
+                if hooked:
+                    out.grad_fn.register_prehook(nothing)
+            torch.autograd.backward.__wrapped__(out)  # no backward scope: torch's part only
+        return run
+
+    register = best_ns(registered, number=5000) - best_ns(unregistered, number=5000)
+    call = (best_ns(chain(True), number=100) - best_ns(chain(False), number=100)) / 50 - register
+    kind = getattr(_sink_of(hooks), "via", None) or "a Python sink recording nothing"
+    print(f"| per call, best of 7, sink: {kind} | Python hooks | C hooks |")
+    print("| --- | --- | --- |")
+    print("| a module call's forward pre and post hooks (torch's dispatch left out) | "
+          + " | ".join(f"{ns:.0f} ns" for ns in rows["forward"]) + " |")
+    print("| a graph node's hook: one module's backward range closed, the next one's opened | "
+          + " | ".join(f"{ns:.0f} ns" for ns in rows["node"]) + " |")
+    print(f"| torch's part of a graph node's hook: register_prehook | {register:.0f} ns | |")
+    print(f"| torch's part of a graph node's hook: the engine calling it (a C no-op) "
+          f"| {call:.0f} ns | |")
+
+
+def _sink_of(hooks):
+    from launchwatch import _sink
+
+    return _sink.get()
 
 
 def main():
@@ -298,7 +381,11 @@ def compare(args, launchwatch, package, reports):
                                str(args.split)],
                               env=dict(os.environ, PYTHONPATH=package), capture_output=True,
                               text=True, check=True)
-        print("\n".join(line for line in done.stdout.splitlines() if line.startswith("|")))
+        for line in done.stdout.splitlines():
+            if line.startswith("| per call"):
+                print()  # the pieces' table after the split's
+            if line.startswith("|"):
+                print(line)
         return 0
     me = [args.python, os.path.abspath(__file__), "--measure"]
     environment = dict(os.environ, PYTHONPATH=package)

@@ -60,11 +60,15 @@ ensure_npm_packages() {
   fi
 }
 
-# Configures (once) and builds one CMake preset.
+# Configures and builds one CMake preset. Configured every time (a few seconds on a configured
+# folder): the preset's cache values are set again, so a folder configured under an older preset
+# (say, with the HIP backend on where the preset now turns it off) builds what the preset says.
 build_preset() {
   local preset=$1
   shift
-  if [ ! -f "build/$preset/build.ninja" ]; then
+  if [ -f "build/$preset/build.ninja" ]; then
+    cmake --preset "$preset" "$@" >/dev/null
+  else
     cmake --preset "$preset" "$@"
   fi
   cmake --build --preset "$preset"

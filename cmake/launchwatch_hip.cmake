@@ -3,8 +3,9 @@
 # LAUNCHWATCH_HIP=AUTO builds it where hipcc or HIP's headers are found, ON insists, OFF never.
 # LAUNCHWATCH_HIP_PLATFORM says where its kernels run:
 # - amd (the default): HIP's clang compiles kernels for AMD GPUs (CMake's HIP language), for the
-#   architectures in CMAKE_HIP_ARCHITECTURES (default gfx90a;gfx940, see below). A machine with no
-#   AMD GPU still compiles and links everything; the GPU tests then skip.
+#   architectures in CMAKE_HIP_ARCHITECTURES (default gfx90a;gfx942 with clang 17 or newer, see
+#   cmake/launchwatch_hip_amd.cmake). A machine with no AMD GPU still compiles and links
+#   everything; the GPU tests then skip. Nothing compiled so has run on an AMD GPU here.
 # - nvidia: HIP's NVIDIA platform: HIP's API maps onto CUDA's (HIP's nvidia_detail headers), and
 #   nvcc compiles the kernels, so the CUDA backend must be built too. CUDA 13 removed names that
 #   HIP 5.2's nvidia_detail headers still use; src/backend/hip/hip_cuda13_shim.hpp restores them.

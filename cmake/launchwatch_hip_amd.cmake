@@ -1,23 +1,15 @@
 # The HIP backend for AMD GPUs: CMake's HIP language with HIP's clang.
 #
-# Architectures: gfx90a (MI200) and gfx940 (MI300's first target). gfx942 (MI300X, MI300A) is what
-# the issue asked for, but Debian's HIP 5.2 compiles with clang 15, which refuses it ("invalid
-# target ID 'gfx942'"; gfx942 arrived in LLVM 17 and ROCm 5.7), and its device libraries have no
-# gfx942 bitcode. gfx940 is the nearest target clang 15 knows: the same GFX9.4 instruction set, but
-# a gfx940 code object does not load on a gfx942 device, so nothing here is claimed to run on one.
-# Set CMAKE_HIP_ARCHITECTURES to gfx942 with a ROCm 5.7 or newer toolchain.
-if(NOT DEFINED CMAKE_HIP_ARCHITECTURES)
-  set(CMAKE_HIP_ARCHITECTURES gfx90a gfx940)
-endif()
-
 # The compiler. Debian's hipcc drives clang 15, and clang 15 compiles the HIP backend, but it
 # crashes (a segmentation fault in its device pass) on every GoogleTest file in C++20 HIP mode: the
 # smallest case is a class holding a std::map<std::string, T> whose T has no default constructor,
-# which gtest-internal.h declares. Debian's clang 16 (clang-16, lld-16, clang-tools-16) does not, so
-# it is preferred where installed, with HIP 5.2's headers, device libraries and runtime all the
-# same; called from its own folder, so it finds its own lld and offload bundler.
+# which gtest-internal.h declares. Debian's clang 19 (clang-19, lld-19, clang-tools-19 for its
+# offload bundler, llvm-19 for llvm-as) does not, and it knows gfx942, so it is preferred where
+# installed, then clang 16 (which does not know gfx942), with HIP 5.2's headers, device libraries
+# and runtime all the same; called from its own folder, so it finds its own lld and offload bundler.
 if(NOT CMAKE_HIP_COMPILER)
-  find_program(launchwatch_hip_clang clang++ HINTS /usr/lib/llvm-16/bin NO_DEFAULT_PATH NO_CACHE)
+  find_program(launchwatch_hip_clang clang++
+    HINTS /usr/lib/llvm-19/bin /usr/lib/llvm-16/bin NO_DEFAULT_PATH NO_CACHE)
   if(NOT launchwatch_hip_clang)
     # HIP's own clang: hipconfig says where; Debian's HIP 5.2 is built for clang 15.
     execute_process(COMMAND hipconfig --hipclangpath OUTPUT_VARIABLE launchwatch_hip_clang_dir
@@ -27,6 +19,28 @@ if(NOT CMAKE_HIP_COMPILER)
   endif()
   if(launchwatch_hip_clang)
     set(CMAKE_HIP_COMPILER ${launchwatch_hip_clang})
+  endif()
+endif()
+if(CMAKE_HIP_COMPILER)
+  execute_process(COMMAND ${CMAKE_HIP_COMPILER} --version OUTPUT_VARIABLE launchwatch_hip_clang_says
+    ERROR_QUIET)
+  string(REGEX MATCH "clang version ([0-9]+)" launchwatch_hip_clang_says
+    "${launchwatch_hip_clang_says}")
+  set(launchwatch_hip_clang_major "${CMAKE_MATCH_1}")
+  get_filename_component(launchwatch_hip_clang_dir ${CMAKE_HIP_COMPILER} DIRECTORY)
+endif()
+
+# Architectures: gfx90a (MI200) and gfx942 (MI300X, MI300A), compiled and linked here, never run
+# (no AMD GPU is lent). gfx942 needs clang 17 or newer (older ones say "invalid target ID
+# 'gfx942'"), so with an older clang the default is gfx90a alone. Debian's HIP 5.2 device libraries
+# predate gfx942; cmake/launchwatch_hip_device_libs.cmake supplies the one file they lack.
+if(NOT DEFINED CMAKE_HIP_ARCHITECTURES)
+  if(launchwatch_hip_clang_major AND launchwatch_hip_clang_major LESS 17)
+    set(CMAKE_HIP_ARCHITECTURES gfx90a)
+    message(STATUS "launchwatch: HIP for gfx90a only: clang ${launchwatch_hip_clang_major} does \
+not know gfx942 (clang 17 or newer does: install clang-19 lld-19 clang-tools-19 llvm-19)")
+  else()
+    set(CMAKE_HIP_ARCHITECTURES gfx90a gfx942)
   endif()
 endif()
 
@@ -76,17 +90,27 @@ if(NOT CMAKE_HIP_COMPILER_ROCM_ROOT AND
     set(ENV{amd_comgr_ROOT} ${multiarch_cmake}/amd_comgr)
     set(ENV{hsa-runtime64_ROOT} ${multiarch_cmake}/hsa-runtime64)
     set(CMAKE_HIP_COMPILER_ROCM_ROOT ${root})
-    string(APPEND CMAKE_HIP_FLAGS " --rocm-path=${launchwatch_rocm_path}"
-      " --hip-device-lib-path=${launchwatch_device_libs}")
+    string(APPEND CMAKE_HIP_FLAGS " --rocm-path=${launchwatch_rocm_path}")
+    include(cmake/launchwatch_hip_device_libs.cmake)
+    launchwatch_hip_device_libs(launchwatch_device_libs launchwatch_device_libs_missing
+      ${launchwatch_device_libs} "${launchwatch_hip_clang_dir}" "${CMAKE_HIP_ARCHITECTURES}")
+    if(launchwatch_device_libs)
+      string(APPEND CMAKE_HIP_FLAGS " --hip-device-lib-path=${launchwatch_device_libs}")
+    endif()
   endif()
 endif()
 
 # hip-lang links clang's compiler-rt builtins (for __fp16) and looks for them beside the compiler
-# only; Debian's clang 16 comes without them, so take any installed clang's (libclang-rt-dev).
-if(CMAKE_HIP_COMPILER AND NOT CLANGRT_BUILTINS)
-  file(GLOB launchwatch_clang_rt
-    /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.builtins-${CMAKE_SYSTEM_PROCESSOR}.a
-    /usr/lib/clang/*/lib/linux/libclang_rt.builtins-${CMAKE_SYSTEM_PROCESSOR}.a)
+# only; Debian's clang 19 and 16 come without them (libclang-rt-19-dev is only recommended), so
+# take the compiler's own where installed, else any installed clang's (libclang-rt-dev).
+if(CMAKE_HIP_COMPILER AND NOT launchwatch_device_libs_missing AND NOT CLANGRT_BUILTINS)
+  execute_process(COMMAND ${CMAKE_HIP_COMPILER} --rtlib=compiler-rt -print-libgcc-file-name
+    OUTPUT_VARIABLE launchwatch_clang_rt OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  if(NOT EXISTS "${launchwatch_clang_rt}")
+    file(GLOB launchwatch_clang_rt
+      /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.builtins-${CMAKE_SYSTEM_PROCESSOR}.a
+      /usr/lib/clang/*/lib/linux/libclang_rt.builtins-${CMAKE_SYSTEM_PROCESSOR}.a)
+  endif()
   if(launchwatch_clang_rt)
     list(GET launchwatch_clang_rt 0 launchwatch_clang_rt)
     set(CLANGRT_BUILTINS ${launchwatch_clang_rt} CACHE FILEPATH "clang's compiler-rt builtins")
@@ -96,7 +120,9 @@ if(CMAKE_HIP_COMPILER AND NOT CLANGRT_BUILTINS)
   endif()
 endif()
 
-if(CMAKE_HIP_COMPILER)
+if(launchwatch_device_libs_missing)
+  launchwatch_hip_unavailable("${launchwatch_device_libs_missing}")
+elseif(CMAKE_HIP_COMPILER)
   enable_language(HIP)
   set(CMAKE_HIP_STANDARD 20)
   set(CMAKE_HIP_STANDARD_REQUIRED ON)

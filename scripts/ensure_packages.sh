@@ -11,10 +11,12 @@ launchwatch_packages=(
   clang libclang-rt-dev  # the fuzz preset: clang++ and its libFuzzer
   libvulkan-dev glslang-tools  # the Vulkan backend: its headers, and GLSL to SPIR-V at build time
   python3-dev  # Python's headers: the Python package's C extension (python/launchwatch/_c_api.c)
-  # The HIP backend, compiled for AMD GPUs (gfx90a, gfx940) by the release preset: HIP 5.2's headers,
-  # runtime and device libraries with hipcc, and clang 16 with its linker and offload bundler, since
-  # clang 15 (hipcc's) crashes on GoogleTest files in C++20 HIP mode (cmake/launchwatch_hip_amd.cmake).
-  hipcc libamdhip64-dev clang-16 lld-16 clang-tools-16
+  # The HIP backend, compiled and linked for AMD GPUs (gfx90a, gfx942) by the release preset: HIP
+  # 5.2's headers, runtime and device libraries with hipcc, and clang 19 with its linker (lld-19),
+  # offload bundler (clang-tools-19) and llvm-as (llvm-19), since clang 15 (hipcc's) crashes on
+  # GoogleTest files in C++20 HIP mode and only clang 17 or newer knows gfx942; llvm-as makes the
+  # gfx942 device-library file HIP 5.2 predates (cmake/launchwatch_hip_device_libs.cmake).
+  hipcc libamdhip64-dev clang-19 lld-19 clang-tools-19 llvm-19
 )
 
 # What only the tests need: chromium for the browser test (tests/browser), Mesa's lavapipe (Vulkan on

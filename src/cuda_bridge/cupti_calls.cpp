@@ -50,31 +50,38 @@ std::uint64_t stream_number(CUstream stream, CUcontext context) noexcept {
   return reinterpret_cast<std::uintptr_t>(context) | handle;
 }
 
-bool adds_kernel_node(CUpti_CallbackId id, const void* parameters) noexcept {
-  if (parameters == nullptr) return true;
-  const CUgraphNodeParams* node = nullptr;
+namespace {
+
+/// The parameters of the node cuGraphAddNode[_v2] adds (null for the other node-adding calls, or
+/// when CUPTI gave none).
+const CUgraphNodeParams* generic_node_params(CUpti_CallbackId id, const void* parameters) noexcept {
+  if (parameters == nullptr) return nullptr;
   if (id == CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode) {
-    node = static_cast<const cuGraphAddNode_params*>(parameters)->nodeParams;
-  } else if (id == CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2) {
-    node = static_cast<const cuGraphAddNode_v2_params*>(parameters)->nodeParams;
-  } else if (id == CUPTI_DRIVER_TRACE_CBID_cuGraphAddChildGraphNode) {
-    return false;
-  } else {
-    return true;  // cuGraphAddKernelNode
+    return static_cast<const cuGraphAddNode_params*>(parameters)->nodeParams;
   }
+  if (id == CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2) {
+    return static_cast<const cuGraphAddNode_v2_params*>(parameters)->nodeParams;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool adds_kernel_node(CUpti_CallbackId id, const void* parameters) noexcept {
+  // Parameters that cannot be read, cuGraphAddKernelNode, or a generic call's kernel node.
+  if (parameters == nullptr) return true;
+  if (id == CUPTI_DRIVER_TRACE_CBID_cuGraphAddChildGraphNode) return false;
+  const CUgraphNodeParams* node = generic_node_params(id, parameters);
   return node == nullptr || node->type == CU_GRAPH_NODE_TYPE_KERNEL;
 }
 
 CUgraph embedded_graph(CUpti_CallbackId id, const void* parameters) noexcept {
-  if (parameters == nullptr) return nullptr;
-  const CUgraphNodeParams* node = nullptr;
   if (id == CUPTI_DRIVER_TRACE_CBID_cuGraphAddChildGraphNode) {
-    return static_cast<const cuGraphAddChildGraphNode_params*>(parameters)->childGraph;
-  } else if (id == CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode) {
-    node = static_cast<const cuGraphAddNode_params*>(parameters)->nodeParams;
-  } else if (id == CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2) {
-    node = static_cast<const cuGraphAddNode_v2_params*>(parameters)->nodeParams;
+    return parameters == nullptr
+               ? nullptr
+               : static_cast<const cuGraphAddChildGraphNode_params*>(parameters)->childGraph;
   }
+  const CUgraphNodeParams* node = generic_node_params(id, parameters);
   if (node == nullptr || node->type != CU_GRAPH_NODE_TYPE_GRAPH) return nullptr;
 #if CUDA_VERSION >= 12090
   // A graph whose ownership moves to the node (CUDA 12.9) is not copied: its nodes keep their ids.

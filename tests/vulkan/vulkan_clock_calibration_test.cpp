@@ -214,6 +214,61 @@ TEST(ClockCalibration, AWindowMappedBeforeItsSubmissionIsMovedWholeToStartThere)
   EXPECT_EQ(window.length(), 5000ns);
 }
 
+/// A stream's two back-to-back 50 us kernels, 1 us apart, read with a probe between the reads whose
+/// anchor places the clock 30 us earlier than the anchors before it (within what a loaded CPU
+/// device's probes are uncertain by), as the shader clock's re-anchoring does.
+struct read_across_a_new_anchor {
+  const fake_device nanoseconds{[](std::int64_t host) { return static_cast<std::uint64_t>(host); }};
+  clock_calibration calibration{false};
+  static constexpr std::int64_t started = 11 * second;
+  collected first{static_cast<std::uint64_t>(started), static_cast<std::uint64_t>(started + 50'000),
+                  started - 10'000};
+  collected second_one{static_cast<std::uint64_t>(started + 51'000),
+                       static_cast<std::uint64_t>(started + 101'000), started - 9'000};
+
+  read_across_a_new_anchor() {
+    calibrate(calibration, nanoseconds, 10 * second);
+    second_one.record.has_previous = true;
+    second_one.record.previous_end = first.record.end;
+  }
+  /// The new anchor: its shader read the clock 30 us later than its timestamps say.
+  void anchor_again() {
+    const std::int64_t at = started + 200'000;
+    const std::uint64_t reading = nanoseconds.clock(at + 1000) + 30'000;
+    calibration.add(clock_calibration::probe{at, at + 2000, reading, reading});
+  }
+};
+
+TEST(ClockCalibration, AWindowReadAfterANewAnchorNeverStartsBeforeItsPredecessorEndedAsHandedOut) {
+  read_across_a_new_anchor stream;
+  launchwatch::detail::vulkan::delivered_end last;
+  const profile_ticks first = stream.calibration.window(stream.first, 2000ns, &last);
+  EXPECT_EQ(first.end(), at_ns(read_across_a_new_anchor::started + 50'000));
+  stream.anchor_again();
+  // Through the new anchor alone (not widened), the second kernel is placed before the first
+  // ended: the case the rule is for.
+  const profile_ticks by_mapping = stream.calibration.window(stream.second_one, 0ns);
+  ASSERT_LT(by_mapping.start(), first.end());
+  const profile_ticks second_one = stream.calibration.window(stream.second_one, 2000ns, &last);
+  EXPECT_EQ(second_one.start(), first.end());
+  EXPECT_EQ(second_one.length(), by_mapping.length())
+      << "moved whole: the shader's length, not widened back into the first window";
+  EXPECT_EQ(last.host_ns, second_one.end().time_since_epoch().count());
+}
+
+TEST(ClockCalibration, AWindowWhosePredecessorWasNotTheLastReadIsPlacedByTheMappingAlone) {
+  read_across_a_new_anchor stream;
+  // The stream's windows read out of order: a later one first, then this one's predecessor is not
+  // what the stream handed out last.
+  launchwatch::detail::vulkan::delivered_end last{true, stream.second_one.record.end + 5000,
+                                                  read_across_a_new_anchor::started + 200'000};
+  stream.anchor_again();
+  const profile_ticks by_mapping = stream.calibration.window(stream.second_one, 2000ns);
+  const profile_ticks read = stream.calibration.window(stream.second_one, 2000ns, &last);
+  EXPECT_EQ(read.start(), by_mapping.start());
+  EXPECT_EQ(read.end(), by_mapping.end());
+}
+
 TEST(ClockCalibration, ANarrowClocksStampsAreUnwrappedNearTheirLaunchesSubmission) {
   // Lavapipe: CLOCK_MONOTONIC nanoseconds, low 32 bits only (a wrap every 4.29 s).
   const fake_device lavapipe{

@@ -148,7 +148,7 @@ class clock_resolver {
     // reported by its sync); the launch left no window.
     if (record.state.load(std::memory_order_acquire) != clock_record::collected)
       return std::nullopt;
-    return on->owner().shader_time().window(record, on->queue());
+    return on->owner().shader_time().window(record, on->queue(), on->last_delivered());
   }
 
  private:

@@ -55,6 +55,10 @@ class vulkan_stream final : public stream, public std::enable_shared_from_this<v
   vulkan_device& owner() const noexcept { return *owner_; }
   /// The hardware queue this stream submits to.
   queue_slot& queue() const noexcept { return *queue_; }
+  /// Where the shader-clock window read last on this stream ended, as it was handed out: what
+  /// shader_clock::window reads and updates, under its own lock, so the next read of this stream
+  /// never starts before it.
+  delivered_end& last_delivered() noexcept { return last_delivered_; }
 
  private:
   /// A batch's launches timed by the shader clock: their slots, their records, and where the fold
@@ -130,6 +134,9 @@ class vulkan_stream final : public stream, public std::enable_shared_from_this<v
   // The end of the last shader-clock window collected here (raw ticks): the next one, widened by
   // the grid overhead, never starts before it.
   std::optional<std::uint64_t> last_clock_end_;  // guarded by mutex_
+  // Where the shader-clock window read last on this stream ended as it was handed out, so the next
+  // one read never starts before it (clock_calibration::window).
+  delivered_end last_delivered_;  // guarded by the device's shader_clock lock
 };
 
 }  // namespace launchwatch::detail::vulkan

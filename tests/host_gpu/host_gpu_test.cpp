@@ -1,0 +1,175 @@
+// The GPU backend's shared code (src/backend/gpu: device, stream, deferred timing, clock) over the
+// runtime emulated on the host (host_gpu_runtime.hpp): what the CUDA and HIP backends do around the
+// API's calls, checked in every build, under the sanitizers too, without a GPU.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <launchwatch/launchwatch.hpp>
+
+#include "conformance/conformance_kernels.hpp"
+#include "host_gpu_runtime.hpp"
+#include "support/capturing_sink.hpp"
+#include "support/recording_observer.hpp"
+
+namespace launchwatch {
+namespace {
+
+using conformance::fill;
+using namespace std::chrono_literals;
+namespace host_gpu = testing::host_gpu;
+
+TEST(HostGpu, RunsALaunchThroughTheSharedGpuStreamAndReadsItsResult) {
+  auto client = host_gpu::open_client();
+  EXPECT_EQ(client.backend(), "host_gpu");
+  auto values = client.empty<int>(64);
+  client.launch(fill{values.view(), 7}, cube_count{2}, cube_dim{32});
+  EXPECT_EQ(client.read(values), std::vector<int>(64, 7));
+}
+
+TEST(HostGpu, ADeferredMeasurementIsTheDevicesWindowInsideItsLaunchAndSync) {
+  auto client = host_gpu::open_client();
+  auto values = client.empty<int>(1024);
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
+  const auto before = std::chrono::steady_clock::now();
+  {
+    launch_observation watching{keeps};
+    client.launch(fill{values.view(), 3}, cube_count{4}, cube_dim{256});
+  }
+  client.sync();
+  const auto after = std::chrono::steady_clock::now();
+  auto kept = keeps->take_profiles();
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept[0].profile.method(), timing_method::device);
+  const auto ticks = std::move(kept[0].profile).resolve();
+  ASSERT_TRUE(ticks.has_value());
+  EXPECT_GE(ticks->start(), before);
+  // The emulated device's timer is the steady clock: mapped back through the clock's anchors, a
+  // window ends by the sync, give or take an anchor's uncertainty (an exchange's half round trip).
+  EXPECT_LE(ticks->end(), after + 1ms);
+  EXPECT_GE(ticks->length(), 0ns);
+}
+
+TEST(HostGpu, DeferredLaunchesOverManyBatchesAreEachMeasuredInIssueOrder) {
+  auto client = host_gpu::open_client();
+  auto values = client.empty<int>(256);
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
+  constexpr int launches = 1000;  // about four batches of 256
+  {
+    launch_observation watching{keeps};
+    for (int i = 0; i < launches; ++i) {
+      client.launch(fill{values.view(), i}, cube_count{1}, cube_dim{256});
+    }
+  }
+  const auto resolved = keeps->resolve_profiles();
+  ASSERT_EQ(resolved.size(), static_cast<std::size_t>(launches));
+  for (std::size_t i = 0; i < resolved.size(); ++i) {
+    ASSERT_TRUE(resolved[i].second.has_value()) << "launch " << i << " has no window";
+    if (i > 0) {
+      EXPECT_GE(resolved[i].second->start(), resolved[i - 1].second->end())
+          << "launch " << i << " starts before launch " << i - 1 << " ended";
+    }
+  }
+  EXPECT_EQ(client.read(values), std::vector<int>(256, launches - 1));
+}
+
+/// A deferred observer that hands each measurement to a reader thread as it arrives, so reads
+/// close batches while the launching thread fills them (review-2026-12-01b finding 4).
+class handing_over : public launch_observer {
+ public:
+  void launched(std::string_view) override {}
+  timing_request timing() const override { return timing_request::deferred; }
+  void profiled(std::string_view, profile_duration profile) override {
+    {
+      std::lock_guard lock{mutex_};
+      waiting_.push_back(std::move(profile));
+    }
+    arrived_.notify_one();
+  }
+  void timed(std::string_view, std::chrono::nanoseconds, timing_method) override {}
+
+  /// Reads measurements as they arrive until `expected` were read; returns how many had a window.
+  int read_all(int expected) {
+    int windows = 0;
+    for (int read = 0; read < expected; ++read) {
+      std::unique_lock lock{mutex_};
+      arrived_.wait(lock, [&] { return !waiting_.empty(); });
+      profile_duration next = std::move(waiting_.front());
+      waiting_.pop_front();
+      lock.unlock();
+      if (std::move(next).resolve().has_value()) ++windows;
+    }
+    return windows;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable arrived_;
+  std::deque<profile_duration> waiting_;
+};
+
+TEST(HostGpu, MeasurementsReadOnAnotherThreadWhileLaunchesGoOnAllHaveTheirWindows) {
+  auto client = host_gpu::open_client();
+  auto values = client.empty<int>(32);
+  auto reader = std::make_shared<handing_over>();
+  constexpr int launches = 5000;
+  int windows = 0;
+  std::thread reading{[&] { windows = reader->read_all(launches); }};
+  {
+    launch_observation watching{reader};
+    for (int i = 0; i < launches; ++i) {
+      client.launch(fill{values.view(), i}, cube_count{1}, cube_dim{32});
+    }
+  }
+  reading.join();
+  EXPECT_EQ(windows, launches);
+}
+
+TEST(HostGpu, ATimedLaunchInACaptureWindowIsRecordedUntimedAndTheRefusalSaysWhy) {
+  auto client = host_gpu::open_client();
+  auto values = client.empty<int>(32);
+  testing::captured_log log;
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
+  const std::uint64_t run_before = host_gpu::kernels_run();
+  graph captured = [&] {
+    launch_observation watching{keeps};
+    return client.capture(
+        [&] { client.launch(fill{values.view(), 5}, cube_count{1}, cube_dim{32}); });
+  }();
+  EXPECT_EQ(host_gpu::kernels_run(), run_before) << "a captured launch is recorded, not run";
+  EXPECT_TRUE(keeps->take_profiles().empty()) << "no measurement of a launch inside a capture";
+  EXPECT_EQ(keeps->names().size(), 1u) << "the launch is still reported";
+  EXPECT_GE(log->count_containing("capture"), 1u) << "the refusal is said";
+  captured.replay();
+  EXPECT_EQ(client.read(values), std::vector<int>(32, 5)) << "the replay ran the captured launch";
+}
+
+TEST(HostGpu, ALaunchCallFailingWithAStickyErrorIsADeviceErrorNamingTheKernelAndEndsTheDevice) {
+  auto client = host_gpu::open_client();
+  auto values = client.empty<int>(32);
+  host_gpu::fail_next_launch(host_gpu::host_gpu_runtime::launch_failure);
+  try {
+    client.launch(fill{values.view(), 1}, cube_count{1}, cube_dim{32});
+    client.sync();
+    FAIL() << "the failed launch was not reported";
+  } catch (const device_error& failure) {
+    EXPECT_THAT(failure.what(), ::testing::HasSubstr("fill"));
+    EXPECT_THAT(failure.what(), ::testing::HasSubstr("hostErrorLaunchFailure"));
+  }
+  EXPECT_THROW(client.launch(fill{values.view(), 2}, cube_count{1}, cube_dim{32}), device_error)
+      << "a sticky fault ends the device, as on CUDA";
+}
+
+}  // namespace
+}  // namespace launchwatch

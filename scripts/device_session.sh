@@ -9,6 +9,9 @@
 #            CudaTimingBatch tests)
 #   runtimes bench/runtimes/runtimes_table.py over every runtime, then --exit-runs 200 (issue 23)
 #   torch    bench/torch/modules_table.sh on the two host-bound models with --variants (issue 22)
+#   hostcost launchwatch's own host cost on this host's CPU (bench/runtime/gpu_launch_path_bench,
+#            over the host-emulated runtime) beside the driver's: the launch-cost bench's raw
+#            cudaLaunchKernel of a plain kernel and of launchwatch's entry signature (issue 24)
 #   vulkan   scripts/device_vulkan.sh (issue 24's shader-clock timing on the H200; the H200 has no
 #            Vulkan loader: DEBS names the carried folder of Debian's .debs that script describes)
 #   long     runtimes_table.py --long-run ${LONG:-450} (issue 23; a command of its own)
@@ -19,7 +22,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-build/device-out}
 BUILD=${BUILD:-build/gpu}
 JOBS=${JOBS:-$(nproc)}
-steps=" ${STEPS:-probe toggle checks runtimes torch vulkan} "
+steps=" ${STEPS:-probe toggle checks hostcost runtimes torch vulkan} "
 want() { [[ $steps == *" $1 "* ]]; }
 mkdir -p "$OUT"
 rows=()
@@ -29,7 +32,8 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 t=$(date +%s)
 targets=(launchwatch launchwatch_inject launchwatch_child_graph_probe
          launchwatch_activity_toggle_stress launchwatch_kernel_counter launchwatch_runtime_forms
-         launchwatch_bridge_exit_program)
+         launchwatch_bridge_exit_program launchwatch_gpu_launch_path_bench
+         launchwatch_launch_cost_bench)
 source scripts/find_cupti.sh
 if cmake --preset cuda -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES=90 "${cupti_args[@]}" \
      >"$OUT/build.log" 2>&1 && ninja -C "$BUILD" -j"$JOBS" "${targets[@]}" >>"$OUT/build.log" 2>&1; then
@@ -57,6 +61,8 @@ want probe && step probe 60 "$BUILD/bench/runtimes/launchwatch_child_graph_probe
 want toggle && step toggle 240 "$BUILD/bench/cuda_bridge/launchwatch_activity_toggle_stress" 10000 8
 want checks && step checks 300 env BUILD="$BUILD" OUT="$OUT/checks" JOBS="$JOBS" SANITIZE=0 \
   BENCH=0 QUICK=1 scripts/gpu_check.sh
+want hostcost && step hostcost 120 bash -c "'$BUILD/bench/runtime/launchwatch_gpu_launch_path_bench' \
+  --rounds 60 --launches 4000 && '$BUILD/bench/cuda/launchwatch_launch_cost_bench'"
 want runtimes && step runtimes 240 env OUT="$OUT/runtimes" BUILD="$BUILD" \
   scripts/device_runtimes.sh --exit-runs 200
 want torch && step torch 330 env OUT="$OUT/torch" BUILD="$BUILD" SKIP_BUILD=1 \
@@ -69,6 +75,6 @@ want long && step long 560 env OUT="$OUT/long" BUILD="$BUILD" \
 
 echo "==== device_session ===="
 printf '%s\n' "${rows[@]}"
-for name in probe toggle; do
+for name in probe toggle hostcost; do
   [ -f "$OUT/$name.log" ] && { echo "== $name"; tail -40 "$OUT/$name.log"; }
 done

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -45,12 +46,21 @@ class device_timing {
       mark_active();
   }
 
+  /// A stream (by its serial, gpu_stream's) whose timed launches' windows read() keeps in stream
+  /// order; said at the stream's first timed launch. Cost: a lock and a map insertion, once.
+  void note_stream(std::uint64_t serial);
+  /// The stream is gone: what read() kept of it goes. Never throws.
+  void forget_stream(std::uint64_t serial) noexcept;
+
   /// The window of `record` on the host's steady clock, once read back: the in-kernel window
   /// widened by the grid's launch and retire that no in-kernel stamp sees (`grid_overhead`, half
   /// on each side), mapped through one segment of the clock, and never placed before the launch
-  /// was submitted. Nothing when the launch left no window. Blocks until the batch is read back
-  /// (and, the first time, until the clock has an anchor); throws device_error naming `kernel`
-  /// when the device failed first.
+  /// was submitted, nor before the end of an earlier launch's window of its stream as that was
+  /// handed out (one stream's kernels run one after another; moving a window to its submission,
+  /// when the mapping's error places it earlier, must not make it overlap the next). A window is
+  /// moved, never shortened. Nothing when the launch left no window. Blocks until the batch is read
+  /// back (and, the first time, until the clock has an anchor); throws device_error naming
+  /// `kernel` when the device failed first.
   /// `at_once`: read just this launch's slot rather than wait for its batch (resolved timing).
   std::optional<profile_ticks> read(timing_record<R>& record, std::string_view kernel,
                                     bool at_once);
@@ -80,6 +90,15 @@ class device_timing {
   void mark_active() noexcept;
   void keep();
   void stop() noexcept;
+
+  /// Of each stream's windows read so far, the latest in stream order: its place among the
+  /// stream's timed launches and its end as handed out.
+  struct stream_reads {
+    std::uint64_t sequence = 0;
+    std::int64_t end_ns = 0;
+  };
+  std::mutex reads_mutex_;
+  std::unordered_map<std::uint64_t, stream_reads> reads_;  // guarded by reads_mutex_
 
   std::atomic<bool> active_{false};
   std::atomic<bool> idle_{true};
@@ -189,12 +208,36 @@ std::optional<profile_ticks> device_timing<R>::read(timing_record<R>& record,
   const auto after = static_cast<std::uint64_t>(grid_overhead.count()) - before;
   profile_ticks ticks =
       clock.to_ticks(window->start - std::min(before, window->start), window->end + after);
-  // A mapping extrapolated across an idle spell can place a kernel before its own launch; the
-  // length is right, so move it, never shorten it.
-  if (ticks.start() < record.submitted) {
-    ticks = profile_ticks::from_start_end(record.submitted, record.submitted + ticks.length());
+  // A mapping extrapolated across an idle spell, or off by an anchor's uncertainty, can place a
+  // kernel before its own launch, or before an earlier kernel of its stream ended as that window
+  // was handed out (itself moved to its launch); the length is right, so move it, never shorten it.
+  instant earliest = record.submitted;
+  {
+    std::lock_guard lock{reads_mutex_};
+    const auto found = reads_.find(record.stream_serial);
+    if (found != reads_.end() && found->second.sequence < record.sequence) {
+      earliest = std::max(earliest, instant{std::chrono::nanoseconds{found->second.end_ns}});
+    }
+    if (ticks.start() < earliest) {
+      ticks = profile_ticks::from_start_end(earliest, earliest + ticks.length());
+    }
+    if (found != reads_.end() && found->second.sequence < record.sequence) {
+      found->second = stream_reads{record.sequence, ticks.end().time_since_epoch().count()};
+    }
   }
   return ticks;
+}
+
+template <class R>
+void device_timing<R>::note_stream(std::uint64_t serial) {
+  std::lock_guard lock{reads_mutex_};
+  reads_.try_emplace(serial);
+}
+
+template <class R>
+void device_timing<R>::forget_stream(std::uint64_t serial) noexcept {
+  std::lock_guard lock{reads_mutex_};
+  reads_.erase(serial);
 }
 
 }  // namespace launchwatch::detail::gpu

@@ -61,6 +61,10 @@ struct timing_record {
   device_window window;
   /// When the launch was submitted, on the host: a mapped window never starts before it.
   instant submitted{};
+  /// Its stream's serial (gpu_stream::serial) and its place among that stream's timed launches
+  /// (from 1): a mapped window never starts before an earlier one of its stream ended.
+  std::uint64_t stream_serial = 0;
+  std::uint64_t sequence = 0;
   /// The slot it was stamped in, for a read of it alone.
   timing_slot* slot = nullptr;
   /// Where stage() copied the slot in the launch's own stream, when it was (an index into the

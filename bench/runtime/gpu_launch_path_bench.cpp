@@ -81,6 +81,9 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  // Every operation inside its call: the issuing thread's own cost, with no stream thread running
+  // the kernels beside it.
+  lw::testing::host_gpu::run_kernels_inside_the_launch(true);
   lw::client client = lw::testing::host_gpu::open_client();
   runtime::stream_handle stream = nullptr;
   if (runtime::stream_create(&stream) != runtime::success) return 1;

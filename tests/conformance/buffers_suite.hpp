@@ -58,7 +58,6 @@ TYPED_TEST_P(backend_buffers, ReadingABufferOfAnotherDeviceIsRejected) {
 // Streams and reads.
 
 TYPED_TEST_P(backend_buffers, AReadWaitsOnlyForTheLaunchesThatReferencedItsBuffer) {
-  LAUNCHWATCH_NEED_ASYNCHRONOUS_KERNELS(TypeParam);
   launchwatch::client slow = this->client().pinned();
   launchwatch::client fast = this->client().pinned();
   auto slow_done = slow.template empty<int>(1);

@@ -96,27 +96,6 @@ struct logger_reset {
   ~logger_reset() { detail::reset_profiling_logger_for_testing(); }
 };
 
-/// Whether `Backend`'s kernels run after client.launch has returned, as every device backend's do.
-/// A fixture says otherwise with `kernels_run_inside_the_launch = true` (the host-emulated GPU
-/// runtime of tests/host_gpu runs a kernel inside the API's launch call); the tests of asynchrony
-/// skip there, saying so.
-template <class Backend>
-constexpr bool kernels_run_asynchronously() {
-  if constexpr (requires { Backend::kernels_run_inside_the_launch; }) {
-    return !Backend::kernels_run_inside_the_launch;
-  } else {
-    return true;
-  }
-}
-
-/// Skips the calling test when `Backend` runs kernels inside the launch (see above).
-#define LAUNCHWATCH_NEED_ASYNCHRONOUS_KERNELS(Backend)                                        \
-  do {                                                                                         \
-    if constexpr (!::launchwatch::conformance::kernels_run_asynchronously<Backend>()) {        \
-      GTEST_SKIP() << "this backend runs a kernel inside its launch: nothing to overlap";      \
-    }                                                                                          \
-  } while (false)
-
 // ---------------------------------------------------------------------------------------------
 // Fixtures.
 

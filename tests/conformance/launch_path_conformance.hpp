@@ -105,7 +105,6 @@ TYPED_TEST_P(launch_path_conformance, AReadOnAnotherThreadDoesNotTakeAFailureOfA
 
 // Finding 8: with the logger on, a names-only observer used to make every launch wait for its kernel.
 TYPED_TEST_P(launch_path_conformance, WithTheLoggerOnANamesOnlyObserverDoesNotMakeALaunchWaitForItsKernel) {
-  LAUNCHWATCH_NEED_ASYNCHRONOUS_KERNELS(TypeParam);
   launchwatch::client& client = this->client();
   testing::profiling_log log{profile_level::medium};
   auto done = client.template empty<int>(1);

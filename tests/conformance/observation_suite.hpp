@@ -126,7 +126,6 @@ TYPED_TEST_P(backend_observation, DeferredTimingHandsOverAnUnreadDeviceMeasureme
 }
 
 TYPED_TEST_P(backend_observation, DeferredTimingDoesNotWaitForTheKernel) {
-  LAUNCHWATCH_NEED_ASYNCHRONOUS_KERNELS(TypeParam);
   launchwatch::client& client = this->client();
   auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
   auto done = client.template empty<int>(1);

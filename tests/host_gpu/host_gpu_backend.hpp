@@ -22,8 +22,6 @@ struct host_gpu_backend {
   /// A failed kernel is a sticky fault, as on CUDA (host_gpu_runtime::launch_failure).
   static constexpr bool recovers_from_kernel_failure = false;
   using runtime = testing::host_gpu::host_gpu_runtime;
-  /// A kernel runs inside the API's launch call: the suite's tests of asynchrony skip.
-  static constexpr bool kernels_run_inside_the_launch = true;
 };
 
 }  // namespace launchwatch::conformance

@@ -3,9 +3,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -18,14 +24,27 @@
 
 namespace launchwatch::testing::host_gpu {
 
+/// A stream: the work queued on it, run in order by a thread of its own (started by its first
+/// queued operation), as a GPU runs a stream's work after the host has moved on.
 struct stream_state {
-  /// A clock probe answering on its own thread: the stream is busy until it ends.
-  std::atomic<int> busy{0};
-  /// The graph a capture opened here fills, if one is open.
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<std::function<void()>> queue;  // guarded by mutex
+  std::uint64_t pending = 0;                // guarded by mutex: queued or running operations
+  bool stopping = false;                    // guarded by mutex
+  std::thread worker;
+  /// Clock probes answering on threads of their own: the stream is busy until they end.
+  std::atomic<int> probes{0};
+  /// The graph a capture opened here fills, if one is open (the caller's lock guards it, as the
+  /// API leaves a capturing stream to its thread).
   graph_state* capturing = nullptr;
 };
 
-struct event_state {};
+/// An event: the records made of it, and how far its streams have passed them.
+struct event_state {
+  std::atomic<std::uint64_t> recorded{0};
+  std::atomic<std::uint64_t> reached{0};
+};
 
 /// One captured launch: its entry, grid and the kernel's bytes.
 struct captured_launch {
@@ -66,6 +85,82 @@ void fold_max(unsigned long long& word, unsigned long long value) noexcept {
 }
 
 constexpr std::size_t alignment = 256;
+
+std::atomic<bool> inside_the_launch{false};
+
+/// Events by handle, shared with the operations queued on them: an event destroyed while a record
+/// of it is queued lives until that record has run (as the API allows).
+std::mutex events_mutex;
+std::unordered_map<event_state*, std::shared_ptr<event_state>>& events() {
+  static auto* all = new std::unordered_map<event_state*, std::shared_ptr<event_state>>();
+  return *all;
+}
+
+std::shared_ptr<event_state> shared(event_state* e) {
+  std::lock_guard lock{events_mutex};
+  const auto found = events().find(e);
+  return found == events().end() ? nullptr : found->second;
+}
+
+void run_queue(stream_state* s) {
+  std::unique_lock lock{s->mutex};
+  for (;;) {
+    s->changed.wait(lock, [&] { return s->stopping || !s->queue.empty(); });
+    if (s->queue.empty()) return;  // stopping, and nothing left
+    std::function<void()> next = std::move(s->queue.front());
+    s->queue.pop_front();
+    lock.unlock();
+    next();
+    next = nullptr;
+    lock.lock();
+    --s->pending;
+    s->changed.notify_all();
+  }
+}
+
+/// Runs `work` on `s` after everything queued there before it: inline when kernels run inside the
+/// launch, else on the stream's thread.
+R::error submit(stream_state* s, std::function<void()> work) noexcept {
+  if (inside_the_launch.load(std::memory_order_relaxed)) {
+    work();
+    return R::success;
+  }
+  try {
+    std::lock_guard lock{s->mutex};
+    if (!s->worker.joinable()) s->worker = std::thread{run_queue, s};
+    s->queue.push_back(std::move(work));
+    ++s->pending;
+  } catch (...) {
+    return R::out_of_memory;
+  }
+  s->changed.notify_all();
+  return R::success;
+}
+
+/// Waits until everything queued on `s` has run.
+void drain(stream_state* s) {
+  std::unique_lock lock{s->mutex};
+  s->changed.wait(lock, [&] { return s->pending == 0; });
+}
+
+/// Runs a kernel as its GPU entry would: stamps the first lane of the launch's slot (if timed)
+/// around the CPU entry's run over the whole grid. A kernel that throws (lw_fail) is a fault the
+/// next synchronising call returns, as a GPU kernel's.
+void run_kernel(const void* entry, const detail::launch_geometry& geometry, const void* kernel,
+                detail::timing_slot* slot) noexcept {
+  detail::timing_lane* lane = slot != nullptr ? &slot->lanes[0] : nullptr;
+  if (lane != nullptr) fold_max(lane->start_inverted, ~steady_ns());
+  const auto run_cubes = reinterpret_cast<detail::cpu_entry_function>(entry);
+  const cube_count& count = geometry.count;
+  try {
+    run_cubes(kernel, geometry, 0,
+              std::uint64_t{count.x} * std::uint64_t{count.y} * std::uint64_t{count.z});
+  } catch (...) {
+    sticky_fault.store(R::launch_failure, std::memory_order_release);
+  }
+  if (lane != nullptr) fold_max(lane->end, steady_ns());
+  run.fetch_add(1, std::memory_order_relaxed);
+}
 
 }  // namespace
 
@@ -156,32 +251,83 @@ R::error host_gpu_runtime::stream_create(stream_handle* s) noexcept {
 
 R::error host_gpu_runtime::stream_destroy(stream_handle s) noexcept {
   (void)stream_synchronize(s);
+  {
+    std::lock_guard lock{s->mutex};
+    s->stopping = true;
+  }
+  s->changed.notify_all();
+  if (s->worker.joinable()) s->worker.join();
   delete s;
   return success;
 }
 
 R::error host_gpu_runtime::stream_synchronize(stream_handle s) noexcept {
-  while (s->busy.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+  drain(s);
+  while (s->probes.load(std::memory_order_acquire) != 0) std::this_thread::yield();
   return fault();
 }
 
 R::error host_gpu_runtime::stream_query(stream_handle s) noexcept {
   if (const error sticky = fault(); sticky != success) return sticky;
-  return s->busy.load(std::memory_order_acquire) != 0 ? not_ready : success;
+  {
+    std::lock_guard lock{s->mutex};
+    if (s->pending != 0) return not_ready;
+  }
+  return s->probes.load(std::memory_order_acquire) != 0 ? not_ready : success;
 }
 
-R::error host_gpu_runtime::event_query(event_handle) noexcept { return fault(); }
-
-R::error host_gpu_runtime::event_synchronize(event_handle) noexcept { return fault(); }
+R::error host_gpu_runtime::stream_wait_event(stream_handle s, event_handle e) noexcept {
+  std::shared_ptr<event_state> held = shared(e);
+  if (held == nullptr) return invalid_value;
+  const std::uint64_t target = held->recorded.load(std::memory_order_acquire);
+  return submit(s, [held = std::move(held), target] {
+    while (held->reached.load(std::memory_order_acquire) < target) std::this_thread::yield();
+  });
+}
 
 R::error host_gpu_runtime::event_create(event_handle* e) noexcept {
-  *e = new (std::nothrow) event_state{};
-  return *e == nullptr ? out_of_memory : success;
+  try {
+    auto made = std::make_shared<event_state>();
+    std::lock_guard lock{events_mutex};
+    events().emplace(made.get(), made);
+    *e = made.get();
+  } catch (...) {
+    return out_of_memory;
+  }
+  return success;
 }
 
 R::error host_gpu_runtime::event_destroy(event_handle e) noexcept {
-  delete e;
+  std::lock_guard lock{events_mutex};
+  events().erase(e);
   return success;
+}
+
+R::error host_gpu_runtime::event_record(event_handle e, stream_handle s) noexcept {
+  if (s->capturing != nullptr) return success;  // a capture's own order: nothing to mark now
+  std::shared_ptr<event_state> held = shared(e);
+  if (held == nullptr) return invalid_value;
+  const std::uint64_t generation = held->recorded.fetch_add(1, std::memory_order_acq_rel) + 1;
+  return submit(s, [held = std::move(held), generation] {
+    std::uint64_t seen = held->reached.load(std::memory_order_relaxed);
+    while (seen < generation &&
+           !held->reached.compare_exchange_weak(seen, generation, std::memory_order_release)) {
+    }
+  });
+}
+
+R::error host_gpu_runtime::event_query(event_handle e) noexcept {
+  if (const error sticky = fault(); sticky != success) return sticky;
+  return e->reached.load(std::memory_order_acquire) >= e->recorded.load(std::memory_order_acquire)
+             ? success
+             : not_ready;
+}
+
+R::error host_gpu_runtime::event_synchronize(event_handle e) noexcept {
+  while (e->reached.load(std::memory_order_acquire) < e->recorded.load(std::memory_order_acquire)) {
+    std::this_thread::yield();
+  }
+  return fault();
 }
 
 R::error host_gpu_runtime::device_malloc(void** p, std::size_t bytes) noexcept {
@@ -196,22 +342,27 @@ R::error host_gpu_runtime::device_free(void* p) noexcept {
   return success;
 }
 
+// Copies and fills run when the stream has reached them, on the calling thread (as a copy from
+// pageable memory returns once it is done): every operation queued before them has run.
 R::error host_gpu_runtime::copy_to_device_async(void* to, const void* from, std::size_t bytes,
-                                                stream_handle) noexcept {
+                                                stream_handle s) noexcept {
   if (const error sticky = fault(); sticky != success) return sticky;
+  drain(s);
   if (bytes != 0) std::memcpy(to, from, bytes);
   return success;
 }
 
 R::error host_gpu_runtime::copy_to_host_async(void* to, const void* from, std::size_t bytes,
-                                              stream_handle) noexcept {
+                                              stream_handle s) noexcept {
   if (const error sticky = fault(); sticky != success) return sticky;
+  drain(s);
   if (bytes != 0) std::memcpy(to, from, bytes);
   return success;
 }
 
 R::error host_gpu_runtime::memset_async(void* p, int value, std::size_t bytes,
-                                        stream_handle) noexcept {
+                                        stream_handle s) noexcept {
+  drain(s);
   if (bytes != 0) std::memset(p, value, bytes);
   return success;
 }
@@ -245,40 +396,35 @@ R::error host_gpu_runtime::launch_kernel(const void* entry, const detail::launch
     return static_cast<error>(failing);
   }
   if (const error sticky = fault(); sticky != success) return sticky;
-  if (s->capturing != nullptr) {
-    const detail::launch_descriptor* launch = latest_described;
-    if (launch == nullptr || launch->kernel != arguments[0]) return invalid_value;
-    const auto* bytes = static_cast<const std::byte*>(launch->kernel);
-    try {
-      s->capturing->launches.push_back(
-          {entry, geometry, std::vector<std::byte>(bytes, bytes + launch->kernel_size)});
-    } catch (...) {
-      return out_of_memory;
-    }
+  detail::timing_slot* const slot = static_cast<const detail::timing_target*>(arguments[1])->slot;
+  if (inside_the_launch.load(std::memory_order_relaxed) && s->capturing == nullptr) {
+    run_kernel(entry, geometry, arguments[0], slot);
     return success;
   }
-  const auto* timing = static_cast<const detail::timing_target*>(arguments[1]);
-  detail::timing_lane* lane = timing->slot != nullptr ? &timing->slot->lanes[0] : nullptr;
-  if (lane != nullptr) fold_max(lane->start_inverted, ~steady_ns());
-  const auto run_cubes = reinterpret_cast<detail::cpu_entry_function>(entry);
-  const cube_count& count = geometry.count;
+  // Queued or captured: the kernel's bytes are copied now (the API copies its arguments at the
+  // call), their size from the descriptor this thread's launch asked the entry of.
+  const detail::launch_descriptor* launch = latest_described;
+  if (launch == nullptr || launch->kernel != arguments[0]) return invalid_value;
+  const auto* bytes = static_cast<const std::byte*>(launch->kernel);
   try {
-    run_cubes(arguments[0], geometry, 0,
-              std::uint64_t{count.x} * std::uint64_t{count.y} * std::uint64_t{count.z});
+    captured_launch copy{entry, geometry,
+                         std::vector<std::byte>(bytes, bytes + launch->kernel_size)};
+    if (s->capturing != nullptr) {
+      s->capturing->launches.push_back(std::move(copy));
+      return success;
+    }
+    return submit(s, [copy = std::move(copy), slot] {
+      run_kernel(copy.entry, copy.geometry, copy.kernel.data(), slot);
+    });
   } catch (...) {
-    // A kernel that failed on the host (lw_fail): a fault the launch itself does not see, and
-    // the next synchronising call does, as a GPU kernel's.
-    sticky_fault.store(launch_failure, std::memory_order_release);
+    return out_of_memory;
   }
-  if (lane != nullptr) fold_max(lane->end, steady_ns());
-  run.fetch_add(1, std::memory_order_relaxed);
-  return success;
 }
 
 R::error host_gpu_runtime::launch_clock_probe(stream_handle s,
                                               detail::gpu::clock_probe_mailbox* mailbox,
                                               std::uint64_t budget_ns) noexcept {
-  s->busy.fetch_add(1, std::memory_order_acq_rel);
+  s->probes.fetch_add(1, std::memory_order_acq_rel);
   try {
     std::thread{[s, mailbox, budget_ns] {
       // clock_probe.hpp's answer_clock_probes, with the steady clock as the device's timer.
@@ -304,10 +450,10 @@ R::error host_gpu_runtime::launch_clock_probe(stream_handle s,
           std::this_thread::yield();
         }
       }
-      s->busy.fetch_sub(1, std::memory_order_acq_rel);
+      s->probes.fetch_sub(1, std::memory_order_acq_rel);
     }}.detach();
   } catch (...) {
-    s->busy.fetch_sub(1, std::memory_order_acq_rel);
+    s->probes.fetch_sub(1, std::memory_order_acq_rel);
     return out_of_memory;
   }
   return success;
@@ -335,12 +481,17 @@ R::error host_gpu_runtime::graph_instantiate(graph_exec_handle* exec, graph_hand
 }
 
 R::error host_gpu_runtime::graph_launch(graph_exec_handle exec, stream_handle s) noexcept {
-  for (captured_launch& launch : exec->launches) {
-    detail::timing_target untimed{};
-    void* arguments[] = {launch.kernel.data(), &untimed};
-    if (const error status = launch_kernel(launch.entry, launch.geometry, arguments, s);
-        status != success) {
-      return status;
+  if (const error sticky = fault(); sticky != success) return sticky;
+  for (const captured_launch& launch : exec->launches) {
+    try {
+      if (const error status = submit(s, [copy = launch] {
+            run_kernel(copy.entry, copy.geometry, copy.kernel.data(), nullptr);
+          });
+          status != success) {
+        return status;
+      }
+    } catch (...) {
+      return out_of_memory;
     }
   }
   return success;
@@ -359,6 +510,12 @@ R::error host_gpu_runtime::graph_exec_destroy(graph_exec_handle exec) noexcept {
 client open_client() { return detail::gpu::open_client<host_gpu_runtime>(0); }
 
 void fail_next_launch(host_gpu_runtime::error status) noexcept { next_failure.store(status); }
+
+void run_kernels_inside_the_launch(bool inside) noexcept { inside_the_launch.store(inside); }
+
+R::error host_gpu_runtime::free_async(void* p, stream_handle s) noexcept {
+  return submit(s, [p] { std::free(p); });
+}
 
 std::uint64_t kernels_run() noexcept { return run.load(std::memory_order_relaxed); }
 

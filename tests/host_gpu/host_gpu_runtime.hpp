@@ -9,15 +9,19 @@
 // raw call of the same launch (bench/runtime/gpu_launch_path_bench.cpp), and the shared GPU code
 // is tested under the sanitizers, which never see a GPU.
 //
-// The emulation: a kernel runs at once, on the launching thread, through its CPU entry
-// (launch_descriptor::cpu_entry); a timed launch's entry stamps the first lane of its slot with
-// the steady clock around the run, as the GPU entry stamps the device timer; streams are in order
-// because every call completes before it returns, except the clock probe, which answers on a
-// thread of its own (the stream is busy until it ends); events are done when recorded; memory is
-// host memory. A captured launch is copied into its graph, and each replay runs the graph's launches
-// in order, untimed. Errors: none, unless a kernel fails (lw_fail: a sticky fault that the launch
-// does not see and every later synchronising call returns, as a GPU kernel's) or a test asks
-// (fail_next_launch: the launch call itself fails).
+// The emulation: each stream runs what is queued on it in order, on a thread of its own, after the
+// call that queued it has returned, as a GPU does: a kernel through its CPU entry
+// (launch_descriptor::cpu_entry, the kernel's bytes copied at the call), a timed one stamping the
+// first lane of its slot with the steady clock around the run, as the GPU entry stamps the device
+// timer; an event's record, which the event is done with once the stream has reached it; a wait for
+// another stream's event; a free. Copies and fills run on the calling thread once the stream has
+// reached them. The clock probe answers on a thread of its own (its stream is busy until it ends).
+// Memory is host memory. A captured launch is copied into its graph, and each replay queues the
+// graph's launches, untimed. Errors: none, unless a kernel fails (lw_fail: a sticky fault that the
+// launch does not see and every later synchronising call returns, as a GPU kernel's) or a test asks
+// (fail_next_launch: the launch call itself fails). run_kernels_inside_the_launch(true) makes every
+// operation run inside its call instead, for the benchmark: the launching thread's cost alone,
+// with no stream thread competing for the machine.
 #pragma once
 
 #include <chrono>
@@ -109,10 +113,10 @@ struct host_gpu_runtime {
   static error stream_destroy(stream_handle s) noexcept;
   static error stream_synchronize(stream_handle s) noexcept;
   static error stream_query(stream_handle s) noexcept;
-  static error stream_wait_event(stream_handle, event_handle) noexcept { return success; }
+  static error stream_wait_event(stream_handle s, event_handle e) noexcept;
   static error event_create(event_handle* e) noexcept;
   static error event_destroy(event_handle e) noexcept;
-  static error event_record(event_handle, stream_handle) noexcept { return success; }
+  static error event_record(event_handle e, stream_handle s) noexcept;
   static error event_query(event_handle e) noexcept;
   static error event_synchronize(event_handle e) noexcept;
 
@@ -139,7 +143,8 @@ struct host_gpu_runtime {
                                       stream_handle) noexcept {
     return device_malloc(p, bytes);
   }
-  static error free_async(void* p, stream_handle) noexcept { return device_free(p); }
+  /// Frees `p` once `s` has reached the call (after the kernels queued before it).
+  static error free_async(void* p, stream_handle s) noexcept;
 
   // Kernels: the entry is the launch's CPU entry.
   /// The launch's CPU entry. Also keeps `launch` as the calling thread's latest, so a launch the
@@ -174,6 +179,10 @@ client open_client();
 /// Makes the next kernel launch call fail with `status`, as cudaLaunchKernel fails (launch_failure
 /// is a sticky error: the device is then unusable). For tests of the stream's failures.
 void fail_next_launch(host_gpu_runtime::error status) noexcept;
+
+/// Whether every operation runs inside the call that makes it (true) or on its stream's thread
+/// (false, the default). Set before the first client is opened.
+void run_kernels_inside_the_launch(bool inside) noexcept;
 
 /// Kernel launches the runtime has run (not counting captured ones), for tests.
 std::uint64_t kernels_run() noexcept;

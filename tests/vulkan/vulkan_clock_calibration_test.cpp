@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/vulkan/clock_calibration.hpp"
+#include "runtime/stream_read_order.hpp"
 
 namespace {
 
@@ -239,34 +240,22 @@ struct read_across_a_new_anchor {
   }
 };
 
-TEST(ClockCalibration, AWindowReadAfterANewAnchorNeverStartsBeforeItsPredecessorEndedAsHandedOut) {
+TEST(ClockCalibration, AWindowReadAfterANewAnchorIsPlacedAfterItsStreamsPreviousWindowAsHandedOut) {
   read_across_a_new_anchor stream;
-  launchwatch::detail::vulkan::delivered_end last;
-  const profile_ticks first = stream.calibration.window(stream.first, 2000ns, &last);
+  launchwatch::detail::stream_read_order order;
+  const profile_ticks first = launchwatch::detail::place_in_stream_order(
+      order, 1, stream.calibration.window(stream.first, 2000ns), stream.first.record.submitted);
   EXPECT_EQ(first.end(), at_ns(read_across_a_new_anchor::started + 50'000));
   stream.anchor_again();
   // Through the new anchor alone (not widened), the second kernel is placed before the first
-  // ended: the case the rule is for.
+  // ended: the case vulkan_stream's place_read is for.
   const profile_ticks by_mapping = stream.calibration.window(stream.second_one, 0ns);
   ASSERT_LT(by_mapping.start(), first.end());
-  const profile_ticks second_one = stream.calibration.window(stream.second_one, 2000ns, &last);
+  const profile_ticks second_one = launchwatch::detail::place_in_stream_order(
+      order, 2, stream.calibration.window(stream.second_one, 0ns),
+      stream.second_one.record.submitted);
   EXPECT_EQ(second_one.start(), first.end());
-  EXPECT_EQ(second_one.length(), by_mapping.length())
-      << "moved whole: the shader's length, not widened back into the first window";
-  EXPECT_EQ(last.host_ns, second_one.end().time_since_epoch().count());
-}
-
-TEST(ClockCalibration, AWindowWhosePredecessorWasNotTheLastReadIsPlacedByTheMappingAlone) {
-  read_across_a_new_anchor stream;
-  // The stream's windows read out of order: a later one first, then this one's predecessor is not
-  // what the stream handed out last.
-  launchwatch::detail::vulkan::delivered_end last{true, stream.second_one.record.end + 5000,
-                                                  read_across_a_new_anchor::started + 200'000};
-  stream.anchor_again();
-  const profile_ticks by_mapping = stream.calibration.window(stream.second_one, 2000ns);
-  const profile_ticks read = stream.calibration.window(stream.second_one, 2000ns, &last);
-  EXPECT_EQ(read.start(), by_mapping.start());
-  EXPECT_EQ(read.end(), by_mapping.end());
+  EXPECT_EQ(second_one.length(), by_mapping.length()) << "moved whole: the shader's length";
 }
 
 TEST(ClockCalibration, ANarrowClocksStampsAreUnwrappedNearTheirLaunchesSubmission) {

@@ -21,6 +21,7 @@
 
 #include "device_clock.hpp"
 #include "device_health.hpp"
+#include "runtime/stream_read_order.hpp"
 #include "timing_slots.hpp"
 
 namespace launchwatch::detail::gpu {
@@ -91,14 +92,9 @@ class device_timing {
   void keep();
   void stop() noexcept;
 
-  /// Of each stream's windows read so far, the latest in stream order: its place among the
-  /// stream's timed launches and its end as handed out.
-  struct stream_reads {
-    std::uint64_t sequence = 0;
-    std::int64_t end_ns = 0;
-  };
+  /// Each stream's windows read so far (place_in_stream_order), by the stream's serial.
   std::mutex reads_mutex_;
-  std::unordered_map<std::uint64_t, stream_reads> reads_;  // guarded by reads_mutex_
+  std::unordered_map<std::uint64_t, stream_read_order> reads_;  // guarded by reads_mutex_
 
   std::atomic<bool> active_{false};
   std::atomic<bool> idle_{true};
@@ -211,19 +207,12 @@ std::optional<profile_ticks> device_timing<R>::read(timing_record<R>& record,
   // A mapping extrapolated across an idle spell, or off by an anchor's uncertainty, can place a
   // kernel before its own launch, or before an earlier kernel of its stream ended as that window
   // was handed out (itself moved to its launch); the length is right, so move it, never shorten it.
-  instant earliest = record.submitted;
   {
     std::lock_guard lock{reads_mutex_};
+    stream_read_order unknown;  // a stream gone already: its launch's submission alone
     const auto found = reads_.find(record.stream_serial);
-    if (found != reads_.end() && found->second.sequence < record.sequence) {
-      earliest = std::max(earliest, instant{std::chrono::nanoseconds{found->second.end_ns}});
-    }
-    if (ticks.start() < earliest) {
-      ticks = profile_ticks::from_start_end(earliest, earliest + ticks.length());
-    }
-    if (found != reads_.end() && found->second.sequence < record.sequence) {
-      found->second = stream_reads{record.sequence, ticks.end().time_since_epoch().count()};
-    }
+    ticks = place_in_stream_order(found != reads_.end() ? found->second : unknown, record.sequence,
+                                  ticks, record.submitted);
   }
   return ticks;
 }

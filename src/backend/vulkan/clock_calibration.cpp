@@ -134,8 +134,7 @@ std::chrono::nanoseconds clock_calibration::overhead() const noexcept {
 }
 
 profile_ticks clock_calibration::window(const clock_record& record,
-                                        std::chrono::nanoseconds overhead,
-                                        delivered_end* last_on_stream) const {
+                                        std::chrono::nanoseconds overhead) const {
   const std::int64_t submitted = record.submitted.time_since_epoch().count();
   const std::uint64_t start =
       unwrap(record.start & mask_, expected_ticks(submitted + expected_start_delay_ns));
@@ -145,28 +144,21 @@ profile_ticks clock_calibration::window(const clock_record& record,
   if (length > mask_ / 2) length = 0;
   std::int64_t from = host_ns(start);
   std::int64_t to = host_ns(start + length);
-  // A launch cannot start before it was submitted, nor before its predecessor on the stream ended
-  // as that window was handed out (through an older anchor, it may be placed later than this
-  // mapping places it): a mapping off by more than that moves the window, never changes its length.
-  std::int64_t earliest = submitted;
-  if (last_on_stream != nullptr && last_on_stream->known && record.has_previous &&
-      ((last_on_stream->ticks ^ record.previous_end) & mask_) == 0) {
-    earliest = std::max(earliest, last_on_stream->host_ns);
-  }
-  if (from < earliest) {
-    to += earliest - from;
-    from = earliest;
+  // A launch cannot start before it was submitted: a mapping off by more than that moves the
+  // window, never changes its length.
+  if (from < submitted) {
+    to += submitted - from;
+    from = submitted;
   }
   // Widened at its start by the overhead, but not back past the launch's submission nor the end
   // of the stream's previous window.
-  std::int64_t floor = earliest;
+  std::int64_t floor = submitted;
   if (record.has_previous) {
     const std::uint64_t gap = (record.start - record.previous_end) & mask_;
     if (gap <= max_previous_gap_ticks) floor = std::max(floor, host_ns(start - gap));
   }
   const std::int64_t opened = std::max(from - overhead.count(), std::min(floor, from));
   const std::int64_t closed = to;
-  if (last_on_stream != nullptr) *last_on_stream = delivered_end{true, record.end, closed};
   const auto at = [](std::int64_t ns) { return instant{std::chrono::nanoseconds{ns}}; };
   return profile_ticks::from_start_end(at(opened), at(closed));
 }

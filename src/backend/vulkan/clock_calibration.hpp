@@ -13,15 +13,6 @@
 
 namespace launchwatch::detail::vulkan {
 
-/// Where the window read last on a stream ended, as it was handed out: its shader-clock end (raw)
-/// and its end on the steady clock. The stream keeps one and passes it to each read of its windows,
-/// under the shader clock's lock.
-struct delivered_end {
-  bool known = false;
-  std::uint64_t ticks = 0;
-  std::int64_t host_ns = 0;
-};
-
 /// Maps shader-clock ticks (`clockRealtimeEXT`, VK_KHR_shader_clock's device scope) onto the
 /// steady clock, from calibration probes.
 ///
@@ -83,14 +74,8 @@ class clock_calibration {
   /// shader's stamps do not see, so that a duration means what a timestamp pair around the dispatch
   /// would have said), but never back past its submission nor the previous window's end on its
   /// stream.
-  ///
-  /// `last_on_stream` (when given) is where the stream's window read before this one ended as it
-  /// was handed out, and becomes this one's end. When that window is this one's predecessor on the
-  /// stream, this one is moved, whole, to start no earlier than that end: one stream's kernels run
-  /// one after another, and an anchor taken between the two reads must not make them overlap.
   /// Precondition: ready(), and `record` was collected.
-  profile_ticks window(const clock_record& record, std::chrono::nanoseconds overhead,
-                       delivered_end* last_on_stream = nullptr) const;
+  profile_ticks window(const clock_record& record, std::chrono::nanoseconds overhead) const;
 
  private:
   struct anchor {

@@ -178,8 +178,7 @@ void shader_clock::start(queue_slot& queue) {
   if (probes_ == 0) submit_probe(queue);
 }
 
-profile_ticks shader_clock::window(const clock_record& record, queue_slot& queue,
-                                   delivered_end& last_on_stream) {
+profile_ticks shader_clock::window(const clock_record& record, queue_slot& queue) {
   std::lock_guard lock{mutex_};
   if (!calibration_.ready()) {
     calibrate(queue);
@@ -190,8 +189,7 @@ profile_ticks shader_clock::window(const clock_record& record, queue_slot& queue
       submit_probe(queue);
     }
   }
-  return calibration_.window(record, overhead_override_.value_or(calibration_.overhead()),
-                             &last_on_stream);
+  return calibration_.window(record, overhead_override_.value_or(calibration_.overhead()));
 }
 
 std::chrono::nanoseconds shader_clock::overhead() const {

@@ -45,13 +45,10 @@ class shader_clock {
   /// Submits the first probe on `queue`, unless one was. Cost: a lock; once, a queue submission.
   void start(queue_slot& queue);
 
-  /// `record`'s window on the steady clock (clock_calibration::window), never before the end of its
-  /// stream's previous window as `last_on_stream` says it was handed out (the stream's own, updated
-  /// here under this clock's lock). The first call waits for the first two probes; later ones may
-  /// submit a probe on `queue` and never wait for one. Throws device_error when a probe cannot be
-  /// submitted or waited for.
-  profile_ticks window(const clock_record& record, queue_slot& queue,
-                       delivered_end& last_on_stream);
+  /// `record`'s window on the steady clock (clock_calibration::window). The first call waits for
+  /// the first two probes; later ones may submit a probe on `queue` and never wait for one. Throws
+  /// device_error when a probe cannot be submitted or waited for.
+  profile_ticks window(const clock_record& record, queue_slot& queue);
 
   /// The grid overhead each window is widened by now.
   std::chrono::nanoseconds overhead() const;

@@ -101,7 +101,7 @@ class timestamp_resolver {
       throw;
     }
     d.slots()->release(pair_);
-    return d.clock()->window(stamps[0], stamps[1], submitted_);
+    return on->place_read(point_, d.clock()->window(stamps[0], stamps[1], submitted_), submitted_);
   }
 
  private:
@@ -148,7 +148,8 @@ class clock_resolver {
     // reported by its sync); the launch left no window.
     if (record.state.load(std::memory_order_acquire) != clock_record::collected)
       return std::nullopt;
-    return on->owner().shader_time().window(record, on->queue(), on->last_delivered());
+    return on->place_read(point_, on->owner().shader_time().window(record, on->queue()),
+                          record.submitted);
   }
 
  private:

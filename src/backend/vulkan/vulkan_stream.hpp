@@ -16,6 +16,7 @@
 #include "backend/vulkan/vulkan_device.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/capture_window.hpp"
+#include "runtime/stream_read_order.hpp"
 
 namespace launchwatch::detail::vulkan {
 
@@ -55,10 +56,13 @@ class vulkan_stream final : public stream, public std::enable_shared_from_this<v
   vulkan_device& owner() const noexcept { return *owner_; }
   /// The hardware queue this stream submits to.
   queue_slot& queue() const noexcept { return *queue_; }
-  /// Where the shader-clock window read last on this stream ended, as it was handed out: what
-  /// shader_clock::window reads and updates, under its own lock, so the next read of this stream
-  /// never starts before it.
-  delivered_end& last_delivered() noexcept { return last_delivered_; }
+  /// `window`, read for the launch at ordering point `point`, placed so that this stream's windows
+  /// read in stream order never overlap and none starts before its launch's `submitted`
+  /// (place_in_stream_order). For the measurements' resolvers, on any thread. Cost: a lock.
+  profile_ticks place_read(std::uint64_t point, profile_ticks window, instant submitted) {
+    std::lock_guard lock{read_order_mutex_};
+    return place_in_stream_order(read_order_, point, window, submitted);
+  }
 
  private:
   /// A batch's launches timed by the shader clock: their slots, their records, and where the fold
@@ -134,9 +138,8 @@ class vulkan_stream final : public stream, public std::enable_shared_from_this<v
   // The end of the last shader-clock window collected here (raw ticks): the next one, widened by
   // the grid overhead, never starts before it.
   std::optional<std::uint64_t> last_clock_end_;  // guarded by mutex_
-  // Where the shader-clock window read last on this stream ended as it was handed out, so the next
-  // one read never starts before it (clock_calibration::window).
-  delivered_end last_delivered_;  // guarded by the device's shader_clock lock
+  std::mutex read_order_mutex_;
+  stream_read_order read_order_;  // guarded by read_order_mutex_
 };
 
 }  // namespace launchwatch::detail::vulkan

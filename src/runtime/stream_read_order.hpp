@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <mutex>
 
 #include <launchwatch/profile.hpp>
 
@@ -42,5 +43,21 @@ inline profile_ticks place_in_stream_order(stream_read_order& order, std::uint64
   if (after_last) order = stream_read_order{position, window.end()};
   return window;
 }
+
+/// A stream's read order with its own lock, for measurements read on any thread: the stream owns
+/// it (and, on the GPU backends, shares it with its timing batches, which its measurements may
+/// outlive the stream in).
+class stream_reads {
+ public:
+  /// place_in_stream_order under the lock. Cost: a lock.
+  profile_ticks place(std::uint64_t position, profile_ticks window, instant earliest) {
+    std::lock_guard lock{mutex_};
+    return place_in_stream_order(order_, position, window, earliest);
+  }
+
+ private:
+  std::mutex mutex_;
+  stream_read_order order_;  // guarded by mutex_
+};
 
 }  // namespace launchwatch::detail

@@ -13,7 +13,6 @@
 #include <optional>
 #include <string_view>
 #include <thread>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -21,7 +20,6 @@
 
 #include "device_clock.hpp"
 #include "device_health.hpp"
-#include "runtime/stream_read_order.hpp"
 #include "timing_slots.hpp"
 
 namespace launchwatch::detail::gpu {
@@ -46,12 +44,6 @@ class device_timing {
     if (!active_.load(std::memory_order_relaxed)) [[unlikely]]
       mark_active();
   }
-
-  /// A stream (by its serial, gpu_stream's) whose timed launches' windows read() keeps in stream
-  /// order; said at the stream's first timed launch. Cost: a lock and a map insertion, once.
-  void note_stream(std::uint64_t serial);
-  /// The stream is gone: what read() kept of it goes. Never throws.
-  void forget_stream(std::uint64_t serial) noexcept;
 
   /// The window of `record` on the host's steady clock, once read back: the in-kernel window
   /// widened by the grid's launch and retire that no in-kernel stamp sees (`grid_overhead`, half
@@ -91,10 +83,6 @@ class device_timing {
   void mark_active() noexcept;
   void keep();
   void stop() noexcept;
-
-  /// Each stream's windows read so far (place_in_stream_order), by the stream's serial.
-  std::mutex reads_mutex_;
-  std::unordered_map<std::uint64_t, stream_read_order> reads_;  // guarded by reads_mutex_
 
   std::atomic<bool> active_{false};
   std::atomic<bool> idle_{true};
@@ -207,26 +195,11 @@ std::optional<profile_ticks> device_timing<R>::read(timing_record<R>& record,
   // A mapping extrapolated across an idle spell, or off by an anchor's uncertainty, can place a
   // kernel before its own launch, or before an earlier kernel of its stream ended as that window
   // was handed out (itself moved to its launch); the length is right, so move it, never shorten it.
-  {
-    std::lock_guard lock{reads_mutex_};
-    stream_read_order unknown;  // a stream gone already: its launch's submission alone
-    const auto found = reads_.find(record.stream_serial);
-    ticks = place_in_stream_order(found != reads_.end() ? found->second : unknown, record.sequence,
-                                  ticks, record.submitted);
+  if (const auto& reads = record.batch->reads) {
+    return reads->place(record.sequence, ticks, record.submitted);
   }
-  return ticks;
-}
-
-template <class R>
-void device_timing<R>::note_stream(std::uint64_t serial) {
-  std::lock_guard lock{reads_mutex_};
-  reads_.try_emplace(serial);
-}
-
-template <class R>
-void device_timing<R>::forget_stream(std::uint64_t serial) noexcept {
-  std::lock_guard lock{reads_mutex_};
-  reads_.erase(serial);
+  stream_read_order alone;  // no stream's order given (a harness's batch): its submission alone
+  return place_in_stream_order(alone, record.sequence, ticks, record.submitted);
 }
 
 }  // namespace launchwatch::detail::gpu

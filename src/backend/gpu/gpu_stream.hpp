@@ -14,6 +14,7 @@
 
 #include "gpu_device.hpp"
 #include "runtime/backend.hpp"
+#include "runtime/stream_read_order.hpp"
 
 namespace launchwatch::detail::gpu {
 
@@ -72,10 +73,10 @@ class gpu_stream final : public stream {
   std::size_t captured_launches_ = 0;
   typename R::event_handle before_capture_ = nullptr;  // marks the work submitted before the window
   std::shared_ptr<timing_batch<R>> open_batch_;  // this stream's timed launches not yet beaconed
-  // This stream among every stream of the process, and its timed launches so far (guarded by
-  // mutex_): a record's place in its stream, so its window is read in stream order.
-  const std::uint64_t serial_;
+  // Its timed launches so far (guarded by mutex_), and the read order of their windows, shared with
+  // its timing batches: a measurement's window is placed in stream order, even after the stream.
   std::uint64_t timed_launches_ = 0;
+  const std::shared_ptr<stream_reads> reads_ = std::make_shared<stream_reads>();
   stream_failure failure_;  // guarded by mutex_: at the earliest launch it can have come from
 
   // The names of the last launches, by ordering point, so a fault found at a wait can name the

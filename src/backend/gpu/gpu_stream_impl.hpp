@@ -57,13 +57,8 @@ class record_resolver {
   bool at_once_;
 };
 
-/// The next stream's serial: unique among every stream of the process, whatever its device.
-inline std::atomic<std::uint64_t> next_stream_serial{1};
-
 template <class R>
-gpu_stream<R>::gpu_stream(std::shared_ptr<gpu_device<R>> owner)
-    : owner_{std::move(owner)},
-      serial_{next_stream_serial.fetch_add(1, std::memory_order_relaxed)} {
+gpu_stream<R>::gpu_stream(std::shared_ptr<gpu_device<R>> owner) : owner_{std::move(owner)} {
   device_guard<R> on{owner_->index()};
   owner_->health()->check(R::stream_create(&stream_), "StreamCreateWithFlags");
 }
@@ -73,7 +68,6 @@ gpu_stream<R>::~gpu_stream() {
   device_guard<R> on{owner_->index()};
   // Its beacon goes before the stream does, so the batch is read back once its launches finish.
   if (open_batch_) owner_->timing()->collector.close(open_batch_);
-  if (timed_launches_ > 0) owner_->timing()->forget_stream(serial_);
   if (capturing_.load(std::memory_order_acquire)) {
     // Abandoned mid-capture (its thread ended): end the window so the stream can be destroyed.
     typename R::graph_handle graph = nullptr;
@@ -160,9 +154,8 @@ profiled_submission gpu_stream<R>::submit_profiled(const launch_descriptor& laun
     return profiled_submission{note_submitted(launch.name), std::nullopt,
                                launch_path::capture_refusal};
   }
-  if (timed_launches_ == 0) timing->note_stream(serial_);  // before a slot is taken: may throw
   const auto taken =
-      timing->collector.acquire(open_batch_, stream_, std::chrono::steady_clock::now());
+      timing->collector.acquire(open_batch_, stream_, std::chrono::steady_clock::now(), reads_);
   if (!taken) {
     // Every block of timing slots holds launches that have not finished (or the device's memory
     // ran out): this launch goes on untimed rather than waiting or failing.
@@ -172,7 +165,6 @@ profiled_submission gpu_stream<R>::submit_profiled(const launch_descriptor& laun
         "every deferred-timing slot of the device holds a launch that has not finished (the host "
         "is thousands of timed launches ahead of the GPU)"};
   }
-  taken->record->stream_serial = serial_;
   taken->record->sequence = ++timed_launches_;
   // Held from here, so the record is let go whatever happens: a launch that fails is read as no
   // window.

@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/stream_read_order.hpp"
+
 #include <launchwatch/detail/device_entry.hpp>
 #include <launchwatch/profile.hpp>
 
@@ -61,9 +63,8 @@ struct timing_record {
   device_window window;
   /// When the launch was submitted, on the host: a mapped window never starts before it.
   instant submitted{};
-  /// Its stream's serial (gpu_stream::serial) and its place among that stream's timed launches
-  /// (from 1): a mapped window never starts before an earlier one of its stream ended.
-  std::uint64_t stream_serial = 0;
+  /// Its place among its stream's timed launches (from 1): a mapped window never starts before an
+  /// earlier one of its stream ended (timing_batch::reads).
   std::uint64_t sequence = 0;
   /// The slot it was stamped in, for a read of it alone.
   timing_slot* slot = nullptr;
@@ -97,6 +98,9 @@ struct timing_batch {
   std::mutex mutex;
   timing_batch_state state;  // guarded by mutex; its `used` is fixed once the batch is closed
   typename R::stream_handle stream = nullptr;
+  /// The read order of the stream's windows (the stream's, shared: a measurement may outlive its
+  /// stream); null when the caller of acquire() gave none.
+  std::shared_ptr<stream_reads> reads;
   typename R::event_handle beacon = nullptr;
   std::uint32_t block = 0;
   timing_slot* slots = nullptr;  // the block's first slot, in device memory
@@ -157,7 +161,8 @@ class timing_collector {
   timing_collector& operator=(const timing_collector&) = delete;
 
   /// A slot and a record for a timed launch on `stream`, whose open batch is `open` (made or
-  /// replaced here). Nothing when every block is in flight: the launch then goes untimed.
+  /// replaced here; a batch made here shares `reads`, the stream's read order). Nothing when every
+  /// block is in flight: the launch then goes untimed.
   /// Precondition: the caller holds the stream's lock and the stream is not capturing; it calls
   /// launched() for the record once the kernel is submitted, or failed, before it releases the
   /// lock.
@@ -165,7 +170,8 @@ class timing_collector {
   /// 4 KiB), the device's lock and a block from the pool (a device allocation while fewer than the
   /// budget's exist). The caller closes a batch the launch filled (a beacon) after submitting it.
   std::optional<lease> acquire(std::shared_ptr<timing_batch<R>>& open,
-                               typename R::stream_handle stream, instant submitted);
+                               typename R::stream_handle stream, instant submitted,
+                               const std::shared_ptr<stream_reads>& reads = nullptr);
 
   /// Says that the launch given `record` submitted its kernel (or failed to): a batch a reader
   /// flagged meanwhile is closed now, its beacon after that kernel. Precondition: the caller holds
@@ -365,7 +371,8 @@ typename R::event_handle timing_collector<R>::take_event() {
 
 template <class R>
 std::optional<typename timing_collector<R>::lease> timing_collector<R>::acquire(
-    std::shared_ptr<timing_batch<R>>& open, typename R::stream_handle stream, instant submitted) {
+    std::shared_ptr<timing_batch<R>>& open, typename R::stream_handle stream, instant submitted,
+    const std::shared_ptr<stream_reads>& reads) {
   for (;;) {
     if (open) {
       std::shared_ptr<timing_batch<R>> full;
@@ -405,6 +412,7 @@ std::optional<typename timing_collector<R>::lease> timing_collector<R>::acquire(
       }
     }
     batch->stream = stream;
+    batch->reads = reads;
     // Shared only once it holds a block and a beacon. The owner's share is the shared_ptr's: when
     // the last copy goes, the batch is closed (if its owner left it open) and that share released.
     open = std::shared_ptr<timing_batch<R>>{batch.release(), [](timing_batch<R>* b) noexcept {

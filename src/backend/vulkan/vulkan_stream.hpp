@@ -60,8 +60,7 @@ class vulkan_stream final : public stream, public std::enable_shared_from_this<v
   /// read in stream order never overlap and none starts before its launch's `submitted`
   /// (place_in_stream_order). For the measurements' resolvers, on any thread. Cost: a lock.
   profile_ticks place_read(std::uint64_t point, profile_ticks window, instant submitted) {
-    std::lock_guard lock{read_order_mutex_};
-    return place_in_stream_order(read_order_, point, window, submitted);
+    return reads_.place(point, window, submitted);
   }
 
  private:
@@ -138,8 +137,7 @@ class vulkan_stream final : public stream, public std::enable_shared_from_this<v
   // The end of the last shader-clock window collected here (raw ticks): the next one, widened by
   // the grid overhead, never starts before it.
   std::optional<std::uint64_t> last_clock_end_;  // guarded by mutex_
-  std::mutex read_order_mutex_;
-  stream_read_order read_order_;  // guarded by read_order_mutex_
+  stream_reads reads_;
 };
 
 }  // namespace launchwatch::detail::vulkan

@@ -26,6 +26,7 @@
 #include <gtest/gtest.h>
 
 #include "conformance/conformance_kernels.hpp"
+#include "support/sanitizers.hpp"
 
 namespace launchwatch {
 namespace {
@@ -179,22 +180,7 @@ TEST(Fork, CompletesWhileOneThreadHoldsAScopeOpenAndAnotherLaunchesOutsideEveryS
   EXPECT_EQ(failed, 0) << "children that did not exit 0";
 }
 
-#if defined(__SANITIZE_THREAD__)
-constexpr bool under_thread_sanitizer = true;
-#else
-constexpr bool under_thread_sanitizer = false;
-#endif
-
-// GCC 12's AddressSanitizer allocator takes no lock across fork() (tests/runtime/fork_test.cpp says
-// more): the naming thread allocates all the time, so a child forked while it held the allocator's
-// lock waits forever at its first allocation, whatever launchwatch does (CI saw it: the first child
-// hung). The child here must allocate (a scope, a client, a collect), so this test runs in the
-// release and TSan builds only.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool under_address_sanitizer = true;
-#else
-constexpr bool under_address_sanitizer = false;
-#endif
+using testing::under_thread_sanitizer;
 
 /// The child's part: a new scope, a launch on a new client, an attribution that places the launch
 /// in that scope. Returns the exit status (0 when all of that worked).
@@ -231,9 +217,9 @@ int enter_launch_and_attribute(int round) {
 TEST(Fork, LeavesTheChildAbleToEnterNewScopesLaunchAndAttributeWhileAnotherThreadInternsNames) {
   // Finding 3: the child inherited the scope path table (and the other attribution locks) held by
   // the thread that was interning a new name at the fork, and hung at its first new scope.
-  if (under_address_sanitizer) {
-    GTEST_SKIP() << "this AddressSanitizer's allocator is not fork-safe in a multi-threaded parent";
-  }
+  // The naming thread allocates all the time and the child must allocate (a scope, a client, a
+  // collect): testing::address_sanitizer_fork_unsafe says why that hangs under ASan.
+  if (testing::under_address_sanitizer) GTEST_SKIP() << testing::address_sanitizer_fork_unsafe;
   auto observer = std::make_shared<attribution>();
   launch_observation watching{observer};
   std::atomic<bool> stop{false};

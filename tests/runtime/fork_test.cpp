@@ -27,26 +27,13 @@
 #include "backend/cpu/cpu_pool.hpp"
 #include "conformance/conformance_kernels.hpp"
 #include "support/recording_observer.hpp"
+#include "support/sanitizers.hpp"
 
 namespace launchwatch {
 namespace {
 
-#if defined(__SANITIZE_THREAD__)
-constexpr bool under_thread_sanitizer = true;
-#else
-constexpr bool under_thread_sanitizer = false;
-#endif
-
-// GCC 12's AddressSanitizer allocator takes no lock across fork(): a parent thread freeing memory
-// at that moment (the CPU pool's worker dropping a finished job, say) leaves the allocator's lock
-// held in the child, whose first allocation then waits forever (seen here: a child stuck in
-// SizeClassAllocator64::GetFromAllocator). glibc's allocator is fork-safe, so these tests run in
-// the release build.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool under_address_sanitizer = true;
-#else
-constexpr bool under_address_sanitizer = false;
-#endif
+using testing::under_address_sanitizer;
+using testing::under_thread_sanitizer;
 
 using conformance::fill;
 
@@ -90,7 +77,7 @@ class ForkedChild : public ::testing::Test {
       GTEST_SKIP() << "ThreadSanitizer does not support threads started after a multi-threaded fork";
     }
     if (under_address_sanitizer) {
-      GTEST_SKIP() << "this AddressSanitizer's allocator is not fork-safe in a multi-threaded parent";
+      GTEST_SKIP() << testing::address_sanitizer_fork_unsafe;
     }
     detail::reset_profiling_logger_for_testing();
   }

@@ -58,10 +58,16 @@ double thread_cpu_ns() {
   return static_cast<double>(now.tv_sec) * 1e9 + static_cast<double>(now.tv_nsec);
 }
 
+/// The raw rows, which every other row is compared with: the plain call, and the one that stamps a
+/// slot as a timed kernel does on the device.
+constexpr std::size_t raw_row = 0;
+constexpr std::size_t raw_stamping_row = 1;
+
 struct row {
   const char* name;
   std::function<void(int)> launch_n;  // launches n kernels
   std::function<void()> between;      // after a round, untimed
+  std::size_t floor;                   // the raw row doing the same on the device
   std::vector<double> ns;              // per launch, one entry a round
 };
 
@@ -106,6 +112,7 @@ int main(int argc, char** argv) {
                     }
                   },
                   [] {},
+                  raw_row,
                   {}});
   // The emulated device's own part of a timed launch (its entry stamps the slot with two clock
   // reads, which a GPU's timer makes for free): the floor the deferred row is compared with.
@@ -120,6 +127,7 @@ int main(int argc, char** argv) {
                     }
                   },
                   [&] { std::memset(static_cast<void*>(stamped), 0, sizeof *stamped); },
+                  raw_row,
                   {}});
   rows.push_back({"client.launch, nothing observing",
                   [&](int n) {
@@ -127,6 +135,7 @@ int main(int argc, char** argv) {
                       client.launch(kernel, lw::cube_count{1}, lw::cube_dim{1});
                   },
                   [] {},
+                  raw_row,
                   {}});
   rows.push_back({"client.launch, names-only observer",
                   [&](int n) {
@@ -135,6 +144,7 @@ int main(int argc, char** argv) {
                       client.launch(kernel, lw::cube_count{1}, lw::cube_dim{1});
                   },
                   [] {},
+                  raw_row,
                   {}});
   rows.push_back({"client.launch, deferred (kept unread)",
                   [&](int n) {
@@ -146,6 +156,7 @@ int main(int argc, char** argv) {
                     timed_launches += deferred->kept_.size();
                     deferred->kept_.clear();
                   },
+                  raw_stamping_row,
                   {}});
 
   // Warm-up rounds, not counted: first-use allocations, the clock's first anchor, and the timing
@@ -187,11 +198,8 @@ int main(int argc, char** argv) {
   std::printf("(the deferred row over the raw launch that stamps a slot; the others over the plain one)\n");
   // Each row against the raw launch that does the same on the device: the timed row against the
   // one that stamps a slot, the rest against the plain one.
-  const std::vector<double>& raw = rows[0].ns;
-  const std::vector<double>& raw_stamping = rows[1].ns;
   for (const row& r : rows) {
-    const bool timed = std::strstr(r.name, "deferred") != nullptr;
-    const std::vector<double>& floor = timed ? raw_stamping : raw;
+    const std::vector<double>& floor = rows[r.floor].ns;
     std::vector<double> excess;
     for (std::size_t i = 0; i < r.ns.size(); ++i) excess.push_back(r.ns[i] - floor[i]);
     std::printf("%-40s %10.1f %9.1f-%-9.1f %14.1f %9.1f-%-9.1f\n", r.name, percentile(r.ns, 0.5),

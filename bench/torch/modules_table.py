@@ -13,6 +13,9 @@ Models (random weights, built from configs: no download, no network):
                             torch.compile
   resnet50-cudagraph-infer  torchvision ResNet-50 inference captured once, replayed as a CUDA graph
   resnet18-dataloader-train torchvision ResNet-18 training fed by a DataLoader with 4 workers
+and, by name only (not in the default list), a row that splits another:
+  resnet18-train            the same ResNet-18 step on one batch kept on the device, no DataLoader
+                            (what the launches cost without worker processes sharing the host)
 
 Per model: kernel count and kernel time (launchwatch / profiler), the share of kernel time under a
 module or optimizer scope (both), the top-10 scopes by device time (self) and the largest relative
@@ -51,6 +54,7 @@ import traceback
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODELS = ["resnet50-train", "gpt2-train", "vit-compile-infer", "resnet50-cudagraph-infer",
           "resnet18-dataloader-train"]
+EXTRA_MODELS = ["resnet18-train"]  # run only when named
 RANGE_PREFIX = "lw:"
 
 # ---- the worker: one model's steps ------------------------------------------------------------
@@ -62,12 +66,9 @@ def build(name, device):
     from torch import nn
 
     torch.manual_seed(0)
-    if name == "resnet50-train":
-        import torchvision
 
-        model = torchvision.models.resnet50().to(device)
-        x = torch.randn(64, 3, 224, 224, device=device)
-        y = torch.randint(0, 1000, (64,), device=device)
+    def classifier_training(model, x, y):
+        """One batch kept on the device: SGD with momentum on cross-entropy, a step a call."""
         loss_fn = nn.CrossEntropyLoss()
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
@@ -76,6 +77,14 @@ def build(name, device):
             loss_fn(model(x), y).backward()
             optimizer.step()
 
+        return step
+
+    if name == "resnet50-train":
+        import torchvision
+
+        step = classifier_training(torchvision.models.resnet50().to(device),
+                                   torch.randn(64, 3, 224, 224, device=device),
+                                   torch.randint(0, 1000, (64,), device=device))
         return step, 3, 10, ["ResNet", "CrossEntropyLoss"], ""
     if name == "gpt2-train":
         from transformers import GPT2Config, GPT2LMHeadModel
@@ -156,6 +165,13 @@ def build(name, device):
             optimizer.step()
 
         return step, 3, 20, ["ResNet", "CrossEntropyLoss"], "4 DataLoader worker processes"
+    if name == "resnet18-train":
+        import torchvision
+
+        step = classifier_training(torchvision.models.resnet18(num_classes=10).to(device),
+                                   torch.randn(64, 3, 128, 128, device=device),
+                                   torch.randint(0, 10, (64,), device=device))
+        return step, 3, 20, ["ResNet", "CrossEntropyLoss"], "no DataLoader"
     if name == "tiny-train":  # the script's own smoke test (--device cpu), not a table row
         model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10)).to(device)
         x = torch.randn(16, 32, device=device)
@@ -169,7 +185,7 @@ def build(name, device):
             optimizer.step()
 
         return step, 2, 5, ["Sequential", "CrossEntropyLoss"], "smoke test"
-    raise ValueError(f"unknown model {name}; choose from {', '.join(MODELS)}")
+    raise ValueError(f"unknown model {name}; choose from {', '.join(MODELS + EXTRA_MODELS)}")
 
 
 class RecordFunctionSink:

@@ -2,10 +2,12 @@
 // without a device): a helper thread launching while main returns (finding 13 and 15 of review
 // 2026-12-01b: the bridge's records are closed at the end of the run, and no late callback reads
 // freed memory), cudaDeviceReset before exit (U2), kernels still queued at exit (U4). Each run must
-// end with the program's status 0 and a report.
+// end as the program ends unwatched, and leave a report.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <string>
 
 #include <sys/wait.h>
@@ -70,16 +72,23 @@ class RunEndsWhileCudaWorks : public ::testing::Test {
   std::string output_;
 };
 
-// On the H200 (driver 580, CUDA 13) this program ends by SIGSEGV unwatched too, 20 times of 20:
-// the CUDA runtime's own teardown at exit meets the helper's next launch. So what launchwatch owes
-// is to end it as it ends unwatched, every time, and to write the report when it ends well.
-TEST_F(RunEndsWhileCudaWorks, AHelperThreadLaunchingWhileMainReturnsEndsAsItDoesUnwatched) {
-  const int unwatched = plain("helper-launches-at-exit");
+// Unwatched, this program ends either with 0 or by SIGSEGV, as the race between the CUDA runtime's
+// teardown at exit and the helper's next launch falls: on the H200 (driver 580, CUDA 13) 44 of 200
+// runs ended with 0 and 156 by SIGSEGV (docs/benchmarks.md, "Every runtime"; under `launchwatch run`
+// 39 and 161). So what launchwatch owes is no ending of its own: every watched run ends well or as
+// some unwatched run of it ended, never hangs, and leaves the report.
+TEST_F(RunEndsWhileCudaWorks, AHelperThreadLaunchingWhileMainReturnsEndsOnlyAsItDoesUnwatchedAndLeavesTheReport) {
   const int n = runs();
+  std::set<int> unwatched;
+  for (int i = 0; i < std::min(n, 10); ++i) unwatched.insert(plain("helper-launches-at-exit"));
   for (int i = 0; i < n; ++i) {
-    ASSERT_EQ(run("helper-launches-at-exit"), unwatched) << "run " << i + 1 << " of " << n << '\n'
-                                                         << output_;
-    if (unwatched == 0) ASSERT_TRUE(fs::exists(out_ / "summary.json")) << output_;
+    fs::remove_all(out_);
+    const int status = run("helper-launches-at-exit");
+    EXPECT_TRUE(status == 0 || unwatched.count(status) != 0)
+        << "run " << i + 1 << " of " << n << " ended with " << status
+        << ", which no unwatched run did\n"
+        << output_;
+    ASSERT_TRUE(fs::exists(out_ / "summary.json")) << "run " << i + 1 << '\n' << output_;
   }
 }
 

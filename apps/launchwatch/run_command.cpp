@@ -553,8 +553,23 @@ CLI::App* add_run_command(CLI::App& app, run_options& options) {
                 "report files are replaced)");
   run->add_option("--timing", options.timing,
                   "deferred (kernels back to back, read at exit), resolved (each kernel read as it "
-                  "ends), or none (counts only)")
-      ->check(CLI::IsMember({"deferred", "resolved", "none"}))
+                  "ends), none (counts only), or windows:ON_MS/OFF_MS (deferred for ON_MS, then "
+                  "counts only for OFF_MS, and again: CUPTI's kernel records cost only in the windows)")
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            if (value == "deferred" || value == "resolved" || value == "none") return {};
+            if (value.starts_with("windows:")) {
+              try {
+                (void)parse_timing_windows(std::string_view{value}.substr(8));
+                return {};
+              } catch (const std::exception& error) {
+                return error.what();
+              }
+            }
+            return "use deferred, resolved, none or windows:ON_MS/OFF_MS (as windows:200/800), not " +
+                   value;
+          },
+          "deferred|resolved|none|windows:ON_MS/OFF_MS"))
       ->capture_default_str();
   run->add_option("--capture-range", options.capture_range,
                   "none (every launch) or cuda-profiler-api (also spelt cudaProfilerApi, as in Nsight "

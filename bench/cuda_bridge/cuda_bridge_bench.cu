@@ -5,6 +5,8 @@
 //   names only     an observer that counts `launched_with` (callbacks on, no timing)
 //   deferred       an observer keeping every measurement unread (CUPTI kernel records)
 //   resolved       an observer told each duration (two events and a wait per launch)
+//   windows 20/80  deferred under cuda_timing_windows{20 ms, 80 ms} (a bridge of its own): kernel
+//                  records on for 20 ms of every 100, launches between them names only
 //   after          the bridge destroyed (cuptiFinalize): should be raw again
 //   CUPTI floor    no bridge: the bench's own CUPTI subscriber, with the same driver launch
 //                  callbacks as the bridge's (returning at once) and concurrent-kernel records on,
@@ -150,6 +152,9 @@ int main(int argc, char** argv) {
 
   long missing = 0;
   long delivered = 0;
+  long windowed_launches = 0;
+  long windowed_timed = 0;
+  long windowed_missing = 0;
   for (int r = 0; r < rounds; ++r) {
     try {
       launchwatch::cuda_bridge bridge;
@@ -182,6 +187,26 @@ int main(int argc, char** argv) {
       std::printf("the bridge is unavailable: %s\n", why.what());
       return 0;
     }
+    {
+      // A bridge of its own: one bridge's options hold while it lives.
+      launchwatch::cuda_bridge_options windowed;
+      windowed.timing_windows = launchwatch::cuda_timing_windows{std::chrono::milliseconds{20},
+                                                                 std::chrono::milliseconds{80}};
+      launchwatch::cuda_bridge bridge{windowed};
+      auto kept = std::make_shared<keeper>(static_cast<std::size_t>(launches));
+      {
+        launchwatch::launch_observation watching{kept};
+        us["windows 20/80"].push_back(launch_loop(stream, launches));
+      }
+      windowed_launches += launches;
+      for (auto& profile : kept->kept) {
+        if (std::move(profile).resolve()) {
+          ++windowed_timed;
+        } else {
+          ++windowed_missing;
+        }
+      }
+    }
     us["after"].push_back(launch_loop(stream, launches));
     const double floor_us = cupti_floor_loop(stream, launches);
     if (floor_us > 0) us["CUPTI floor"].push_back(floor_us);
@@ -202,6 +227,7 @@ int main(int argc, char** argv) {
                {"names only", "<= +0.5 us", 0.5},
                {"deferred", "<= +1.0 us", 1.0},
                {"resolved", "(blocks per launch)", -1},
+               {"windows 20/80", "(deferred inside 20 ms of every 100, names only between)", -1},
                {"after", "within noise of raw", 0.1},
                {"CUPTI floor", "(no bridge: CUPTI's callbacks and records alone)", -1}};
   for (const auto& c : cases) {
@@ -233,6 +259,11 @@ int main(int argc, char** argv) {
                 median(share));
   }
   std::printf("\ndeferred measurements: %ld resolved, %ld missing\n", delivered, missing);
+  std::printf("timing windows 20/80: %ld of %ld launches timed (%.1f%%), %ld missing\n", windowed_timed,
+              windowed_launches,
+              windowed_launches == 0 ? 0.0 : 100.0 * static_cast<double>(windowed_timed) /
+                                                 static_cast<double>(windowed_launches),
+              windowed_missing);
   std::printf("raw per round:");
   for (const double v : raw) std::printf(" %.3f", v);
   std::printf("\nafter per round:");

@@ -23,6 +23,8 @@ struct bridge_core::thread_state {
   bool capture_only = false;
   /// The open launch awaits its kernel record (deferred timing).
   bool awaiting = false;
+  /// The open launch entered the timing window gate (cuda_timing_windows) and must leave it.
+  bool in_window = false;
   /// The core generation inside whose callbacks this thread is in a call of the explicit graph API
   /// that adds a kernel node (cuGraphAddKernelNode, cuGraphAddNode), 0 when it is in none: the
   /// first kernel node CUPTI says was created meanwhile is that call's (not a capture's, nor a
@@ -58,6 +60,10 @@ struct bridge_core::thread_state {
 namespace {
 
 thread_local bridge_core::thread_state this_thread;
+
+constexpr std::string_view outside_windows_refusal =
+    "the launch was issued between two timing windows (--timing windows): it is counted and "
+    "attributed without device time";
 
 constexpr std::string_view records_elsewhere_refusal =
     "another CUPTI client of the program holds CUPTI's kernel records; the launch is counted "
@@ -180,6 +186,18 @@ void bridge_core::launch_entered(const launch_call& call) {
     if (!device_.open_window(call.context, call.stream)) {
       state.refusal = "CUDA could not record an event on its stream";
     }
+  } else if (options_.timing_windows) {
+    if (records_->holder().held_elsewhere()) {
+      state.refusal = records_elsewhere_refusal;
+      untimed_records_elsewhere_.fetch_add(1, std::memory_order_relaxed);
+    } else if (windows_.enter()) {
+      state.in_window = true;
+      records_->await(correlation);
+      state.awaiting = true;
+    } else {
+      state.refusal = outside_windows_refusal;
+      untimed_outside_windows_.fetch_add(1, std::memory_order_relaxed);
+    }
   } else if (records_->holder().held_elsewhere()) {
     // Names only until they come back: a record awaited now would never come.
     state.refusal = records_elsewhere_refusal;
@@ -211,6 +229,7 @@ void bridge_core::launch_exited(const launch_call& call) {
     return;
   }
   state.open = false;
+  if (std::exchange(state.in_window, false)) windows_.leave();  // submitted: records were on
   if (std::exchange(state.capture_only, false)) return;  // never reported
   const bool awaiting = std::exchange(state.awaiting, false);
   try {
@@ -246,6 +265,8 @@ void bridge_core::graph_launch_entered(const graph_launch_call& call) {
   if (launch_path::reported_here_now() || !launch_path::is_observing()) return;
   if (!in_range_.load(std::memory_order_relaxed)) return;
   if (records_->holder().held_elsewhere()) return;  // its nodes' records would never come
+  // Between timing windows the nodes leave no records; one that races a window's end ages out.
+  if (options_.timing_windows && !windows_.is_open()) return;
   const launch_path::observation_ref observation = launch_path::current_observation();
   if (observation.empty()) return;
   (void)graphs_.replay_launched(records_->widen_at_enter(call.correlation), call.exec,
@@ -436,7 +457,20 @@ cuda_bridge_stats bridge_core::stats() const noexcept {
   const holder_counts holder = records_->holder().counts();
   s.records_taken_windows = holder.windows;
   s.records_taken_for = holder.held_elsewhere;
+  s.untimed_outside_windows = untimed_outside_windows_.load(std::memory_order_relaxed);
+  s.timing_windows_opened = windows_.opened();
   return s;
+}
+
+bool bridge_core::open_timing_window() noexcept {
+  if (!device_.kernel_records_on()) return false;
+  windows_.open();
+  return true;
+}
+
+void bridge_core::close_timing_window(std::chrono::nanoseconds patience) noexcept {
+  (void)windows_.close(patience);
+  (void)device_.kernel_records_off();
 }
 
 }  // namespace launchwatch::detail::cuda_bridge

@@ -27,6 +27,7 @@
 #include "capture_gate.hpp"
 #include "graph_replays.hpp"
 #include "kernel_records.hpp"
+#include "timing_window_gate.hpp"
 
 namespace launchwatch::detail::cuda_bridge {
 
@@ -91,9 +92,11 @@ class bridge_device {
   virtual int device_of(void* context) noexcept = 0;
   /// Whether a stream is recording a graph (stream capture) right now.
   virtual bool capturing(void* stream) noexcept = 0;
-  /// Turns kernel records on if they are not yet (once per bridge; never off while work runs).
-  /// Returns whether they are on.
+  /// Turns kernel records on if they are not yet. Returns whether they are on.
   virtual bool kernel_records_on() noexcept = 0;
+  /// Turns kernel records off (the end of a timing window, cuda_timing_windows; otherwise records
+  /// stay on until teardown). Returns whether CUPTI agreed.
+  virtual bool kernel_records_off() noexcept = 0;
   /// `resolved` timing: marks the start of the launch's window on its stream, on the issuing thread
   /// before submission. Returns false when it could not.
   virtual bool open_window(void* context, void* stream) noexcept = 0;
@@ -190,6 +193,16 @@ class bridge_core {
   /// again: launches are timed again.
   void records_returned() noexcept;
 
+  /// With cuda_bridge_options::timing_windows, from the thread that keeps their time
+  /// (timing_windows.hpp): turns kernel records on and times the launches issued from now on.
+  /// Returns false (records stay off, launches untimed) when CUPTI refused.
+  bool open_timing_window() noexcept;
+  /// Stops timing new launches, waits (at most `patience`) for those already timed to be
+  /// submitted, and turns kernel records off. A launch between ENTER and EXIT is a driver call's
+  /// worth of time; one whose EXIT never comes (its callbacks turned off between) is not waited
+  /// for past `patience`, and its record may be missing.
+  void close_timing_window(std::chrono::nanoseconds patience = std::chrono::milliseconds{10}) noexcept;
+
   /// cudaProfilerStart returned (cuda_capture_range::cuda_profiler_api opens the range).
   void profiler_started() noexcept;
   /// cudaProfilerStop is called (the range closes).
@@ -261,6 +274,9 @@ class bridge_core {
   std::atomic<std::uint64_t> own_launches_skipped_{0};
   std::atomic<std::uint64_t> outside_capture_range_{0};
   std::atomic<std::uint64_t> untimed_records_elsewhere_{0};
+  /// Which launches are timed under timing windows (unused without them).
+  timing_window_gate windows_;
+  std::atomic<std::uint64_t> untimed_outside_windows_{0};
 };
 
 }  // namespace launchwatch::detail::cuda_bridge

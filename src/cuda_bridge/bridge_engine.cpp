@@ -44,6 +44,8 @@ void cuda_bridge_engine::close_records() noexcept {
   } catch (...) {
     // Only the gate's lock can throw (std::system_error): the records are closed regardless.
   }
+  // Launches from now on go untimed; what the last window timed is in the forced flush.
+  if (windows_) windows_->stop();
   core_.close();
 }
 

@@ -7,12 +7,14 @@
 #include <cupti.h>
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 
 #include <launchwatch/cuda_bridge.hpp>
 
 #include "bridge_core.hpp"
 #include "cupti_device.hpp"
+#include "timing_windows.hpp"
 
 namespace launchwatch::detail {
 
@@ -85,6 +87,10 @@ class cuda_bridge_engine {
   CUpti_SubscriberHandle subscriber_ = nullptr;
   cuda_bridge::cupti_device device_;
   cuda_bridge::bridge_core core_;
+
+  /// The thread that alternates timing windows (cuda_bridge_options::timing_windows); null
+  /// without them.
+  std::unique_ptr<cuda_bridge::timing_windows> windows_;
 
   std::mutex toggle_mutex_;
   bool launch_callbacks_on_ = false;  // guarded by toggle_mutex_

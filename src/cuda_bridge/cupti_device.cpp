@@ -42,7 +42,8 @@ bool cupti_device::kernel_records_on() noexcept {
   std::lock_guard lock{records_mutex_};
   if (kernel_records_on_.load(std::memory_order_relaxed)) return true;
   if (kernel_records_failed_) return false;
-  // Turned on once, at the first launch that wants device time, and never off while work runs.
+  // Turned on at the first launch that wants device time, and off only at teardown or at the end
+  // of a timing window (cuda_timing_windows).
   const CUptiResult r = cupti().activity_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   if (r != CUPTI_SUCCESS) {
     kernel_records_failed_ = true;
@@ -53,6 +54,14 @@ bool cupti_device::kernel_records_on() noexcept {
     return false;
   }
   kernel_records_on_.store(true, std::memory_order_release);
+  return true;
+}
+
+bool cupti_device::kernel_records_off() noexcept {
+  std::lock_guard lock{records_mutex_};
+  if (!kernel_records_on_.load(std::memory_order_relaxed)) return true;
+  if (cupti().activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) return false;
+  kernel_records_on_.store(false, std::memory_order_release);
   return true;
 }
 

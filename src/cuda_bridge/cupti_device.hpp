@@ -22,11 +22,12 @@ class cupti_device final : public bridge_device {
   int device_of(void* context) noexcept override;
   bool capturing(void* stream) noexcept override;
   bool kernel_records_on() noexcept override;
+  bool kernel_records_off() noexcept override;
   bool open_window(void* context, void* stream) noexcept override;
   std::optional<profile_duration> close_window(void* stream) override;
   std::optional<kernel_node> describe_kernel_node(const void* node) noexcept override;
 
-  /// Whether kernel_records_on() turned CUPTI's kernel records on (teardown turns them off).
+  /// Whether CUPTI's kernel records are on now (teardown turns them off).
   [[nodiscard]] bool kernel_records_were_turned_on() const noexcept;
 
  private:

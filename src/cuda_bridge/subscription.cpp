@@ -133,7 +133,9 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
   }
   // For after_cuda_runtime_initialised: a context is created once the runtime is up.
   enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
-  if (options_.trace_kernels_from_start || options_.graph_replays == cuda_graph_replays::per_node) {
+  // Under timing windows records are on only inside them (timing_windows.hpp, started below).
+  if (!options_.timing_windows && (options_.trace_kernels_from_start ||
+                                   options_.graph_replays == cuda_graph_replays::per_node)) {
     if (!device_.kernel_records_on()) {
       close_records();
       fail("cuptiActivityEnable(CONCURRENT_KERNEL)", CUPTI_ERROR_UNKNOWN);
@@ -145,11 +147,15 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
   }
   launch_path::on_watched_change(&on_watch_change);
   apply_watch_state();
+  if (options_.timing_windows) {
+    windows_ = std::make_unique<cuda_bridge::timing_windows>(core_, *options_.timing_windows);
+  }
 }
 
 cuda_bridge_engine::~cuda_bridge_engine() { teardown(); }
 
 void cuda_bridge_engine::teardown() noexcept {
+  if (windows_) windows_->stop();
   {
     std::lock_guard lock{listener_mutex};
     listening = nullptr;

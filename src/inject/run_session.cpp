@@ -245,6 +245,23 @@ std::size_t whole_number(std::string_view text, const char* variable, const char
   return value;
 }
 
+constexpr std::string_view windows_prefix = "windows:";
+
+/// Under timing windows, says which share of the launches carries device time: nothing is scaled.
+void say_timing_windows(const run_settings& settings, const cuda_bridge_stats& stats) {
+  if (!settings.timing_windows) return;
+  const std::uint64_t untimed = stats.untimed_outside_windows + stats.untimed_records_elsewhere;
+  const std::uint64_t timed = stats.launches_reported > untimed ? stats.launches_reported - untimed : 0;
+  const double share = stats.launches_reported == 0 ? 0.0 : 100.0 * static_cast<double>(timed) /
+                                                                static_cast<double>(stats.launches_reported);
+  say(fmt::format("timing windows of {} ms every {} ms ({} opened): device time for {} of {} CUDA "
+                  "launches ({:.1f}%); the other {} are counted and attributed without it, and no "
+                  "time is scaled up for them",
+                  settings.timing_windows->on.count(),
+                  (settings.timing_windows->on + settings.timing_windows->off).count(),
+                  stats.timing_windows_opened, timed, stats.launches_reported, share, untimed));
+}
+
 /// Says that the report's times are partial when another CUPTI client held CUPTI's kernel records
 /// for a while (a CUPTI tool of the program's own): its launches are counted, untimed.
 void say_records_taken(const cuda_bridge_stats& stats) {
@@ -266,8 +283,15 @@ run_settings read_run_settings() {
     settings.timing = timing_request::resolved;
   } else if (timing == "none") {
     settings.timing = timing_request::none;
+  } else if (timing.starts_with(windows_prefix)) {
+    try {
+      settings.timing_windows = parse_timing_windows(timing.substr(windows_prefix.size()));
+    } catch (const configuration_error& error) {
+      throw configuration_error{fmt::format("LAUNCHWATCH_RUN_TIMING: {}", error.what())};
+    }
   } else if (!timing.empty() && timing != "deferred") {
-    throw configuration_error{fmt::format("LAUNCHWATCH_RUN_TIMING is '{}'; use deferred, resolved or none", timing)};
+    throw configuration_error{fmt::format(
+        "LAUNCHWATCH_RUN_TIMING is '{}'; use deferred, resolved, none or windows:ON_MS/OFF_MS", timing)};
   }
   const auto range = environment("LAUNCHWATCH_RUN_CAPTURE_RANGE");
   if (range == "cuda-profiler-api") {
@@ -343,6 +367,7 @@ void watch_cuda_in_run_session() noexcept {
     // Replayed graphs' kernels in the report, charged to the range that captured them. It needs
     // CUPTI's kernel records, which timing turns on at the first timed launch anyway.
     if (s.settings.timing != timing_request::none) options.graph_replays = cuda_graph_replays::per_node;
+    options.timing_windows = s.settings.timing_windows;
     const cuda_bridge::inside_cuda_init no_runtime_calls;
     s.bridge = std::make_unique<launchwatch::cuda_bridge>(options);
   } catch (const std::exception& error) {
@@ -375,6 +400,7 @@ void finish_run_session() noexcept {
             say(fmt::format("flushing CUDA's pending measurements failed: {}", error.what()));
           }
           say_records_taken(s.bridge->stats());
+          say_timing_windows(s.settings, s.bridge->stats());
         } else if (!s.cuda_tried) {
           say(launchwatch::cuda_bridge::built()
                   ? "no CUDA kernel was watched: the program never initialised CUDA (no GPU or CUDA "

@@ -5,10 +5,12 @@
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include <launchwatch/attribute/attribution.hpp>
 #include <launchwatch/attribute/render.hpp>
+#include <launchwatch/cuda_bridge.hpp>
 #include <launchwatch/observe.hpp>
 
 namespace launchwatch::detail {
@@ -18,8 +20,10 @@ struct run_settings {
   /// LAUNCHWATCH_RUN_OUT: the folder for trace.json, flame.folded and summary.json
   /// (default `launchwatch-run`).
   std::filesystem::path out = "launchwatch-run";
-  /// LAUNCHWATCH_RUN_TIMING: deferred (default), resolved or none.
+  /// LAUNCHWATCH_RUN_TIMING: deferred (default), resolved, none, or windows:ON_MS/OFF_MS (deferred,
+  /// in timing windows: `timing_windows` is then set).
   timing_request timing = timing_request::deferred;
+  std::optional<cuda_timing_windows> timing_windows;
   /// LAUNCHWATCH_RUN_CAPTURE_RANGE: none (default) or cuda-profiler-api.
   bool profiler_api_range = false;
   /// LAUNCHWATCH_RUN_UNSCOPED: sole-scoped-thread (default) or outside.

@@ -89,6 +89,25 @@ class RunCommand : public ::testing::Test {
 
   int run(const std::vector<std::string>& arguments) { return wait(start(arguments)); }
 
+  /// The NVTX program run by hand with the injection (as a program may be) and `variable` set to
+  /// `value`: its exit status, 4 unless the setting stopped it. The variable is unset after.
+  int run_injected_with(const char* variable, const char* value) {
+    setenv(variable, value, 1);
+    setenv("NVTX_INJECTION64_PATH", LAUNCHWATCH_INJECTION, 1);
+    const int status = wait(spawn({NVTX_PROGRAM, "exit", "4"}));
+    unsetenv(variable);
+    return status;
+  }
+
+  /// `launchwatch run --out REPORT FLAGS... -- sh -c 'touch RAN'`: its exit status; whether `ran`
+  /// exists says whether the program started.
+  int run_touching(const std::vector<std::string>& flags, const fs::path& ran) {
+    std::vector<std::string> arguments{"run", "--out", report().string()};
+    arguments.insert(arguments.end(), flags.begin(), flags.end());
+    arguments.insert(arguments.end(), {"--", "/bin/sh", "-c", "touch '" + ran.string() + "'"});
+    return run(arguments);
+  }
+
   /// Writes `text` into `path`, making its folder.
   static void write_file(const fs::path& path, const std::string& text) {
     fs::create_directories(path.parent_path());
@@ -201,18 +220,33 @@ TEST_F(RunCommand, SigtermDuringRunStopsTheProgramAndWhatWasCollectedIsStillWrit
 
 TEST_F(RunCommand, TheInjectionsSettingsAreCheckedBeforeAnythingIsWatched) {
   // A program may be run with the injection by hand: a bad setting is said, and it still runs.
-  setenv("LAUNCHWATCH_RUN_TIMING", "sometimes", 1);
-  setenv("NVTX_INJECTION64_PATH", LAUNCHWATCH_INJECTION, 1);
-  const pid_t pid = spawn({NVTX_PROGRAM, "exit", "4"});
-  EXPECT_EQ(wait(pid), 4);
-  EXPECT_THAT(err_, HasSubstr("LAUNCHWATCH_RUN_TIMING is 'sometimes'; use deferred, resolved or none"));
+  EXPECT_EQ(run_injected_with("LAUNCHWATCH_RUN_TIMING", "sometimes"), 4);
+  EXPECT_THAT(err_, HasSubstr("LAUNCHWATCH_RUN_TIMING is 'sometimes'; use deferred, resolved, none or "
+                              "windows:ON_MS/OFF_MS"));
+}
+
+TEST_F(RunCommand, TheInjectionsTimingWindowsAreTwoPositiveMillisecondCountsOrRefused) {
+  EXPECT_EQ(run_injected_with("LAUNCHWATCH_RUN_TIMING", "windows:200/0"), 4);
+  EXPECT_THAT(err_, HasSubstr("LAUNCHWATCH_RUN_TIMING: timing windows `200/0` are not ON_MS/OFF_MS"));
+}
+
+TEST_F(RunCommand, TimingWindowsWithoutAnOffTimeAreRefusedBeforeTheProgramRuns) {
+  const auto ran = folder_ / "ran";
+  EXPECT_NE(run_touching({"--timing", "windows:200"}, ran), 0);
+  EXPECT_THAT(err_, HasSubstr("timing windows `200` are not ON_MS/OFF_MS"));
+  EXPECT_THAT(err_, HasSubstr("as windows:200/800"));
+  EXPECT_FALSE(fs::exists(ran));
+}
+
+TEST_F(RunCommand, TimingWindowsAreAcceptedAndTheProgramRuns) {
+  EXPECT_EQ(run({"run", "--out", report(), "--timing", "windows:50/450", "--", NVTX_PROGRAM, "exit", "3"}),
+            3)
+      << err_;
+  EXPECT_THAT(err_, Not(HasSubstr("--timing")));
 }
 
 TEST_F(RunCommand, TheInjectionsUnscopedSettingIsCheckedBeforeAnythingIsWatched) {
-  setenv("LAUNCHWATCH_RUN_UNSCOPED", "guess", 1);
-  setenv("NVTX_INJECTION64_PATH", LAUNCHWATCH_INJECTION, 1);
-  const pid_t pid = spawn({NVTX_PROGRAM, "exit", "4"});
-  EXPECT_EQ(wait(pid), 4);
+  EXPECT_EQ(run_injected_with("LAUNCHWATCH_RUN_UNSCOPED", "guess"), 4);
   EXPECT_THAT(err_, HasSubstr("LAUNCHWATCH_RUN_UNSCOPED is 'guess'; use sole-scoped-thread or outside"));
 }
 
@@ -411,19 +445,13 @@ TEST_F(RunCommand, TraceEventsZeroKeepsEveryEventAndSaysNothingWasLeftOut) {
 
 TEST_F(RunCommand, ANegativeTraceEventsCountIsRefusedBeforeTheProgramRuns) {
   const auto ran = folder_ / "ran";
-  EXPECT_NE(run({"run", "--out", report(), "--trace-events", "-1", "--", "/bin/sh", "-c",
-                 "touch '" + ran.string() + "'"}),
-            0);
+  EXPECT_NE(run_touching({"--trace-events", "-1"}, ran), 0);
   EXPECT_THAT(err_, HasSubstr("--trace-events"));
   EXPECT_FALSE(fs::exists(ran));
 }
 
 TEST_F(RunCommand, TheInjectionsTraceEventsSettingIsAWholeNumberOrRefused) {
-  setenv("LAUNCHWATCH_RUN_TRACE_EVENTS", "12x", 1);
-  setenv("NVTX_INJECTION64_PATH", LAUNCHWATCH_INJECTION, 1);
-  const pid_t pid = spawn({NVTX_PROGRAM, "exit", "4"});
-  EXPECT_EQ(wait(pid), 4);
-  unsetenv("LAUNCHWATCH_RUN_TRACE_EVENTS");
+  EXPECT_EQ(run_injected_with("LAUNCHWATCH_RUN_TRACE_EVENTS", "12x"), 4);
   EXPECT_THAT(err_, HasSubstr("LAUNCHWATCH_RUN_TRACE_EVENTS is '12x'; use a whole number of events"));
 }
 

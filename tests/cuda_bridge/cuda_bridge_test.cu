@@ -1169,6 +1169,67 @@ bool have_device() {
   return ok;
 }
 
+// Timing windows (issue 24): CUPTI's kernel records turned on and off every 2 ms while four
+// threads keep kernels queued across the windows' ends. A kernel submitted inside a window must
+// still leave its record when records were turned off before it ran (the timing_window_gate
+// relies on CUPTI deciding at submission); the CPU tests check the gate, this checks CUPTI.
+class CudaBridgeTimingWindows : public CudaBridge {
+ protected:
+  cuda_bridge_options options() const override {
+    cuda_bridge_options options;
+    options.timing_windows = cuda_timing_windows{std::chrono::milliseconds{2}, std::chrono::milliseconds{2}};
+    options.record_timeout = std::chrono::seconds{5};
+    return options;
+  }
+};
+
+TEST_F(CudaBridgeTimingWindows, EveryKernelLaunchedInAWindowIsMeasuredThoughRecordsWentOffBeforeItRan) {
+  auto observer = std::make_shared<info_recorder>(timing_request::deferred);
+  std::atomic<std::uint64_t> launched{0};
+  {
+    launch_observation watching{observer};
+    std::vector<std::thread> launchers;
+    for (int t = 0; t < 4; ++t) {
+      launchers.emplace_back([&launched] {
+        cudaStream_t stream = nullptr;
+        check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds{300};
+        for (int i = 1; std::chrono::steady_clock::now() < until; ++i) {
+          spin_for<<<1, 1, 0, stream>>>(20'000);  // about 1.3 ms queued between syncs
+          launched.fetch_add(1);
+          if (i % 64 == 0) check(cudaStreamSynchronize(stream));
+        }
+        check(cudaStreamSynchronize(stream));
+        check(cudaStreamDestroy(stream));
+      });
+    }
+    for (auto& launcher : launchers) launcher.join();
+  }
+  bridge_->flush();
+  auto kept = observer->take_profiles();
+  std::uint64_t measured = 0;
+  for (auto& [kernel, profile] : kept) {
+    const auto ticks = std::move(profile).resolve();
+    if (!ticks) continue;
+    ++measured;
+    EXPECT_GE(ticks->length(), std::chrono::microseconds{15});
+  }
+  const cuda_bridge_stats stats = bridge_->stats();
+  std::printf("timing windows: %llu launches, %llu measured, %llu untimed between windows, %llu "
+              "windows, %llu missing\n",
+              static_cast<unsigned long long>(launched.load()),
+              static_cast<unsigned long long>(measured),
+              static_cast<unsigned long long>(stats.untimed_outside_windows),
+              static_cast<unsigned long long>(stats.timing_windows_opened),
+              static_cast<unsigned long long>(stats.measurements_missing));
+  EXPECT_EQ(measured, kept.size()) << "a kernel launched inside a window left no record";
+  EXPECT_EQ(stats.measurements_missing, 0u);
+  EXPECT_EQ(kept.size() + stats.untimed_outside_windows, launched.load());
+  EXPECT_GT(measured, 0u);
+  EXPECT_GT(stats.untimed_outside_windows, 0u);
+  EXPECT_GE(stats.timing_windows_opened, 20u);
+}
+
 TEST(CudaBridgeErrors, CuptiHeldByAnotherSubscriberIsNamedInTheError) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device here";
   CUpti_SubscriberHandle other = nullptr;

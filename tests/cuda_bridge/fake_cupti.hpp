@@ -67,8 +67,10 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
       std::lock_guard lock{mutex_};
       graphs_[*captured_into].push_back(node);
       names_[node] = symbol;
-    } else {
+    } else if (records_on_.load()) {  // CUPTI records a kernel submitted while records are on
       complete(kernel_record{correlation, 0, 0, 0, 0, 0}, length);
+    } else {
+      submitted_without_records_.fetch_add(1);
     }
     submitted_.fetch_add(1);
     if (core_type::wants_launch_exit()) core_.launch_exited(call);
@@ -274,13 +276,27 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
 
   /// Launches submitted so far (counted between ENTER and EXIT).
   std::uint64_t submitted() const noexcept { return submitted_.load(); }
+  /// Whether kernel records are on (they are at first; timing windows turn them off and on), how
+  /// often the core turned them on, and the kernels submitted while they were off.
+  bool records_on() const noexcept { return records_on_.load(); }
+  std::uint64_t records_turned_on() const noexcept { return records_turned_on_.load(); }
+  std::uint64_t submitted_without_records() const noexcept {
+    return submitted_without_records_.load();
+  }
   /// Flushes the core's table asked for.
   std::uint64_t flushes() const noexcept { return flushes_.load(); }
 
   // bridge_device
   int device_of(void*) noexcept override { return 0; }
   bool capturing(void* on) noexcept override { return capture_of(on).has_value(); }
-  bool kernel_records_on() noexcept override { return true; }
+  bool kernel_records_on() noexcept override {
+    if (!records_on_.exchange(true)) records_turned_on_.fetch_add(1);
+    return true;
+  }
+  bool kernel_records_off() noexcept override {
+    records_on_.store(false);
+    return true;
+  }
   bool open_window(void*, void*) noexcept override { return true; }
   std::optional<profile_duration> close_window(void*) override {
     const auto start = std::chrono::steady_clock::now();
@@ -374,6 +390,9 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
   std::set<std::uint32_t> lost_;
   std::atomic<std::uint32_t> next_correlation_{0};
   std::atomic<std::uint64_t> submitted_{0};
+  std::atomic<bool> records_on_{true};
+  std::atomic<std::uint64_t> records_turned_on_{0};
+  std::atomic<std::uint64_t> submitted_without_records_{0};
   std::atomic<std::uint64_t> flushes_{0};
   core_type core_;
 };

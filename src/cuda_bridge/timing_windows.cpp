@@ -1,0 +1,46 @@
+// The timing windows' thread (timing_windows.hpp).
+#include "timing_windows.hpp"
+
+#include <stdexcept>
+
+namespace launchwatch::detail::cuda_bridge {
+
+timing_windows::timing_windows(bridge_core& core, const cuda_timing_windows& windows)
+    : core_{core}, windows_{windows} {
+  if (windows_.on.count() <= 0 || windows_.off.count() <= 0) {
+    throw std::invalid_argument{
+        "timing windows need a positive time on and a positive time off (as windows:200/800)"};
+  }
+  thread_ = std::thread{[this] { alternate(); }};
+}
+
+timing_windows::~timing_windows() { stop(); }
+
+void timing_windows::stop() noexcept {
+  {
+    std::lock_guard lock{mutex_};
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool timing_windows::stopped_within(std::chrono::milliseconds span) {
+  std::unique_lock lock{mutex_};
+  return wake_.wait_for(lock, span, [this] { return stopping_; });
+}
+
+void timing_windows::alternate() {
+  for (;;) {
+    {
+      std::lock_guard lock{mutex_};
+      if (stopping_) return;
+    }
+    const bool opened = core_.open_timing_window();
+    const bool stopped = stopped_within(windows_.on);
+    if (opened) core_.close_timing_window();
+    if (stopped || stopped_within(windows_.off)) return;
+  }
+}
+
+}  // namespace launchwatch::detail::cuda_bridge

@@ -1,0 +1,185 @@
+// Timing windows (cuda_bridge_options::timing_windows) on the CPU: the bridge's core and its
+// windows' thread against the fake CUPTI (fake_cupti.hpp), whose kernels leave a record only when
+// they are submitted while kernel records are on, as CUPTI's do. The same on a GPU, with CUPTI
+// itself toggled, is CudaBridgeTimingWindows in cuda_bridge_test.cu.
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <launchwatch/launch_path.hpp>
+#include <launchwatch/observe.hpp>
+
+#include "cuda_bridge/timing_windows.hpp"
+#include "fake_cupti.hpp"
+
+namespace launchwatch {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::fake_cupti;
+
+/// Counts reported launches and keeps their deferred measurements unread.
+class deferred_observer final : public launch_observer {
+ public:
+  void launched(std::string_view) override { launches_.fetch_add(1); }
+  timing_request timing() const override { return timing_request::deferred; }
+  void profiled(std::string_view, profile_duration profile) override {
+    std::lock_guard lock{mutex_};
+    profiles_.push_back(std::move(profile));
+  }
+  std::uint64_t launches() const { return launches_.load(); }
+  std::vector<profile_duration> take_profiles() {
+    std::lock_guard lock{mutex_};
+    return std::exchange(profiles_, {});
+  }
+
+ private:
+  std::atomic<std::uint64_t> launches_{0};
+  std::mutex mutex_;
+  std::vector<profile_duration> profiles_;
+};
+
+cuda_bridge_options windows_of(std::chrono::milliseconds on, std::chrono::milliseconds off) {
+  cuda_bridge_options options;
+  options.timing_windows = cuda_timing_windows{on, off};
+  options.record_timeout = 2s;
+  return options;
+}
+
+TEST(TimingWindows, LaunchesBetweenWindowsAreReportedAndCountedWithoutAMeasurement) {
+  fake_cupti cupti{windows_of(200ms, 800ms)};
+  auto observer = std::make_shared<deferred_observer>();
+  launch_observation watching{observer};
+  for (int i = 0; i < 5; ++i) cupti.launch("between");
+  EXPECT_EQ(observer->launches(), 5u);
+  EXPECT_TRUE(observer->take_profiles().empty());
+  EXPECT_EQ(cupti.core().stats().untimed_outside_windows, 5u);
+  EXPECT_EQ(cupti.core().stats().launches_reported, 5u);
+}
+
+TEST(TimingWindows, LaunchesInsideAWindowAreEachMeasuredFromTheirRecord) {
+  fake_cupti cupti{windows_of(200ms, 800ms)};
+  cupti.kernel_records_off();
+  auto observer = std::make_shared<deferred_observer>();
+  launch_observation watching{observer};
+  ASSERT_TRUE(cupti.core().open_timing_window());
+  EXPECT_TRUE(cupti.records_on());
+  for (int i = 0; i < 3; ++i) cupti.launch("inside", fake_cupti::stream(7), 12us);
+  auto profiles = observer->take_profiles();
+  ASSERT_EQ(profiles.size(), 3u);
+  for (auto& profile : profiles) {
+    const std::optional<profile_ticks> ticks = std::move(profile).resolve();
+    ASSERT_TRUE(ticks.has_value());
+    EXPECT_EQ(ticks->length(), 12us);
+  }
+  const auto stats = cupti.core().stats();
+  EXPECT_EQ(stats.timing_windows_opened, 1u);
+  EXPECT_EQ(stats.untimed_outside_windows, 0u);
+  EXPECT_EQ(stats.measurements_missing, 0u);
+}
+
+TEST(TimingWindows, ClosingAWindowTurnsRecordsOffOnlyOnceALaunchThatSawItOpenWasSubmitted) {
+  fake_cupti cupti{windows_of(200ms, 800ms)};
+  auto observer = std::make_shared<deferred_observer>();
+  launch_observation watching{observer};
+  ASSERT_TRUE(cupti.core().open_timing_window());
+  detail::cuda_bridge::launch_call call;
+  call.correlation = 77;
+  call.symbol = "being_submitted";
+  call.context = fake_cupti::context;
+  call.stream = fake_cupti::stream(7);
+  call.stream_number = 7;
+  cupti.core().launch_entered(call);  // the driver is submitting it now
+
+  std::atomic<bool> closed{false};
+  std::thread closer{[&] {
+    cupti.core().close_timing_window(10s);
+    closed = true;
+  }};
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(closed.load()) << "the window closed while a launch that saw it open was inside";
+  EXPECT_TRUE(cupti.records_on());
+  cupti.core().launch_exited(call);
+  closer.join();
+  EXPECT_TRUE(closed.load());
+  EXPECT_FALSE(cupti.records_on());
+  ASSERT_EQ(observer->take_profiles().size(), 1u);
+  cupti.launch("after the window");
+  EXPECT_TRUE(observer->take_profiles().empty());
+  EXPECT_EQ(cupti.core().stats().untimed_outside_windows, 1u);
+}
+
+TEST(TimingWindows, TheirThreadAlternatesWindowsAndStopsWithRecordsOff) {
+  fake_cupti cupti{windows_of(2ms, 2ms)};
+  cupti.kernel_records_off();
+  {
+    detail::cuda_bridge::timing_windows windows{cupti.core(), *windows_of(2ms, 2ms).timing_windows};
+    const auto until = std::chrono::steady_clock::now() + 10s;
+    while (cupti.core().stats().timing_windows_opened < 3 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(1ms);
+    }
+    windows.stop();
+  }
+  EXPECT_GE(cupti.core().stats().timing_windows_opened, 3u);
+  EXPECT_GE(cupti.records_turned_on(), 3u);
+  EXPECT_FALSE(cupti.records_on());
+}
+
+TEST(TimingWindows, AWindowOfNoLengthIsRefusedSayingWhatToGive) {
+  fake_cupti cupti;
+  try {
+    detail::cuda_bridge::timing_windows windows{cupti.core(), cuda_timing_windows{0ms, 800ms}};
+    FAIL() << "a window of 0 ms was accepted";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string{error.what()}.find("windows:200/800"), std::string::npos) << error.what();
+  }
+}
+
+// Launches from four threads while windows open and close every millisecond: each launch is either
+// measured from its own record or counted untimed, and no launch that saw a window open was
+// submitted with records off (its record would never come).
+TEST(TimingWindows, UnderLaunchesFromFourThreadsEveryMeasuredLaunchGetsItsRecord) {
+  fake_cupti cupti{windows_of(1ms, 1ms)};
+  cupti.kernel_records_off();
+  auto observer = std::make_shared<deferred_observer>();
+  launch_observation watching{observer};
+  constexpr int threads = 4;
+  std::atomic<std::uint64_t> launched{0};
+  {
+    detail::cuda_bridge::timing_windows windows{cupti.core(), *windows_of(1ms, 1ms).timing_windows};
+    std::vector<std::thread> launchers;
+    for (int t = 0; t < threads; ++t) {
+      launchers.emplace_back([&] {
+        // Through several windows, however fast or slow this machine launches.
+        for (int i = 0; i < 1000 || cupti.core().stats().timing_windows_opened < 6; ++i) {
+          cupti.launch("churn");
+          launched.fetch_add(1);
+        }
+      });
+    }
+    for (auto& launcher : launchers) launcher.join();
+    windows.stop();
+  }
+  cupti.core().deliver_pending(2s);
+  auto profiles = observer->take_profiles();
+  std::uint64_t measured = 0;
+  for (auto& profile : profiles) measured += std::move(profile).resolve().has_value() ? 1 : 0;
+  const auto stats = cupti.core().stats();
+  EXPECT_EQ(observer->launches(), launched.load());
+  EXPECT_GT(profiles.size(), 0u);
+  EXPECT_GT(stats.untimed_outside_windows, 0u);
+  EXPECT_EQ(measured, profiles.size()) << "a measured launch's record never came";
+  EXPECT_EQ(profiles.size() + stats.untimed_outside_windows, launched.load());
+  EXPECT_EQ(stats.measurements_missing, 0u);
+}
+
+}  // namespace
+}  // namespace launchwatch

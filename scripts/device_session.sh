@@ -12,17 +12,27 @@
 #   hostcost launchwatch's own host cost on this host's CPU (bench/runtime/gpu_launch_path_bench,
 #            over the host-emulated runtime) beside the driver's: the launch-cost bench's raw
 #            cudaLaunchKernel of a plain kernel and of launchwatch's entry signature (issue 24)
+#   windows  timing windows (issue 24): the bridge's GPU tests (CudaBridgeTimingWindows among them)
+#            and the exit tests, then bench/cuda_bridge/cuda_bridge_bench (its `windows 20/80` row
+#            beside names-only and deferred)
+#   split    bench/torch/modules_table.sh on resnet18-train with --variants (issue 22: ResNet-18's
+#            step without the DataLoader, to split the workers' share from the launches')
+#   counts   bench/torch/modules_table.sh on the two models whose kernel counts differed from the
+#            profiler's (ViT under torch.compile, ResNet-50 as a CUDA graph): kernel_diff.csv names
+#            the kernels that differ (issue 22)
 #   vulkan   scripts/device_vulkan.sh (issue 24's shader-clock timing on the H200; the H200 has no
-#            Vulkan loader: DEBS names the carried folder of Debian's .debs that script describes)
+#            Vulkan loader: DEBS names the carried folder of Debian's .debs that script describes);
+#            VULKAN_STEPS picks its steps (default all: tests demo launch timing)
 #   long     runtimes_table.py --long-run ${LONG:-450} (issue 23; a command of its own)
 # Usage: OUT=dir [BUILD=build/gpu] [STEPS="probe toggle ..."] scripts/device_session.sh
+# (STEPS=build only builds.)
 # Prints a row per step last; every log is under $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/device-out}
 BUILD=${BUILD:-build/gpu}
 JOBS=${JOBS:-$(nproc)}
-steps=" ${STEPS:-probe toggle checks hostcost runtimes torch vulkan} "
+steps=" ${STEPS:-probe toggle checks hostcost runtimes torch windows split counts vulkan} "
 want() { [[ $steps == *" $1 "* ]]; }
 mkdir -p "$OUT"
 rows=()
@@ -33,7 +43,8 @@ t=$(date +%s)
 targets=(launchwatch launchwatch_inject launchwatch_child_graph_probe
          launchwatch_activity_toggle_stress launchwatch_kernel_counter launchwatch_runtime_forms
          launchwatch_bridge_exit_program launchwatch_gpu_launch_path_bench
-         launchwatch_launch_cost_bench)
+         launchwatch_launch_cost_bench launchwatch_cuda_bridge_test
+         launchwatch_cuda_bridge_run_exit_test launchwatch_cuda_bridge_bench)
 source scripts/find_cupti.sh
 if cmake --preset cuda -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES=90 "${cupti_args[@]}" \
      >"$OUT/build.log" 2>&1 && ninja -C "$BUILD" -j"$JOBS" "${targets[@]}" >>"$OUT/build.log" 2>&1; then
@@ -69,12 +80,22 @@ want torch && step torch 330 env OUT="$OUT/torch" BUILD="$BUILD" SKIP_BUILD=1 \
   MODELS=resnet50-train,resnet18-dataloader-train \
   VARIANTS=resnet50-train,resnet18-dataloader-train TIMEOUT=90 TABLE_TIMEOUT=320 BUDGET=280 \
   bench/torch/modules_table.sh
-want vulkan && step vulkan 180 env OUT="$OUT/vulkan" DEBS="${DEBS:-}" scripts/device_vulkan.sh
+want windows && step windows 200 bash -c "LAUNCHWATCH_EXIT_RUNS=20 ctest --test-dir '$BUILD' \
+  -R 'CudaBridge|RunEndsWhileCudaWorks' --no-tests=error --output-on-failure && \
+  '$BUILD/bench/cuda_bridge/launchwatch_cuda_bridge_bench' 20000 9"
+want split && step split 150 env OUT="$OUT/split" BUILD="$BUILD" SKIP_BUILD=1 \
+  MODELS=resnet18-train VARIANTS=resnet18-train TIMEOUT=60 TABLE_TIMEOUT=140 BUDGET=130 \
+  bench/torch/modules_table.sh
+want counts && step counts 200 env OUT="$OUT/counts" BUILD="$BUILD" SKIP_BUILD=1 \
+  MODELS=vit-compile-infer,resnet50-cudagraph-infer TIMEOUT=90 TABLE_TIMEOUT=190 BUDGET=150 \
+  bench/torch/modules_table.sh
+want vulkan && step vulkan 240 env OUT="$OUT/vulkan" DEBS="${DEBS:-}" \
+  STEPS="${VULKAN_STEPS:-tests demo launch timing}" scripts/device_vulkan.sh
 want long && step long 560 env OUT="$OUT/long" BUILD="$BUILD" \
   scripts/device_runtimes.sh --only none --long-run "${LONG:-450}"
 
 echo "==== device_session ===="
 printf '%s\n' "${rows[@]}"
-for name in probe toggle hostcost; do
+for name in probe toggle hostcost windows split vulkan; do
   [ -f "$OUT/$name.log" ] && { echo "== $name"; tail -40 "$OUT/$name.log"; }
 done

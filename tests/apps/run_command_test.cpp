@@ -90,12 +90,16 @@ class RunCommand : public ::testing::Test {
   int run(const std::vector<std::string>& arguments) { return wait(start(arguments)); }
 
   /// The NVTX program run by hand with the injection (as a program may be) and `variable` set to
-  /// `value`: its exit status, 4 unless the setting stopped it. The variable is unset after.
+  /// `value`, its report (if any) going to report(): its exit status, 4 unless the setting stopped
+  /// it. The variables are unset after.
   int run_injected_with(const char* variable, const char* value) {
     setenv(variable, value, 1);
     setenv("NVTX_INJECTION64_PATH", LAUNCHWATCH_INJECTION, 1);
+    setenv("LAUNCHWATCH_RUN_OUT", report().c_str(), 1);  // never the working directory
     const int status = wait(spawn({NVTX_PROGRAM, "exit", "4"}));
     unsetenv(variable);
+    unsetenv("LAUNCHWATCH_RUN_OUT");
+    unsetenv("NVTX_INJECTION64_PATH");  // or the next test's programs would load it unasked
     return status;
   }
 

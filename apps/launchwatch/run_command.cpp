@@ -566,8 +566,8 @@ CLI::App* add_run_command(CLI::App& app, run_options& options) {
                 return error.what();
               }
             }
-            return "use deferred, resolved, none or windows:ON_MS/OFF_MS (as windows:200/800), not " +
-                   value;
+            return "'" + value +
+                   "' is not deferred, resolved, none or windows:ON_MS/OFF_MS (as windows:200/800)";
           },
           "deferred|resolved|none|windows:ON_MS/OFF_MS"))
       ->capture_default_str();

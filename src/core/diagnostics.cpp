@@ -33,7 +33,11 @@ spdlog::logger& diagnostics() {
 }
 
 bool first_time(once_warning warning) noexcept {
-  return !said()[static_cast<std::size_t>(warning)].exchange(true, std::memory_order_relaxed);
+  auto& flag = said()[static_cast<std::size_t>(warning)];
+  // Read first: after the first time every launching thread only reads the flag's cache line,
+  // where an exchange would write it and pass it from core to core on every refused launch.
+  if (flag.load(std::memory_order_relaxed)) return false;
+  return !flag.exchange(true, std::memory_order_relaxed);
 }
 
 void reset_once_warnings_for_testing() noexcept {

@@ -15,12 +15,16 @@ namespace launchwatch::detail::cuda_bridge {
 /// caller turns records off only once every launch that saw the window open was submitted with
 /// records on (Dekker's handshake: both sides store, then load, sequentially consistent).
 ///
-/// Thread safety: any thread. Cost: enter() and leave() are one atomic read-modify-write each on a
-/// shared counter, paid only while timing windows are configured.
+/// Thread safety: any thread. Cost: between windows, enter() is one relaxed load; inside one,
+/// enter() and leave() are one atomic read-modify-write each on a shared counter. Paid only while
+/// timing windows are configured.
 class timing_window_gate {
  public:
   /// A launch's ENTER: true (and counted inside until leave()) when the window is open.
   [[nodiscard]] bool enter() noexcept {
+    // Between windows (most launches, with short windows) the shared counter is not touched. A
+    // window opening meanwhile only leaves this launch untimed, which the handshake allows.
+    if (!open_.load(std::memory_order_relaxed)) return false;
     inside_.fetch_add(1, std::memory_order_seq_cst);
     if (open_.load(std::memory_order_seq_cst)) return true;
     inside_.fetch_sub(1, std::memory_order_release);

@@ -35,7 +35,9 @@ enum class once_warning : std::size_t {
   count_,
 };
 
-/// True the first time it is asked about `warning` in this process, false after.
+/// True the first time it is asked about `warning` in this process, false after. Thread safety:
+/// any thread; exactly one caller gets true. Cost: one relaxed load after the first time (a refused
+/// launch asks on every launch).
 bool first_time(once_warning warning) noexcept;
 
 /// Forgets which once-per-process warnings were said, so a test can see one said again.

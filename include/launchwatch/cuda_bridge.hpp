@@ -84,8 +84,8 @@ struct cuda_bridge_options {
   /// Turn CUPTI's concurrent-kernel records on at construction rather than at the first launch an
   /// observer asks to time. The lazy default keeps a names-only pass at callback cost (+0.2-0.5 µs a
   /// launch); records cost about +0.8 µs a launch host and 9-10% device on back-to-back short
-  /// kernels, from the moment they are on until the bridge is destroyed (they are never turned off
-  /// while CUDA work may run: CUPTI is fragile there).
+  /// kernels, from the moment they are on until the bridge is destroyed (timing_windows turns them
+  /// off and on instead, which was measured safe on driver 580).
   bool trace_kernels_from_start = false;
   /// Time only in windows (cuda_timing_windows); unset, every deferred measurement is taken. When
   /// set, it overrides trace_kernels_from_start, and graph replays (cuda_graph_replays::per_node)

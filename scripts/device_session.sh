@@ -15,8 +15,9 @@
 #   windows  timing windows (issue 24): the bridge's GPU tests (CudaBridgeTimingWindows among them)
 #            and the exit tests, then bench/cuda_bridge/cuda_bridge_bench (its `windows 20/80` row
 #            beside names-only and deferred)
-#   split    bench/torch/modules_table.sh on resnet18-train with --variants (issue 22: ResNet-18's
-#            step without the DataLoader, to split the workers' share from the launches')
+#   split    bench/torch/modules_table.sh on ResNet-18 with and without its DataLoader, with
+#            --variants in 3 rounds (issue 22: the workers' share against the launches' and the
+#            hooks', each paired with its round's plain process)
 #   counts   bench/torch/modules_table.sh on the two models whose kernel counts differed from the
 #            profiler's (ViT under torch.compile, ResNet-50 as a CUDA graph): kernel_diff.csv names
 #            the kernels that differ (issue 22)
@@ -83,9 +84,9 @@ want torch && step torch 330 env OUT="$OUT/torch" BUILD="$BUILD" SKIP_BUILD=1 \
 want windows && step windows 200 bash -c "LAUNCHWATCH_EXIT_RUNS=20 ctest --test-dir '$BUILD' \
   -R 'CudaBridge|RunEndsWhileCudaWorks' --no-tests=error --output-on-failure && \
   '$BUILD/bench/cuda_bridge/launchwatch_cuda_bridge_bench' 20000 9"
-want split && step split 150 env OUT="$OUT/split" BUILD="$BUILD" SKIP_BUILD=1 \
-  MODELS=resnet18-train VARIANTS=resnet18-train TIMEOUT=60 TABLE_TIMEOUT=140 BUDGET=130 \
-  bench/torch/modules_table.sh
+want split && step split 420 env OUT="$OUT/split" BUILD="$BUILD" SKIP_BUILD=1 \
+  MODELS=resnet18-train,resnet18-dataloader-train VARIANTS=resnet18-train,resnet18-dataloader-train \
+  VARIANT_ROUNDS=3 TIMEOUT=60 TABLE_TIMEOUT=410 BUDGET=380 bench/torch/modules_table.sh
 want counts && step counts 200 env OUT="$OUT/counts" BUILD="$BUILD" SKIP_BUILD=1 \
   MODELS=vit-compile-infer,resnet50-cudagraph-infer TIMEOUT=90 TABLE_TIMEOUT=190 BUDGET=150 \
   bench/torch/modules_table.sh

@@ -35,6 +35,10 @@ launchwatch's extra step time goes (OUT/MODEL/variants.json and a second table):
 Python no-op sink and no tool (the hooks alone), `run --torch off` (the CUDA bridge alone) with
 and without timing, and `run --torch modules` without timing, with the C API through ctypes, and
 with the Python hooks instead of the C extension's (the before-and-after of the hooks in C).
+`--variant-rounds N` runs those processes N times, in rotated order, each round with a plain
+process and the table's configuration of its own: the split table then gives medians, and each
+ratio as the median of the rounds' ratios to their own plain process with its range (one process
+each moved by ±15% on a host-bound model on the H200).
 
 Internally the same file is the worker:
 `modules_table.py --worker MODEL --json FILE [--profile] [--sink noop|ctypes|python-hooks]`.
@@ -531,25 +535,51 @@ def out_of_budget(args):
     return args.budget is not None and time.monotonic() - args.started > args.budget
 
 
+# With --variant-rounds above 1, each round also runs these, so every variant has a plain process
+# and the table's own configuration in the same round to be paired with.
+ROUND_VARIANTS = [
+    ("plain", "plain", None, None),
+    ("modules", "run --torch modules", ["--torch", "modules"], None),
+]
+
+
+def median(values):
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
 def run_variants(model, args, me, folder, steps):
-    """The step wall of each of VARIANTS for `model` into `steps` ({key: step ms}), also in
-    variants.json."""
-    for key, _, options, sink in VARIANTS:
-        if out_of_budget(args):
-            steps[key] = {"error": "not run: --budget spent"}
-            continue
-        result_json = os.path.join(folder, f"variant-{key}.json")
-        command = me + ["--json", result_json] + (["--sink", sink] if sink else [])
-        if options is not None:
-            command = ([args.launchwatch, "run", *options, "--out",
-                        os.path.join(folder, f"run-{key}"), "--"] + command)
-        try:
-            timed(command, dict(os.environ), args.timeout)
-            with open(result_json) as f:
-                measured = json.load(f)
-            steps[key] = {"step_ms": measured["step_ms"], "sink": measured.get("sink")}
-        except Exception as failure:  # one variant's failure keeps the others
-            steps[key] = {"error": f"{type(failure).__name__}: {failure}"[:2000]}
+    """The step wall of each of VARIANTS for `model` into `steps` ({key: {"step_ms": median,
+    "rounds": [step ms of each round]}}), also in variants.json. With --variant-rounds N above 1,
+    N rounds, each running every variant and ROUND_VARIANTS once, in an order rotated by one each
+    round, so drifts of the machine fall on every variant alike."""
+    rounds = max(1, args.variant_rounds)
+    variants = VARIANTS + (ROUND_VARIANTS if rounds > 1 else [])
+    for round_index in range(rounds):
+        shift = round_index % len(variants)
+        for key, _, options, sink in variants[shift:] + variants[:shift]:
+            entry = steps.setdefault(key, {"rounds": []})
+            if out_of_budget(args):
+                entry.setdefault("error", "not run: --budget spent")
+                continue
+            result_json = os.path.join(folder, f"variant-{key}.json")
+            command = me + ["--json", result_json] + (["--sink", sink] if sink else [])
+            if options is not None:
+                command = ([args.launchwatch, "run", *options, "--out",
+                            os.path.join(folder, f"run-{key}"), "--"] + command)
+            try:
+                timed(command, dict(os.environ), args.timeout)
+                with open(result_json) as f:
+                    measured = json.load(f)
+                entry["rounds"].append(measured["step_ms"])
+                entry["sink"] = measured.get("sink")
+            except Exception as failure:  # one variant's failure keeps the others
+                entry.setdefault("error", f"{type(failure).__name__}: {failure}"[:2000])
+    for entry in steps.values():
+        if entry["rounds"]:
+            entry.pop("error", None)
+            entry["step_ms"] = median(entry["rounds"])
     with open(os.path.join(folder, "variants.json"), "w") as f:
         json.dump(steps, f, indent=1)
 
@@ -645,6 +675,10 @@ def main():
     parser.add_argument("--python-package", help="the folder holding the launchwatch package "
                         "(default: the build tree's, beside --launchwatch)")
     parser.add_argument("--timeout", type=int, default=240, help="seconds per process")
+    parser.add_argument("--variant-rounds", type=int, default=1,
+                        help="rounds of the --variants processes, each with a plain process and "
+                             "the table's configuration of its own, in rotated order; the split "
+                             "table then pairs each with its round's plain process")
     parser.add_argument("--variants", default="",
                         help="models (comma-separated) whose step wall is also measured with the "
                         "hooks alone, the bridge alone, without timing and through ctypes")
@@ -734,19 +768,26 @@ def print_variants(results):
     rows = [(m, r) for m, r in results.items() if "variants" in r]
     if not rows:
         return
-    print("\n# Where launchwatch's step time goes: step ms (x plain), one process each\n")
+    paired = any(len(r["variants"].get("plain", {}).get("rounds", [])) > 1 for _, r in rows)
+    if paired:
+        print("\n# Where launchwatch's step time goes: step ms, median of rounds (x plain: the median "
+              "of each round's ratio to that round's plain process [lowest-highest])\n")
+    else:
+        print("\n# Where launchwatch's step time goes: step ms (x plain), one process each\n")
     columns = [("plain", None)] + [(label, key) for key, label, _, _ in VARIANTS[:4]] + [
         ("run --torch modules (the table's)", "lw"), (VARIANTS[4][1], VARIANTS[4][0]),
         (VARIANTS[5][1], VARIANTS[5][0]), ("torch.profiler with the hooks", "pf")]
     print("| model | " + " | ".join(label for label, _ in columns) + " |")
     print("|" + " --- |" * (len(columns) + 1))
     for model, r in rows:
-        plain = r["plain_ms"]
+        plain = r["variants"].get("plain", {}).get("step_ms", r["plain_ms"])
         cells = [model]
         for _, key in columns:
             if key is None:
                 cells.append(f"{plain:.2f}")
                 continue
+            if key == "lw" and "modules" in r["variants"]:
+                key = "modules"  # the table's configuration, measured in every round
             if key in ("lw", "pf"):
                 ms = r[f"{key}_ms"]
             else:
@@ -755,7 +796,13 @@ def print_variants(results):
                     cells.append("failed: " + measured["error"].splitlines()[0][:60])
                     continue
                 ms = measured["step_ms"]
-            cells.append(f"{ms:.2f} ({ms / plain:.3f}x)")
+            plains = r["variants"].get("plain", {}).get("rounds", [])
+            mine = r["variants"].get(key, {}).get("rounds", []) if key != "pf" else []
+            if len(plains) > 1 and len(mine) == len(plains):
+                ratios = [m / p for m, p in zip(mine, plains)]
+                cells.append(f"{ms:.2f} ({median(ratios):.3f}x [{min(ratios):.3f}-{max(ratios):.3f}])")
+            else:
+                cells.append(f"{ms:.2f} ({ms / plain:.3f}x)")
         print("| " + " | ".join(cells) + " |")
     print("\nhooks, no-op sink: the hooks and torch's hook dispatch, no tool. --timing "
           "none: kernels counted, not timed (CUPTI's launch callbacks only). Their differences "

@@ -4,11 +4,12 @@
 # each under `launchwatch run --torch modules`, under torch.profiler with the same hooks, and
 # plain) and prints the table for docs/benchmarks.md. No network: the models are built from
 # configs.
-# Usage: OUT=dir BUILD=dir [MODELS=a,b] [VARIANTS=a,b] [TIMEOUT=s] [TABLE_TIMEOUT=s] [BUDGET=s]
+# Usage: OUT=dir BUILD=dir [MODELS=a,b] [VARIANTS=a,b] [VARIANT_ROUNDS=n] [TIMEOUT=s] [TABLE_TIMEOUT=s] [BUDGET=s]
 #        [SKIP_BUILD=1] bench/torch/modules_table.sh
 # Writes OUT/build.log, OUT/table.md, and OUT/modules-table: each model's processes' results,
 # kernel_diff.csv and launchwatch's summaries (the traces stay in BUILD/modules-table).
-# VARIANTS: the models whose step wall is split (modules_table.py --variants); TIMEOUT: seconds
+# VARIANTS: the models whose step wall is split (modules_table.py --variants), VARIANT_ROUNDS how
+# many rounds of those processes (--variant-rounds, default 1); TIMEOUT: seconds
 # per process (240); TABLE_TIMEOUT: seconds for the whole table (540), BUDGET: seconds after which
 # it starts no more processes (modules_table.py --budget). SKIP_BUILD=1 runs the table
 # on an earlier build, so the build and the table can be two commands of a machine that limits
@@ -34,7 +35,8 @@ fi
 python3 -c "import sys, torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"
 timeout "${TABLE_TIMEOUT:-540}" python3 bench/torch/modules_table.py \
   --launchwatch "$BUILD/apps/launchwatch/launchwatch" --models "$MODELS" \
-  --variants "${VARIANTS:-}" --timeout "${TIMEOUT:-240}" ${BUDGET:+--budget "$BUDGET"} \
+  --variants "${VARIANTS:-}" --variant-rounds "${VARIANT_ROUNDS:-1}" --timeout "${TIMEOUT:-240}" \
+  ${BUDGET:+--budget "$BUDGET"} \
   --out "$BUILD/modules-table" 2>&1 | tee "$OUT/table.md"
 status=${PIPESTATUS[0]}
 mkdir -p "$OUT/modules-table"

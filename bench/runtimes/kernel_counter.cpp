@@ -10,7 +10,8 @@
 // (a graph replay's kernels: the cuGraphLaunch) came inside a range, and M every kernel record.
 // A launch is inside a range when CUPTI's correlation id of its call lies between the Start
 // call's (at its exit) and the Stop call's (at its entry): CUPTI numbers the process's CUDA calls
-// in order.
+// in order. With KERNEL_COUNTER_WHOLE=1 the whole process counts as one range (programs that mark
+// none, as bench/torch/modules_table.py's).
 #include <cupti.h>
 
 #include <cxxabi.h>
@@ -118,6 +119,10 @@ void write_counts() {
   auto& s = state();
   std::lock_guard lock{s.mutex};
   if (s.open) s.windows.emplace_back(s.open_at, UINT32_MAX);  // a range the program never closed
+  // KERNEL_COUNTER_WHOLE=1: the whole process is the range (a program that marks none).
+  if (const char* whole = std::getenv("KERNEL_COUNTER_WHOLE"); whole != nullptr && whole[0] == '1') {
+    s.windows.assign(1, {0, UINT32_MAX});
+  }
   std::uint64_t inside = 0;
   std::uint64_t inside_ns = 0;
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> by_name;

@@ -489,22 +489,25 @@ def base_name(name):
     return name.split("(")[0].split("<")[0].strip()
 
 
-def kernel_diff(summary, profiled_names, csv_file):
-    """Writes each kernel name's count, launchwatch (launches, timed) against the profiler, to
-    `csv_file`, largest difference first; returns the top rows (exact names) and the number of
-    names on which the two differ, exactly and by base name."""
+def kernel_diff(summary, profiled_names, csv_file, counter_names=None):
+    """Writes each kernel name's count, launchwatch (launches, timed) against the profiler (and,
+    given `counter_names`, the CUPTI-only counter of --counter), to `csv_file`, largest difference
+    first; returns the top rows (exact names) and the number of names on which launchwatch and the
+    profiler differ, exactly and by base name."""
     ours = kernel_counts(summary)
+    counted = counter_names or {}
     rows = []
-    for name in set(ours) | set(profiled_names):
+    for name in set(ours) | set(profiled_names) | set(counted):
         launches, timed_launches = ours.get(name, (0, 0))
         rows.append((name, launches, timed_launches, profiled_names.get(name, 0)))
     rows.sort(key=lambda r: (-abs(r[1] - r[3]), r[0]))
     with open(csv_file, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["kernel", "launchwatch launches", "launchwatch timed", "profiler",
-                         "launchwatch - profiler"])
+                         "launchwatch - profiler"] + (["CUPTI alone"] if counter_names else []))
         for name, launches, timed_launches, theirs in rows:
-            writer.writerow([name, launches, timed_launches, theirs, launches - theirs])
+            writer.writerow([name, launches, timed_launches, theirs, launches - theirs] +
+                            ([counted.get(name, 0)] if counter_names else []))
     by_base = {}
     for name, launches, _, theirs in rows:
         entry = by_base.setdefault(base_name(name), [0, 0])
@@ -614,8 +617,24 @@ def compare(model, args, package):
     worst = max((abs(ours[p] - theirs.get(p, 0)) / ours[p] for p in top), default=float("nan"))
     captured = summary.get("captured_launches", 0)
     dry_run = summary.get("dry_run_launches", 0)
+    counter_names = None
+    if args.counter:
+        # A fourth process, plain but for a CUPTI injection with nothing of launchwatch in it that
+        # counts every kernel record of the process (bench/runtimes/kernel_counter.cpp).
+        counter_json = os.path.join(folder, "counter.json")
+        counter_env = dict(os.environ, CUDA_INJECTION64_PATH=args.counter,
+                           KERNEL_COUNTER_OUT=counter_json, KERNEL_COUNTER_WHOLE="1")
+        try:
+            timed(me + ["--json", os.path.join(folder, "counted.json")], counter_env, args.timeout)
+            with open(counter_json) as f:
+                counted = json.load(f)
+            counter_names = {name: row[0] for name, row in counted["by_name"].items()}
+            out["counter_kernels"] = counted["kernels"]
+        except Exception as failure:  # the model's other rows stand
+            out["counter_kernels"] = f"failed: {type(failure).__name__}: {failure}"[:300]
     diff_rows, differing, differing_base = kernel_diff(
-        summary, profiled.get("kernel_names", {}), os.path.join(folder, "kernel_diff.csv"))
+        summary, profiled.get("kernel_names", {}), os.path.join(folder, "kernel_diff.csv"),
+        counter_names)
     out.update(
         note=plain.get("note", ""), roots=plain["roots"], sink=watched.get("sink"),
         lw_launches=summary["launches"], lw_captured=captured, lw_dry_run=dry_run,
@@ -655,6 +674,9 @@ def print_details(model, r):
           f"graphs and {r['lw_dry_run']} dry runs, so {r['lw_kernels']} kernels ran; the profiler "
           f"{r['pf_kernels']}. Processes in the report: {', '.join(r['processes']) or '-'}. "
           f"The hooks' C API: {r['sink']}.")
+    if "counter_kernels" in r:
+        print(f"\nCUPTI alone (kernel_counter.cpp, another process, nothing of launchwatch): "
+              f"{r['counter_kernels']} kernels; its count per name is kernel_diff.csv's last column.")
     if r["kernel_diff"]:
         print(f"\nKernel names counted differently: {r['names_differing']} "
               f"({r['base_names_differing']} without template arguments and parameters); "
@@ -671,6 +693,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--launchwatch")
     parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--counter", help="liblaunchwatch_kernel_counter.so: also count each "
+                        "model's kernels by CUPTI alone, in a process of their own")
     parser.add_argument("--out", default="launchwatch-modules-table")
     parser.add_argument("--python-package", help="the folder holding the launchwatch package "
                         "(default: the build tree's, beside --launchwatch)")

@@ -9,7 +9,8 @@
 # Writes OUT/build.log, OUT/table.md, and OUT/modules-table: each model's processes' results,
 # kernel_diff.csv and launchwatch's summaries (the traces stay in BUILD/modules-table).
 # VARIANTS: the models whose step wall is split (modules_table.py --variants), VARIANT_ROUNDS how
-# many rounds of those processes (--variant-rounds, default 1); TIMEOUT: seconds
+# many rounds of those processes (--variant-rounds, default 1); COUNTER: the CUPTI-only kernel
+# counter library (--counter: a fourth process per model, counted by CUPTI alone); TIMEOUT: seconds
 # per process (240); TABLE_TIMEOUT: seconds for the whole table (540), BUDGET: seconds after which
 # it starts no more processes (modules_table.py --budget). SKIP_BUILD=1 runs the table
 # on an earlier build, so the build and the table can be two commands of a machine that limits
@@ -36,7 +37,7 @@ python3 -c "import sys, torch; print('torch', torch.__version__, 'cuda', torch.v
 timeout "${TABLE_TIMEOUT:-540}" python3 bench/torch/modules_table.py \
   --launchwatch "$BUILD/apps/launchwatch/launchwatch" --models "$MODELS" \
   --variants "${VARIANTS:-}" --variant-rounds "${VARIANT_ROUNDS:-1}" --timeout "${TIMEOUT:-240}" \
-  ${BUDGET:+--budget "$BUDGET"} \
+  ${BUDGET:+--budget "$BUDGET"} ${COUNTER:+--counter "$COUNTER"} \
   --out "$BUILD/modules-table" 2>&1 | tee "$OUT/table.md"
 status=${PIPESTATUS[0]}
 mkdir -p "$OUT/modules-table"

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <launchwatch/errors.hpp>
 #include <launchwatch/launch_path.hpp>
 #include <launchwatch/observe.hpp>
 
@@ -140,6 +141,28 @@ TEST(TimingWindows, AWindowOfNoLengthIsRefusedSayingWhatToGive) {
     FAIL() << "a window of 0 ms was accepted";
   } catch (const std::invalid_argument& error) {
     EXPECT_NE(std::string{error.what()}.find("windows:200/800"), std::string::npos) << error.what();
+  }
+}
+
+TEST(TimingWindowsSpec, OnAndOffMillisecondsAreReadFromOnSlashOff) {
+  const cuda_timing_windows windows = parse_timing_windows("200/800");
+  EXPECT_EQ(windows.on, 200ms);
+  EXPECT_EQ(windows.off, 800ms);
+  EXPECT_EQ(parse_timing_windows("1/86400000").off, 86'400'000ms);
+}
+
+TEST(TimingWindowsSpec, AnythingButTwoWholeMillisecondCountsFromOneToADayIsRefusedSayingSo) {
+  for (const char* text : {"200", "200/", "/800", "0/800", "200/0", "-1/800", "2.5/800", "200/800/1",
+                           "200/86400001", " 200/800", "a/b", ""}) {
+    try {
+      (void)parse_timing_windows(text);
+      ADD_FAILURE() << "'" << text << "' was accepted";
+    } catch (const configuration_error& error) {
+      EXPECT_NE(std::string{error.what()}.find(std::string{"`"} + text + "`"), std::string::npos)
+          << error.what();
+      EXPECT_NE(std::string{error.what()}.find("as windows:200/800"), std::string::npos)
+          << error.what();
+    }
   }
 }
 

@@ -229,8 +229,9 @@ class [[nodiscard]] cuda_bridge {
   ///
   /// Throws cuda_bridge_unavailable (why() says which case) when this build has no CUDA or CUPTI,
   /// LAUNCHWATCH_CUPTI=off, there is no device, another subscriber holds CUPTI (holder() names it),
-  /// or the versions do not fit; configuration_error for a bad LAUNCHWATCH_CUPTI. Nothing is left
-  /// subscribed when it throws. Best constructed before the program's first CUDA call.
+  /// or the versions do not fit; configuration_error for a bad LAUNCHWATCH_CUPTI or timing windows
+  /// whose on or off time is not positive. Nothing is left subscribed when it throws. Best
+  /// constructed before the program's first CUDA call.
   explicit cuda_bridge(cuda_bridge_options options = {});
   /// Waits for the devices the bridge saw launches on, delivers what is pending, and gives CUPTI
   /// back (cuptiFinalize). Measurements not yet resolved then resolve from what arrived, or empty.

@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -60,6 +61,24 @@ TEST(CudaBridgeHost, AProgramThatOptsOutOfTheEnvironmentIsNotTurnedOffByIt) {
     cuda_bridge bridge{cuda_bridge_options{.read_environment = false}};
   } catch (const cuda_bridge_unavailable& error) {
     EXPECT_NE(error.why(), cuda_bridge_unavailable::reason::turned_off) << error.what();
+  }
+}
+
+TEST(CudaBridgeHost, TimingWindowsOfNoLengthAreAConfigurationErrorAndLeaveCuptiFree) {
+  cuda_bridge_options options;
+  options.timing_windows = cuda_timing_windows{std::chrono::milliseconds{200}, std::chrono::milliseconds{0}};
+  try {
+    cuda_bridge bridge{options};
+    FAIL() << "a bridge started with windows of 0 ms off";
+  } catch (const configuration_error& error) {
+    EXPECT_THAT(error.what(), AllOf(HasSubstr("timing_windows"), HasSubstr("200 ms on and 0 ms off"),
+                                    HasSubstr("positive")));
+  }
+  // Nothing was subscribed: a bridge now starts, or is refused for this machine's own reasons.
+  try {
+    cuda_bridge bridge;
+  } catch (const cuda_bridge_unavailable& error) {
+    EXPECT_NE(error.why(), cuda_bridge_unavailable::reason::cupti_in_use) << error.what();
   }
 }
 

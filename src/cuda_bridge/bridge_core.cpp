@@ -23,8 +23,10 @@ struct bridge_core::thread_state {
   bool capture_only = false;
   /// The open launch awaits its kernel record (deferred timing).
   bool awaiting = false;
-  /// The open launch entered the timing window gate (cuda_timing_windows) and must leave it.
+  /// The open launch entered the timing window gate (cuda_timing_windows) with `window_ticket`,
+  /// and leaves it at its EXIT.
   bool in_window = false;
+  std::uint32_t window_ticket = 0;
   /// The core generation inside whose callbacks this thread is in a call of the explicit graph API
   /// that adds a kernel node (cuGraphAddKernelNode, cuGraphAddNode), 0 when it is in none: the
   /// first kernel node CUPTI says was created meanwhile is that call's (not a capture's, nor a
@@ -190,8 +192,9 @@ void bridge_core::launch_entered(const launch_call& call) {
     if (records_->holder().held_elsewhere()) {
       state.refusal = records_elsewhere_refusal;
       untimed_records_elsewhere_.fetch_add(1, std::memory_order_relaxed);
-    } else if (windows_.enter()) {
+    } else if (const auto ticket = windows_.enter()) {
       state.in_window = true;
+      state.window_ticket = *ticket;
       records_->await(correlation);
       state.awaiting = true;
     } else {
@@ -229,7 +232,7 @@ void bridge_core::launch_exited(const launch_call& call) {
     return;
   }
   state.open = false;
-  if (std::exchange(state.in_window, false)) windows_.leave();  // submitted: records were on
+  if (std::exchange(state.in_window, false)) windows_.leave(state.window_ticket);  // submitted
   if (std::exchange(state.capture_only, false)) return;  // never reported
   const bool awaiting = std::exchange(state.awaiting, false);
   try {
@@ -341,7 +344,10 @@ void bridge_core::graph_destroyed(std::uint64_t graph) { graphs_.graph_destroyed
 
 void bridge_core::exec_destroyed(std::uint64_t exec) { graphs_.exec_destroyed(exec); }
 
-void bridge_core::launch_callbacks_off() noexcept { records_->forget_unadopted(); }
+void bridge_core::launch_callbacks_off() noexcept {
+  records_->forget_unadopted();
+  windows_.forget_inside();  // their EXITs will not come either
+}
 
 std::uint64_t bridge_core::launch_id_of(std::uint64_t generation,
                                         std::uint64_t correlation) noexcept {

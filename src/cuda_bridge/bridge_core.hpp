@@ -170,7 +170,8 @@ class bridge_core {
   /// The executable graph `exec` is being destroyed (GRAPHEXEC_DESTROY_STARTING).
   void exec_destroyed(std::uint64_t exec);
   /// The launch callbacks were turned off (nothing watches): a launch caught between its ENTER and
-  /// EXIT never gets its EXIT, so its awaited record is forgotten.
+  /// EXIT never gets its EXIT, so its awaited record is forgotten, and the timing window gate stops
+  /// waiting for it.
   void launch_callbacks_off() noexcept;
   /// A stream capture is about to begin on `stream` (a key unique to the stream while it lives),
   /// at the ENTER of the driver's begin-capture call on the capturing thread: from now until
@@ -199,9 +200,10 @@ class bridge_core {
   bool open_timing_window() noexcept;
   /// Stops timing new launches, waits (at most `patience`) for those already timed to be
   /// submitted, and turns kernel records off. A launch between ENTER and EXIT is a driver call's
-  /// worth of time; one whose EXIT never comes (its callbacks turned off between) is not waited
-  /// for past `patience`, and its record may be missing.
-  void close_timing_window(std::chrono::nanoseconds patience = std::chrono::milliseconds{10}) noexcept;
+  /// worth of time, unless its thread is descheduled (a loaded host: tens of milliseconds); one
+  /// whose EXIT never comes is forgotten by launch_callbacks_off(). Past `patience` the records go
+  /// off regardless, and the launches still inside may lose theirs.
+  void close_timing_window(std::chrono::nanoseconds patience = std::chrono::seconds{1}) noexcept;
 
   /// cudaProfilerStart returned (cuda_capture_range::cuda_profiler_api opens the range).
   void profiler_started() noexcept;

@@ -118,6 +118,31 @@ TEST(TimingWindows, ClosingAWindowTurnsRecordsOffOnlyOnceALaunchThatSawItOpenWas
   EXPECT_EQ(cupti.core().stats().untimed_outside_windows, 1u);
 }
 
+TEST(TimingWindows, ALaunchWhoseExitNeverCameDoesNotHoldTheNextWindowsClose) {
+  fake_cupti cupti{windows_of(200ms, 800ms)};
+  auto observer = std::make_shared<deferred_observer>();
+  launch_observation watching{observer};
+  ASSERT_TRUE(cupti.core().open_timing_window());
+  detail::cuda_bridge::launch_call call;
+  call.correlation = 78;
+  call.symbol = "caught";
+  call.context = fake_cupti::context;
+  call.stream = fake_cupti::stream(7);
+  call.stream_number = 7;
+  cupti.core().launch_entered(call);
+  cupti.core().launch_callbacks_off();  // its EXIT will never come
+  const auto began = std::chrono::steady_clock::now();
+  cupti.core().close_timing_window(10s);
+  EXPECT_LT(std::chrono::steady_clock::now() - began, 5s) << "the close waited for a launch gone";
+  EXPECT_FALSE(cupti.records_on());
+  // A window after it closes at once once its own launches are in.
+  ASSERT_TRUE(cupti.core().open_timing_window());
+  cupti.launch("next window", fake_cupti::stream(7), 9us);
+  const auto again = std::chrono::steady_clock::now();
+  cupti.core().close_timing_window(10s);
+  EXPECT_LT(std::chrono::steady_clock::now() - again, 5s);
+}
+
 TEST(TimingWindows, TheirThreadAlternatesWindowsAndStopsWithRecordsOff) {
   fake_cupti cupti{windows_of(2ms, 2ms)};
   cupti.kernel_records_off();

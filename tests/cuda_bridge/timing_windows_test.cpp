@@ -48,6 +48,17 @@ class deferred_observer final : public launch_observer {
   std::vector<profile_duration> profiles_;
 };
 
+/// A launch's callback data, for a test that plays its ENTER and EXIT itself.
+detail::cuda_bridge::launch_call call_on_stream_7(std::uint32_t correlation, const char* symbol) {
+  detail::cuda_bridge::launch_call call;
+  call.correlation = correlation;
+  call.symbol = symbol;
+  call.context = fake_cupti::context;
+  call.stream = fake_cupti::stream(7);
+  call.stream_number = 7;
+  return call;
+}
+
 cuda_bridge_options windows_of(std::chrono::milliseconds on, std::chrono::milliseconds off) {
   cuda_bridge_options options;
   options.timing_windows = cuda_timing_windows{on, off};
@@ -92,12 +103,7 @@ TEST(TimingWindows, ClosingAWindowTurnsRecordsOffOnlyOnceALaunchThatSawItOpenWas
   auto observer = std::make_shared<deferred_observer>();
   launch_observation watching{observer};
   ASSERT_TRUE(cupti.core().open_timing_window());
-  detail::cuda_bridge::launch_call call;
-  call.correlation = 77;
-  call.symbol = "being_submitted";
-  call.context = fake_cupti::context;
-  call.stream = fake_cupti::stream(7);
-  call.stream_number = 7;
+  const detail::cuda_bridge::launch_call call = call_on_stream_7(77, "being_submitted");
   cupti.core().launch_entered(call);  // the driver is submitting it now
 
   std::atomic<bool> closed{false};
@@ -123,12 +129,7 @@ TEST(TimingWindows, ALaunchWhoseExitNeverCameDoesNotHoldTheNextWindowsClose) {
   auto observer = std::make_shared<deferred_observer>();
   launch_observation watching{observer};
   ASSERT_TRUE(cupti.core().open_timing_window());
-  detail::cuda_bridge::launch_call call;
-  call.correlation = 78;
-  call.symbol = "caught";
-  call.context = fake_cupti::context;
-  call.stream = fake_cupti::stream(7);
-  call.stream_number = 7;
+  const detail::cuda_bridge::launch_call call = call_on_stream_7(78, "caught");
   cupti.core().launch_entered(call);
   cupti.core().launch_callbacks_off();  // its EXIT will never come
   const auto began = std::chrono::steady_clock::now();

@@ -558,9 +558,10 @@ CLI::App* add_run_command(CLI::App& app, run_options& options) {
       ->check(CLI::Validator(
           [](std::string& value) -> std::string {
             if (value == "deferred" || value == "resolved" || value == "none") return {};
-            if (value.starts_with("windows:")) {
+            constexpr std::string_view windows = "windows:";
+            if (value.starts_with(windows)) {
               try {
-                (void)parse_timing_windows(std::string_view{value}.substr(8));
+                (void)parse_timing_windows(std::string_view{value}.substr(windows.size()));
                 return {};
               } catch (const std::exception& error) {
                 return error.what();

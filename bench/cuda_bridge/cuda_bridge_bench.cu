@@ -78,6 +78,25 @@ class keeper final : public launchwatch::launch_observer {
   std::vector<launchwatch::profile_duration> kept;
 };
 
+/// launch_loop() with an observer keeping every measurement unread; then reads them, counting
+/// into `resolved` and `missing` (a launch refused a measurement hands over none).
+double deferred_loop(cudaStream_t stream, int count, long& resolved, long& missing) {
+  auto kept = std::make_shared<keeper>(static_cast<std::size_t>(count));
+  double us = 0;
+  {
+    launchwatch::launch_observation watching{kept};
+    us = launch_loop(stream, count);
+  }
+  for (auto& profile : kept->kept) {
+    if (std::move(profile).resolve()) {
+      ++resolved;
+    } else {
+      ++missing;
+    }
+  }
+  return us;
+}
+
 class resolver final : public launchwatch::launch_observer {
  public:
   void launched(std::string_view) override {}
@@ -164,20 +183,7 @@ int main(int argc, char** argv) {
         launchwatch::launch_observation watching{names};
         us["names only"].push_back(launch_loop(stream, launches));
       }
-      {
-        auto kept = std::make_shared<keeper>(static_cast<std::size_t>(launches));
-        {
-          launchwatch::launch_observation watching{kept};
-          us["deferred"].push_back(launch_loop(stream, launches));
-        }
-        for (auto& profile : kept->kept) {
-          if (std::move(profile).resolve()) {
-            ++delivered;
-          } else {
-            ++missing;
-          }
-        }
-      }
+      us["deferred"].push_back(deferred_loop(stream, launches, delivered, missing));
       {
         auto timed = std::make_shared<resolver>();
         launchwatch::launch_observation watching{timed};
@@ -193,19 +199,9 @@ int main(int argc, char** argv) {
       windowed.timing_windows = launchwatch::cuda_timing_windows{std::chrono::milliseconds{20},
                                                                  std::chrono::milliseconds{80}};
       launchwatch::cuda_bridge bridge{windowed};
-      auto kept = std::make_shared<keeper>(static_cast<std::size_t>(launches));
-      {
-        launchwatch::launch_observation watching{kept};
-        us["windows 20/80"].push_back(launch_loop(stream, launches));
-      }
+      us["windows 20/80"].push_back(
+          deferred_loop(stream, launches, windowed_timed, windowed_missing));
       windowed_launches += launches;
-      for (auto& profile : kept->kept) {
-        if (std::move(profile).resolve()) {
-          ++windowed_timed;
-        } else {
-          ++windowed_missing;
-        }
-      }
     }
     us["after"].push_back(launch_loop(stream, launches));
     const double floor_us = cupti_floor_loop(stream, launches);

@@ -49,6 +49,7 @@ import csv
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -546,12 +547,6 @@ ROUND_VARIANTS = [
 ]
 
 
-def median(values):
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-
-
 def run_variants(model, args, me, folder, steps):
     """The step wall of each of VARIANTS for `model` into `steps` ({key: {"step_ms": median,
     "rounds": [step ms of each round]}}), also in variants.json. With --variant-rounds N above 1,
@@ -582,7 +577,7 @@ def run_variants(model, args, me, folder, steps):
     for entry in steps.values():
         if entry["rounds"]:
             entry.pop("error", None)
-            entry["step_ms"] = median(entry["rounds"])
+            entry["step_ms"] = statistics.median(entry["rounds"])
     with open(os.path.join(folder, "variants.json"), "w") as f:
         json.dump(steps, f, indent=1)
 
@@ -824,7 +819,7 @@ def print_variants(results):
             mine = r["variants"].get(key, {}).get("rounds", []) if key != "pf" else []
             if len(plains) > 1 and len(mine) == len(plains):
                 ratios = [m / p for m, p in zip(mine, plains)]
-                cells.append(f"{ms:.2f} ({median(ratios):.3f}x [{min(ratios):.3f}-{max(ratios):.3f}])")
+                cells.append(f"{ms:.2f} ({statistics.median(ratios):.3f}x [{min(ratios):.3f}-{max(ratios):.3f}])")
             else:
                 cells.append(f"{ms:.2f} ({ms / plain:.3f}x)")
         print("| " + " | ".join(cells) + " |")

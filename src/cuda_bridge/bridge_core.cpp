@@ -188,11 +188,12 @@ void bridge_core::launch_entered(const launch_call& call) {
     if (!device_.open_window(call.context, call.stream)) {
       state.refusal = "CUDA could not record an event on its stream";
     }
+  } else if (records_->holder().held_elsewhere()) {
+    // Names only until they come back: a record awaited now would never come.
+    state.refusal = records_elsewhere_refusal;
+    untimed_records_elsewhere_.fetch_add(1, std::memory_order_relaxed);
   } else if (options_.timing_windows) {
-    if (records_->holder().held_elsewhere()) {
-      state.refusal = records_elsewhere_refusal;
-      untimed_records_elsewhere_.fetch_add(1, std::memory_order_relaxed);
-    } else if (const auto ticket = windows_.enter()) {
+    if (const auto ticket = windows_.enter()) {
       state.in_window = true;
       state.window_ticket = *ticket;
       records_->await(correlation);
@@ -201,10 +202,6 @@ void bridge_core::launch_entered(const launch_call& call) {
       state.refusal = outside_windows_refusal;
       untimed_outside_windows_.fetch_add(1, std::memory_order_relaxed);
     }
-  } else if (records_->holder().held_elsewhere()) {
-    // Names only until they come back: a record awaited now would never come.
-    state.refusal = records_elsewhere_refusal;
-    untimed_records_elsewhere_.fetch_add(1, std::memory_order_relaxed);
   } else if (device_.kernel_records_on()) {
     records_->await(correlation);
     state.awaiting = true;

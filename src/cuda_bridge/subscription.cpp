@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include <launchwatch/errors.hpp>
 #include <launchwatch/launch_path.hpp>
 
 #include "activity_buffers.hpp"
@@ -38,13 +37,7 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
   using cuda_bridge::unavailable;
   // Checked before anything is subscribed: the windows' thread starts last, when a throw would
   // leave CUPTI held.
-  if (options_.timing_windows &&
-      (options_.timing_windows->on.count() <= 0 || options_.timing_windows->off.count() <= 0)) {
-    throw configuration_error{fmt::format(
-        "cuda_bridge_options::timing_windows of {} ms on and {} ms off: both must be positive (as "
-        "200 and 800)",
-        options_.timing_windows->on.count(), options_.timing_windows->off.count())};
-  }
+  if (options_.timing_windows) cuda_bridge::require_positive(*options_.timing_windows);
   cuda_bridge::refuse_if_turned_off(options_);
   // Inside cuInit the runtime cannot be asked, and the driver being initialised says enough.
   if (!cuda_bridge::constructing_inside_cuda_init()) cuda_bridge::require_a_device();

@@ -1,16 +1,23 @@
 // The timing windows' thread (timing_windows.hpp).
 #include "timing_windows.hpp"
 
-#include <stdexcept>
+#include <fmt/format.h>
+
+#include <launchwatch/errors.hpp>
 
 namespace launchwatch::detail::cuda_bridge {
 
+void require_positive(const cuda_timing_windows& windows) {
+  if (windows.on.count() > 0 && windows.off.count() > 0) return;
+  throw configuration_error{fmt::format(
+      "cuda_bridge_options::timing_windows of {} ms on and {} ms off: both must be positive (as "
+      "windows:200/800 in launchwatch run)",
+      windows.on.count(), windows.off.count())};
+}
+
 timing_windows::timing_windows(bridge_core& core, const cuda_timing_windows& windows)
     : core_{core}, windows_{windows} {
-  if (windows_.on.count() <= 0 || windows_.off.count() <= 0) {
-    throw std::invalid_argument{
-        "timing windows need a positive time on and a positive time off (as windows:200/800)"};
-  }
+  require_positive(windows_);
   thread_ = std::thread{[this] { alternate(); }};
 }
 

@@ -12,6 +12,10 @@
 
 namespace launchwatch::detail::cuda_bridge {
 
+/// Throws configuration_error unless both of `windows`' durations are positive. The bridge asks
+/// before it subscribes to CUPTI, so a refusal leaves nothing held.
+void require_positive(const cuda_timing_windows& windows);
+
 /// Alternates `core`'s timing windows on a thread of its own from construction until stop() (or
 /// destruction), which closes an open window first. A window CUPTI refuses to open is skipped: its
 /// launches go untimed, and the next window tries again.
@@ -19,8 +23,7 @@ namespace launchwatch::detail::cuda_bridge {
 /// Thread safety: construct and stop on one thread; stop() returns once the thread has ended.
 class timing_windows {
  public:
-  /// `core` must outlive the thread: stop() before it goes. Throws std::invalid_argument when
-  /// either duration is not positive.
+  /// `core` must outlive the thread: stop() before it goes. Throws as require_positive().
   timing_windows(bridge_core& core, const cuda_timing_windows& windows);
   ~timing_windows();
   timing_windows(const timing_windows&) = delete;

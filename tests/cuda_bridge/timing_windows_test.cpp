@@ -7,7 +7,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -48,17 +47,6 @@ class deferred_observer final : public launch_observer {
   std::vector<profile_duration> profiles_;
 };
 
-/// A launch's callback data, for a test that plays its ENTER and EXIT itself.
-detail::cuda_bridge::launch_call call_on_stream_7(std::uint32_t correlation, const char* symbol) {
-  detail::cuda_bridge::launch_call call;
-  call.correlation = correlation;
-  call.symbol = symbol;
-  call.context = fake_cupti::context;
-  call.stream = fake_cupti::stream(7);
-  call.stream_number = 7;
-  return call;
-}
-
 cuda_bridge_options windows_of(std::chrono::milliseconds on, std::chrono::milliseconds off) {
   cuda_bridge_options options;
   options.timing_windows = cuda_timing_windows{on, off};
@@ -98,49 +86,56 @@ TEST(TimingWindows, LaunchesInsideAWindowAreEachMeasuredFromTheirRecord) {
   EXPECT_EQ(stats.measurements_missing, 0u);
 }
 
-TEST(TimingWindows, ClosingAWindowTurnsRecordsOffOnlyOnceALaunchThatSawItOpenWasSubmitted) {
-  fake_cupti cupti{windows_of(200ms, 800ms)};
-  auto observer = std::make_shared<deferred_observer>();
-  launch_observation watching{observer};
-  ASSERT_TRUE(cupti.core().open_timing_window());
-  const detail::cuda_bridge::launch_call call = call_on_stream_7(77, "being_submitted");
-  cupti.core().launch_entered(call);  // the driver is submitting it now
+/// A window open and one launch inside it, its ENTER played by the test (the driver is submitting
+/// it); the test plays the rest.
+class TimingWindowsWithALaunchInside : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(cupti_.core().open_timing_window());
+    call_.correlation = 77;
+    call_.symbol = "being_submitted";
+    call_.context = fake_cupti::context;
+    call_.stream = fake_cupti::stream(7);
+    call_.stream_number = 7;
+    cupti_.core().launch_entered(call_);
+  }
 
+  fake_cupti cupti_{windows_of(200ms, 800ms)};
+  std::shared_ptr<deferred_observer> observer_ = std::make_shared<deferred_observer>();
+  launch_observation watching_{observer_};
+  detail::cuda_bridge::launch_call call_;
+};
+
+TEST_F(TimingWindowsWithALaunchInside, ClosingAWindowTurnsRecordsOffOnlyOnceALaunchThatSawItOpenWasSubmitted) {
   std::atomic<bool> closed{false};
   std::thread closer{[&] {
-    cupti.core().close_timing_window(10s);
+    cupti_.core().close_timing_window(10s);
     closed = true;
   }};
   std::this_thread::sleep_for(50ms);
   EXPECT_FALSE(closed.load()) << "the window closed while a launch that saw it open was inside";
-  EXPECT_TRUE(cupti.records_on());
-  cupti.core().launch_exited(call);
+  EXPECT_TRUE(cupti_.records_on());
+  cupti_.core().launch_exited(call_);
   closer.join();
   EXPECT_TRUE(closed.load());
-  EXPECT_FALSE(cupti.records_on());
-  ASSERT_EQ(observer->take_profiles().size(), 1u);
-  cupti.launch("after the window");
-  EXPECT_TRUE(observer->take_profiles().empty());
-  EXPECT_EQ(cupti.core().stats().untimed_outside_windows, 1u);
+  EXPECT_FALSE(cupti_.records_on());
+  ASSERT_EQ(observer_->take_profiles().size(), 1u);
+  cupti_.launch("after the window");
+  EXPECT_TRUE(observer_->take_profiles().empty());
+  EXPECT_EQ(cupti_.core().stats().untimed_outside_windows, 1u);
 }
 
-TEST(TimingWindows, ALaunchWhoseExitNeverCameDoesNotHoldTheNextWindowsClose) {
-  fake_cupti cupti{windows_of(200ms, 800ms)};
-  auto observer = std::make_shared<deferred_observer>();
-  launch_observation watching{observer};
-  ASSERT_TRUE(cupti.core().open_timing_window());
-  const detail::cuda_bridge::launch_call call = call_on_stream_7(78, "caught");
-  cupti.core().launch_entered(call);
-  cupti.core().launch_callbacks_off();  // its EXIT will never come
+TEST_F(TimingWindowsWithALaunchInside, ALaunchWhoseExitNeverCameDoesNotHoldTheNextWindowsClose) {
+  cupti_.core().launch_callbacks_off();  // its EXIT will never come
   const auto began = std::chrono::steady_clock::now();
-  cupti.core().close_timing_window(10s);
+  cupti_.core().close_timing_window(10s);
   EXPECT_LT(std::chrono::steady_clock::now() - began, 5s) << "the close waited for a launch gone";
-  EXPECT_FALSE(cupti.records_on());
+  EXPECT_FALSE(cupti_.records_on());
   // A window after it closes at once once its own launches are in.
-  ASSERT_TRUE(cupti.core().open_timing_window());
-  cupti.launch("next window", fake_cupti::stream(7), 9us);
+  ASSERT_TRUE(cupti_.core().open_timing_window());
+  cupti_.launch("next window", fake_cupti::stream(7), 9us);
   const auto again = std::chrono::steady_clock::now();
-  cupti.core().close_timing_window(10s);
+  cupti_.core().close_timing_window(10s);
   EXPECT_LT(std::chrono::steady_clock::now() - again, 5s);
 }
 
@@ -165,7 +160,7 @@ TEST(TimingWindows, AWindowOfNoLengthIsRefusedSayingWhatToGive) {
   try {
     detail::cuda_bridge::timing_windows windows{cupti.core(), cuda_timing_windows{0ms, 800ms}};
     FAIL() << "a window of 0 ms was accepted";
-  } catch (const std::invalid_argument& error) {
+  } catch (const configuration_error& error) {
     EXPECT_NE(std::string{error.what()}.find("windows:200/800"), std::string::npos) << error.what();
   }
 }

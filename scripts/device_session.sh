@@ -12,6 +12,9 @@
 #   hostcost launchwatch's own host cost on this host's CPU (bench/runtime/gpu_launch_path_bench,
 #            over the host-emulated runtime) beside the driver's: the launch-cost bench's raw
 #            cudaLaunchKernel of a plain kernel and of launchwatch's entry signature (issue 24)
+#   native   bench/peers/deferred_timing.cu: the CUDA backend's deferred timing against its targets,
+#            its host row (client.launch untimed and deferred against raw cudaLaunchKernel) the
+#            one issue 24 names (the wall ratios and durations of issue 10 in the same run)
 #   windows  timing windows (issue 24): the bridge's GPU tests (CudaBridgeTimingWindows among them)
 #            and the exit tests, then bench/cuda_bridge/cuda_bridge_bench (its `windows 20/80` row
 #            beside names-only and deferred)
@@ -33,7 +36,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-build/device-out}
 BUILD=${BUILD:-build/gpu}
 JOBS=${JOBS:-$(nproc)}
-steps=" ${STEPS:-probe toggle checks hostcost runtimes torch windows split counts vulkan} "
+steps=" ${STEPS:-probe toggle checks hostcost native runtimes torch windows split counts vulkan} "
 want() { [[ $steps == *" $1 "* ]]; }
 mkdir -p "$OUT"
 rows=()
@@ -44,7 +47,7 @@ t=$(date +%s)
 targets=(launchwatch launchwatch_inject launchwatch_child_graph_probe
          launchwatch_activity_toggle_stress launchwatch_kernel_counter launchwatch_runtime_forms
          launchwatch_bridge_exit_program launchwatch_gpu_launch_path_bench
-         launchwatch_launch_cost_bench launchwatch_cuda_bridge_test
+         launchwatch_launch_cost_bench launchwatch_deferred_timing_bench launchwatch_cuda_bridge_test
          launchwatch_cuda_bridge_run_exit_test launchwatch_cuda_bridge_bench)
 source scripts/find_cupti.sh
 if cmake --preset cuda -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES=90 "${cupti_args[@]}" \
@@ -75,6 +78,7 @@ want checks && step checks 300 env BUILD="$BUILD" OUT="$OUT/checks" JOBS="$JOBS"
   BENCH=0 QUICK=1 scripts/gpu_check.sh
 want hostcost && step hostcost 120 bash -c "'$BUILD/bench/runtime/launchwatch_gpu_launch_path_bench' \
   --rounds 60 --launches 4000 && '$BUILD/bench/cuda/launchwatch_launch_cost_bench'"
+want native && step native 240 "$BUILD/bench/peers/launchwatch_deferred_timing_bench" --rounds 5
 want runtimes && step runtimes 240 env OUT="$OUT/runtimes" BUILD="$BUILD" \
   scripts/device_runtimes.sh --exit-runs 200
 want torch && step torch 330 env OUT="$OUT/torch" BUILD="$BUILD" SKIP_BUILD=1 \
@@ -97,6 +101,6 @@ want long && step long 560 env OUT="$OUT/long" BUILD="$BUILD" \
 
 echo "==== device_session ===="
 printf '%s\n' "${rows[@]}"
-for name in probe toggle hostcost windows split vulkan; do
+for name in probe toggle hostcost native windows split vulkan; do
   [ -f "$OUT/$name.log" ] && { echo "== $name"; tail -40 "$OUT/$name.log"; }
 done

@@ -95,8 +95,7 @@ struct timing_batch {
   /// Closes the batch, if its owner let it go open, before releasing the owner's share.
   timing_collector<R>& collector;
 
-  std::mutex mutex;
-  timing_batch_state state;  // guarded by mutex; its `used` is fixed once the batch is closed
+  timing_batch_state state;  // its used() is fixed once the batch is closed
   typename R::stream_handle stream = nullptr;
   /// The read order of the stream's windows (the stream's, shared: a measurement may outlive its
   /// stream); null when the caller of acquire() gave none.
@@ -116,8 +115,8 @@ struct timing_batch {
 
 /// Timed launches' slots, records and their collection, for one device.
 ///
-/// A stream keeps an open batch; a timed launch takes the batch's next slot and record (the
-/// batch's lock; a block of device memory is allocated only while the device has fewer than
+/// A stream keeps an open batch; a timed launch takes the batch's next slot and record (one
+/// atomic operation on the batch's state; a block of device memory is allocated only while the device has fewer than
 /// `max_blocks`), and says launched() once its kernel is submitted. The batch closes when it is
 /// full, when its stream begins a capture or goes, or when a read finds its record still pending
 /// (at once when no launch holds a slot of it without having submitted its kernel; otherwise that
@@ -166,7 +165,7 @@ class timing_collector {
   /// Precondition: the caller holds the stream's lock and the stream is not capturing; it calls
   /// launched() for the record once the kernel is submitted, or failed, before it releases the
   /// lock.
-  /// Cost: the batch's lock; every `block_slots` launches, a new batch (an allocation of about
+  /// Cost: an atomic compare-and-swap on the batch's state; every `block_slots` launches, a new batch (an allocation of about
   /// 4 KiB), the device's lock and a block from the pool (a device allocation while fewer than the
   /// budget's exist). The caller closes a batch the launch filled (a beacon) after submitting it.
   std::optional<lease> acquire(std::shared_ptr<timing_batch<R>>& open,
@@ -175,15 +174,16 @@ class timing_collector {
 
   /// Says that the launch given `record` submitted its kernel (or failed to): a batch a reader
   /// flagged meanwhile is closed now, its beacon after that kernel. Precondition: the caller holds
-  /// the stream's lock, as at acquire(). Cost: the batch's lock; rarely, a close. Never throws.
+  /// the stream's lock, as at acquire(). Cost: an atomic compare-and-swap; rarely, a close. Never
+  /// throws.
   void launched(timing_record<R>& record) noexcept;
 
   /// Closes `batch` if still open: records its beacon on its stream and hands it to the collector.
   /// Precondition: the stream's lock is held, and no launch of it holds a slot of the batch
   /// without having said launched() (a read goes through wait(), which asks instead). The caller
   /// holds a share of the batch (its owner's, or a record's).
-  /// Cost: the batch's lock, an event record and the device's lock; the collector thread is woken
-  /// only when it is idle (while it polls, it finds the batch at its next poll).
+  /// Cost: an atomic compare-and-swap, an event record and the device's lock; the collector thread
+  /// is woken only when it is idle (while it polls, it finds the batch at its next poll).
   void close(timing_batch<R>& batch) noexcept;
   void close(const std::shared_ptr<timing_batch<R>>& batch) noexcept { close(*batch); }
 
@@ -220,12 +220,9 @@ class timing_collector {
   };
 
   std::optional<std::uint32_t> take_block();  // caller holds mutex_
-  /// Closes `batch`, whose lock the caller holds, if it is open: its beacon, the collector's share.
-  /// Returns the slots it left unused (their records' shares to release), or nothing when it was
-  /// closed already. hand_over() must follow, once the lock is released.
-  std::optional<std::uint32_t> seal(timing_batch<R>& batch) noexcept;
-  /// Gives a batch seal() closed to the collector thread.
-  void hand_over(timing_batch<R>& batch, std::uint32_t unused) noexcept;
+  /// Records the beacon of `batch`, which the caller has just closed (its state said so), and
+  /// gives the batch to the collector thread; the records of its unused slots let their shares go.
+  void hand_over(timing_batch<R>& batch) noexcept;
   void run();
   bool collect(timing_batch<R>& batch);  // one closed batch whose beacon has passed
   void fail_pending() noexcept;
@@ -375,24 +372,14 @@ std::optional<typename timing_collector<R>::lease> timing_collector<R>::acquire(
     const std::shared_ptr<stream_reads>& reads) {
   for (;;) {
     if (open) {
-      std::shared_ptr<timing_batch<R>> full;
-      std::optional<lease> taken;
-      {
-        std::lock_guard batch_lock{open->mutex};
-        if (const auto slot = open->state.take(timing_batch<R>::capacity)) {
-          timing_record<R>& record = open->records[*slot];
-          record.submitted = submitted;
-          record.slot = open->slots + *slot;
-          record.batch = open.get();
-          taken = lease{timing_target{record.slot}, &record, nullptr};
-          if (open->state.used == timing_batch<R>::capacity) full = open;
-        }
-      }
-      if (taken) {
-        if (full) {
-          taken->filled = std::move(full);
-          open.reset();
-        }
+      // The slot is this launch's once taken: its record is filled without a lock.
+      if (const auto slot = open->state.take(timing_batch<R>::capacity)) {
+        timing_record<R>& record = open->records[*slot];
+        record.submitted = submitted;
+        record.slot = open->slots + *slot;
+        record.batch = open.get();
+        lease taken{timing_target{record.slot}, &record, nullptr};
+        if (*slot + 1 == timing_batch<R>::capacity) taken.filled = std::move(open);
         return taken;
       }
       open.reset();  // closed by a read, or by a capture: start another
@@ -423,9 +410,8 @@ std::optional<typename timing_collector<R>::lease> timing_collector<R>::acquire(
 }
 
 template <class R>
-std::optional<std::uint32_t> timing_collector<R>::seal(timing_batch<R>& batch) noexcept {
-  if (!batch.state.close()) return std::nullopt;
-  const std::uint32_t used = batch.state.used;
+void timing_collector<R>::hand_over(timing_batch<R>& batch) noexcept {
+  const std::uint32_t used = batch.state.used();
   if (used > 0) {
     device_guard<R> on{device_};
     const typename R::error status = R::event_record(batch.beacon, batch.stream);
@@ -436,18 +422,17 @@ std::optional<std::uint32_t> timing_collector<R>::seal(timing_batch<R>& batch) n
   }
   // The collector's share, taken while the caller's keeps the batch alive.
   batch.holders.fetch_add(1, std::memory_order_relaxed);
-  return timing_batch<R>::capacity - used;
-}
-
-template <class R>
-void timing_collector<R>::hand_over(timing_batch<R>& batch, std::uint32_t unused) noexcept {
-  if (unused > 0) batch.release(unused);
+  if (const std::uint32_t unused = timing_batch<R>::capacity - used; unused > 0) {
+    batch.release(unused);
+  }
   bool wake = false;
   {
     std::lock_guard lock{mutex_};
     closed_.push_back(&batch);
     poked_ = true;
-    wake = idle_;
+    // A quarter of the device's blocks waiting to be read back: the host is far ahead of the
+    // collector's polls, and its launches would soon go untimed.
+    wake = idle_ || closed_.size() * 4 >= max_blocks_;
   }
   // A collector that is polling finds the batch at its next poll (within a millisecond); waking it
   // would cost the launching thread a system call every batch.
@@ -456,25 +441,15 @@ void timing_collector<R>::hand_over(timing_batch<R>& batch, std::uint32_t unused
 
 template <class R>
 void timing_collector<R>::close(timing_batch<R>& batch) noexcept {
-  std::optional<std::uint32_t> unused;
-  {
-    std::lock_guard batch_lock{batch.mutex};
-    unused = seal(batch);
-  }
-  if (unused) hand_over(batch, *unused);
+  if (batch.state.close()) hand_over(batch);
 }
 
 template <class R>
 void timing_collector<R>::launched(timing_record<R>& record) noexcept {
   timing_batch<R>& batch = *record.batch;
-  std::optional<std::uint32_t> unused;
-  {
-    std::lock_guard batch_lock{batch.mutex};
-    // A reader flagged the batch while this launch was between its slot and its kernel: the
-    // kernel is submitted now, so the beacon lands after it.
-    if (batch.state.launched()) unused = seal(batch);
-  }
-  if (unused) hand_over(batch, *unused);
+  // A reader flagged the batch while this launch was between its slot and its kernel: the kernel
+  // is submitted now, so the beacon lands after it.
+  if (batch.state.launched()) hand_over(batch);
 }
 
 template <class R>
@@ -546,12 +521,7 @@ std::optional<device_window> timing_collector<R>::wait(timing_record<R>& record,
     // Not close(): another thread may be between taking a slot of this batch and submitting its
     // kernel, whose beacon must follow it (review-2026-12-01b finding 4).
     timing_batch<R>& batch = *record.batch;
-    std::optional<std::uint32_t> unused;
-    {
-      std::lock_guard batch_lock{batch.mutex};
-      if (batch.state.request_close()) unused = seal(batch);
-    }
-    if (unused) hand_over(batch, *unused);
+    if (batch.state.request_close()) hand_over(batch);
     std::unique_lock lock{mutex_};
     poked_ = true;
     work_.notify_one();
@@ -574,7 +544,7 @@ std::optional<device_window> timing_collector<R>::wait(timing_record<R>& record,
 template <class R>
 bool timing_collector<R>::collect(timing_batch<R>& batch) {
   timing_slot* const base = batch.slots;
-  const std::uint32_t used = batch.state.used;  // fixed: the batch is closed
+  const std::uint32_t used = batch.state.used();  // fixed: the batch is closed
   const std::size_t bytes = sizeof(timing_slot) * used;
   if (bytes > 0) {
     typename R::error status = R::copy_to_host_async(staging_, base, bytes, private_);
@@ -613,7 +583,7 @@ template <class R>
 void timing_collector<R>::mark_pending_failed() noexcept {
   failed_ = true;
   for (const auto& batch : closed_) {
-    for (std::uint32_t i = 0; i < batch->state.used; ++i) {
+    for (std::uint32_t i = 0, used = batch->state.used(); i < used; ++i) {
       batch->records[i].state.store(timing_record<R>::failed, std::memory_order_release);
     }
   }
@@ -626,14 +596,28 @@ void timing_collector<R>::run() {
   typename R::relaxed_capture_mode relaxed;
   // Polls the beacons of closed batches: short sleeps while kernels run, longer ones the longer
   // nothing passes, at once when a batch closes or a read is waiting.
-  auto pause = std::chrono::microseconds{20};
+  constexpr auto shortest = std::chrono::microseconds{20};
+  constexpr auto longest = std::chrono::microseconds{1000};
+  // With nothing to poll it goes on polling for this long after its last batch: a batch closed
+  // meanwhile is found at the next poll, so the launching thread that closed it makes no system
+  // call to wake it (one a batch otherwise, a few microseconds on the launching thread). Only
+  // after a pause in timed launches does it sleep until woken.
+  constexpr auto linger = std::chrono::milliseconds{100};
+  auto pause = shortest;
+  auto last_batch = std::chrono::steady_clock::now();
   std::unique_lock lock{mutex_};
   for (;;) {
     if (closed_.empty()) {
-      idle_ = true;
-      work_.wait(lock, [&] { return stopping_ || !closed_.empty(); });
-      idle_ = false;
-      pause = std::chrono::microseconds{20};
+      if (std::chrono::steady_clock::now() - last_batch < linger) {
+        work_.wait_for(lock, pause, [&] { return stopping_ || !closed_.empty(); });
+        pause = std::min(pause * 2, longest);
+        if (!stopping_ && closed_.empty()) continue;
+      } else {
+        idle_ = true;
+        work_.wait(lock, [&] { return stopping_ || !closed_.empty(); });
+        idle_ = false;
+        pause = shortest;
+      }
     }
     if (stopping_ || failed_) break;
     std::vector<timing_batch<R>*> pending{closed_.begin(), closed_.end()};
@@ -642,7 +626,7 @@ void timing_collector<R>::run() {
     bool broken = false;
     for (const auto& batch : pending) {
       const typename R::error status =
-          batch->state.used == 0 ? R::success : R::event_query(batch->beacon);
+          batch->state.used() == 0 ? R::success : R::event_query(batch->beacon);
       if (status == R::not_ready) continue;
       if (status != R::success) {
         (void)health_->note(status, "EventQuery (a timing batch's beacon)");
@@ -666,12 +650,12 @@ void timing_collector<R>::run() {
     if (broken) break;
     if (progressed) {
       collected_.notify_all();
-      pause = std::chrono::microseconds{20};
+      pause = shortest;
+      last_batch = std::chrono::steady_clock::now();
       continue;
     }
     work_.wait_for(lock, pause, [&] { return stopping_ || poked_; });
-    pause = std::exchange(poked_, false) ? std::chrono::microseconds{20}
-                                         : std::min(pause * 2, std::chrono::microseconds{1000});
+    pause = std::exchange(poked_, false) ? shortest : std::min(pause * 2, longest);
   }
   // Stopped (at exit, or the device failed): whatever is still pending will never be read back.
   mark_pending_failed();

@@ -12,6 +12,8 @@
 //                  callbacks as the bridge's (returning at once) and concurrent-kernel records on,
 //                  buffers handed back unread: what any CUPTI tool pays for deferred kernel times,
 //                  so `deferred` minus this is the bridge's own share
+//   CUPTI callbacks the same without the records: what any CUPTI tool pays to be called at each
+//                  launch, so `names only` minus this is the bridge's own share of a names-only one
 // Each round makes a fresh bridge, so a round's idle and names-only cases run before its deferred
 // case turns CUPTI's kernel records on. Medians over the rounds; deltas and ratios against raw.
 //
@@ -124,9 +126,10 @@ void CUPTIAPI floor_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_
   std::free(buffer);
 }
 
-/// One launch loop under CUPTI alone (see "CUPTI floor" above); then CUPTI is given back as the
-/// bridge gives it back. Returns a negative time when CUPTI would not start.
-double cupti_floor_loop(cudaStream_t stream, int count) {
+/// One launch loop under CUPTI alone (see "CUPTI floor" above; `records`: with the kernel records,
+/// else the callbacks alone); then CUPTI is given back as the bridge gives it back. Returns a
+/// negative time when CUPTI would not start.
+double cupti_floor_loop(cudaStream_t stream, int count, bool records) {
   CUpti_SubscriberHandle subscriber = nullptr;
   if (cuptiSubscribe(&subscriber, &floor_callback, nullptr) != CUPTI_SUCCESS) return -1;
   constexpr CUpti_CallbackId ids[] = {
@@ -134,11 +137,15 @@ double cupti_floor_loop(cudaStream_t stream, int count) {
       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,         CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
       CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz};
   for (const auto id : ids) (void)cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
-  (void)cuptiActivityRegisterCallbacks(&floor_buffer_requested, &floor_buffer_completed);
-  (void)cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (records) {
+    (void)cuptiActivityRegisterCallbacks(&floor_buffer_requested, &floor_buffer_completed);
+    (void)cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  }
   const double us = launch_loop(stream, count);
-  (void)cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (records) {
+    (void)cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  }
   (void)cuptiUnsubscribe(subscriber);
   (void)cuptiFinalize();
   return us;
@@ -204,8 +211,10 @@ int main(int argc, char** argv) {
       windowed_launches += launches;
     }
     us["after"].push_back(launch_loop(stream, launches));
-    const double floor_us = cupti_floor_loop(stream, launches);
+    const double floor_us = cupti_floor_loop(stream, launches, true);
     if (floor_us > 0) us["CUPTI floor"].push_back(floor_us);
+    const double callbacks_us = cupti_floor_loop(stream, launches, false);
+    if (callbacks_us > 0) us["CUPTI callbacks"].push_back(callbacks_us);
   }
 
   const double base = median(raw);
@@ -225,7 +234,8 @@ int main(int argc, char** argv) {
                {"resolved", "(blocks per launch)", -1},
                {"windows 20/80", "(deferred inside 20 ms of every 100, names only between)", -1},
                {"after", "within noise of raw", 0.1},
-               {"CUPTI floor", "(no bridge: CUPTI's callbacks and records alone)", -1}};
+               {"CUPTI floor", "(no bridge: CUPTI's callbacks and records alone)", -1},
+               {"CUPTI callbacks", "(no bridge: CUPTI's launch callbacks alone, no records)", -1}};
   for (const auto& c : cases) {
     const double m = median(us[c.name]);
     // Paired with the same round's idle case, for the cases measured while the bridge lived.
@@ -246,14 +256,20 @@ int main(int argc, char** argv) {
     std::printf("%-12s %10.3f %+10.3f %8.2f %12s  %s%s\n", c.name, m, m - base, m / base,
                 paired.c_str(), c.target, verdict.c_str());
   }
-  if (!us["CUPTI floor"].empty()) {
-    std::vector<double> share;
-    for (std::size_t r = 0; r < us["CUPTI floor"].size() && r < us["deferred"].size(); ++r) {
-      share.push_back(us["deferred"][r] - us["CUPTI floor"][r]);
+  // Each case minus the floor CUPTI sets for it, the same round: the bridge's own share.
+  const auto share = [&](const char* name, const char* floor, const char* what) {
+    std::vector<double> deltas;
+    for (std::size_t r = 0; r < us[floor].size() && r < us[name].size(); ++r) {
+      deltas.push_back(us[name][r] - us[floor][r]);
     }
-    std::printf("\ndeferred minus the CUPTI floor, same round (the bridge's own share): %+.3f us\n",
-                median(share));
-  }
+    if (!deltas.empty()) {
+      std::printf("%s minus the %s, same round (%s): %+.3f us\n", name, floor, what,
+                  median(deltas));
+    }
+  };
+  std::printf("\n");
+  share("deferred", "CUPTI floor", "the bridge's own share");
+  share("names only", "CUPTI callbacks", "the bridge's own share of a names-only launch");
   std::printf("\ndeferred measurements: %ld resolved, %ld missing\n", delivered, missing);
   std::printf("timing windows 20/80: %ld of %ld launches timed (%.1f%%), %ld missing\n", windowed_timed,
               windowed_launches,

@@ -156,7 +156,7 @@ void bridge_core::launch_entered(const launch_call& call) {
     outside_capture_range_.fetch_add(1, std::memory_order_relaxed);
     // Nsight's usual pattern: capture, then cudaProfilerStart, replay, Stop. The capture is not
     // reported, but its node is mapped so the replays inside the range are told (finding 10).
-    if (options_.graph_replays == cuda_graph_replays::per_node && device_.capturing(call.stream)) {
+    if (options_.graph_replays == cuda_graph_replays::per_node && stream_capturing(call.stream)) {
       open_capture_outside_range(call, state);
     }
     return;
@@ -165,7 +165,7 @@ void bridge_core::launch_entered(const launch_call& call) {
   launch_info& info = state.info;
   describe(info, call.symbol, call.context, call.grid, call.block, state);
   info.stream = call.stream_number;
-  info.capturing = device_.capturing(call.stream);
+  info.capturing = stream_capturing(call.stream);
   info.launch_id = launch_id_of(generation_, correlation);
 
   state.generation = generation_;
@@ -420,6 +420,16 @@ std::uint64_t bridge_core::devices_seen() const noexcept {
 void bridge_core::capture_beginning(std::uint64_t stream) { captures_.beginning(stream); }
 
 void bridge_core::capture_ended(std::uint64_t stream) noexcept { captures_.ended(stream); }
+
+bool bridge_core::stream_capturing(void* stream) noexcept {
+  // A stream joins a capture only through another stream's, begun by a call the bridge saw; so
+  // with none in progress, none is capturing. A capture that begins while this launch is between
+  // the question and its submission is the same race as the driver's answer would have.
+  if (every_capture_seen_.load(std::memory_order_acquire) && !captures_.any_in_progress()) {
+    return false;
+  }
+  return device_.capturing(stream);
+}
 
 bool bridge_core::wait_idle_outside_captures(const std::function<void()>& wait_idle) {
   return captures_.synchronise_outside_captures(wait_idle);

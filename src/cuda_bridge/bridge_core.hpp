@@ -180,6 +180,10 @@ class bridge_core {
   void capture_beginning(std::uint64_t stream);
   /// The capture on `stream` ended: the end-capture call returned, or the begin call failed.
   void capture_ended(std::uint64_t stream) noexcept;
+  /// Says that the bridge sees every stream capture begin: it subscribed inside cuInit, before any
+  /// stream existed, with the begin and end calls' callbacks on. From then on a launch made while
+  /// no capture is in progress is known not to be captured, without asking the driver.
+  void every_capture_seen() noexcept { every_capture_seen_.store(true, std::memory_order_release); }
   /// Runs `wait_idle` (a wait for the devices) unless a stream capture is in progress, which a
   /// device synchronisation would invalidate; returns whether the devices may be taken as idle
   /// (capture_gate::synchronise_outside_captures).
@@ -259,6 +263,10 @@ class bridge_core {
   /// any capture: reported as a launch recorded into a graph, on the thread that added it.
   void report_kernel_node(const created_node& node);
   void note_device(int device) noexcept;
+  /// Whether `stream` is recording a graph. Asks the driver (cuStreamIsCapturing, 70-90 ns on the
+  /// H200, a launch's largest part of the bridge's own names-only cost) only while a capture is in
+  /// progress, where every capture's begin is seen (every_capture_seen()); otherwise at every call.
+  bool stream_capturing(void* stream) noexcept;
 
   const cuda_bridge_options options_;
   /// Distinguishes this core's launches from an earlier one's in a thread's state.
@@ -270,6 +278,7 @@ class bridge_core {
   /// Numbers explicit kernel nodes for their launch_info::launch_id (see report_kernel_node).
   std::atomic<std::uint32_t> explicit_nodes_{0};
 
+  std::atomic<bool> every_capture_seen_{false};
   std::atomic<bool> in_range_{true};
   std::atomic<std::uint64_t> devices_seen_{0};
   std::atomic<std::uint64_t> launches_reported_{0};

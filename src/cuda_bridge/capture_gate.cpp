@@ -8,7 +8,7 @@ namespace launchwatch::detail::cuda_bridge {
 void capture_gate::beginning(std::uint64_t stream) {
   std::unique_lock lock{mutex_};
   ++captures_[stream];
-  ++count_;
+  open_.store(++count_, std::memory_order_release);
   if (synchronising_ == 0) return;
   if (synchronised_.wait_for(lock, longest_wait_, [&] { return synchronising_ == 0; })) return;
   lock.unlock();
@@ -26,7 +26,7 @@ void capture_gate::ended(std::uint64_t stream) noexcept {
   const auto found = captures_.find(stream);
   if (found == captures_.end()) return;
   if (--found->second == 0) captures_.erase(found);
-  --count_;
+  open_.store(--count_, std::memory_order_release);
 }
 
 bool capture_gate::synchronise_outside_captures(const std::function<void()>& synchronise) {

@@ -6,6 +6,7 @@
 // callbacks), and asks it to run a device synchronisation only while none is in progress.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -49,6 +50,12 @@ class capture_gate {
   /// Captures in progress now.
   [[nodiscard]] std::size_t in_progress() const noexcept;
 
+  /// Whether any capture this gate saw begin is in progress. Where the gate saw every capture
+  /// begin, false means no stream is capturing. Cost: one load, no lock (a launch asks it).
+  [[nodiscard]] bool any_in_progress() const noexcept {
+    return open_.load(std::memory_order_acquire) != 0;
+  }
+
  private:
   const std::chrono::milliseconds longest_wait_;
   mutable std::mutex mutex_;
@@ -57,6 +64,8 @@ class capture_gate {
   /// the same stream must not end the new one early).
   std::map<std::uint64_t, std::size_t> captures_;
   std::size_t count_ = 0;
+  /// count_, for any_in_progress(): written under mutex_, read without it.
+  std::atomic<std::size_t> open_{0};
   /// Synchronisations in flight.
   std::size_t synchronising_ = 0;
 };

@@ -128,11 +128,20 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
   // Stream captures, whoever makes them: the bridge must not wait for a device while one records
   // (capture_gate.hpp). Not fatal: a CUPTI older than the headers (12.2 and before) knows no
   // cuStreamBeginCaptureToGraph, and a bridge blind to some captures is still a bridge.
+  bool every_capture_call = true;
   for (const auto id : cuda_bridge::begin_capture_ids) {
-    (void)cupti().enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
+    every_capture_call &=
+        cupti().enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id) == CUPTI_SUCCESS;
   }
   for (const auto id : cuda_bridge::end_capture_ids) {
-    (void)cupti().enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
+    every_capture_call &=
+        cupti().enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id) == CUPTI_SUCCESS;
+  }
+  // Made inside cuInit (launchwatch run's injection), before the program has a stream: every
+  // capture begins after this, and is seen, so launches outside captures need not ask the driver.
+  // A bridge made later may have missed a capture begun before it, and asks at every launch.
+  if (every_capture_call && cuda_bridge::constructing_inside_cuda_init()) {
+    core_.every_capture_seen();
   }
   // For after_cuda_runtime_initialised: a context is created once the runtime is up.
   enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);

@@ -128,6 +128,48 @@ TEST(BridgeCore, ALaunchIsReportedOnceOnTheIssuingThreadBeforeItIsSubmitted) {
   EXPECT_EQ(cupti.core().stats().launches_reported, 1u);
 }
 
+TEST(BridgeCore, ABridgeThatSawEveryCaptureBeginAsksTheDriverAboutALaunchOnlyWhileOneIsOpen) {
+  fake_cupti cupti;
+  cupti.core().every_capture_seen();  // as when made inside cuInit
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::none);
+  launch_observation watching{observer};
+  cupti.launch("before", fake_cupti::stream(7));
+  EXPECT_EQ(cupti.capture_questions(), 0u) << "no capture in progress: none to ask about";
+
+  cupti.begin_capture(fake_cupti::stream(8));
+  cupti.launch("beside", fake_cupti::stream(7));
+  cupti.launch("inside", fake_cupti::stream(8));
+  EXPECT_EQ(cupti.capture_questions(), 2u) << "while a capture is open, each launch is asked about";
+  (void)cupti.end_capture(fake_cupti::stream(8));
+  cupti.launch("after", fake_cupti::stream(8));
+  EXPECT_EQ(cupti.capture_questions(), 2u);
+
+  const auto launches = observer->launches();
+  ASSERT_EQ(launches.size(), 4u);
+  EXPECT_FALSE(launches[0].capturing);
+  EXPECT_FALSE(launches[1].capturing) << "another stream's capture is not this one's";
+  EXPECT_TRUE(launches[2].capturing);
+  EXPECT_FALSE(launches[3].capturing);
+}
+
+TEST(BridgeCore, ABridgeThatMayHaveMissedACaptureBeginAsksTheDriverAboutEveryLaunch) {
+  // Made after the program started (not inside cuInit): a capture may have begun before it, and
+  // its launches must still be known as captured.
+  fake_cupti cupti;
+  cupti.begin_capture(fake_cupti::stream(8));
+  cupti.core().capture_ended(reinterpret_cast<std::uintptr_t>(fake_cupti::stream(8)));  // unseen
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::none);
+  launch_observation watching{observer};
+  cupti.launch("outside", fake_cupti::stream(7));
+  cupti.launch("inside", fake_cupti::stream(8));
+  EXPECT_EQ(cupti.capture_questions(), 2u);
+  const auto launches = observer->launches();
+  ASSERT_EQ(launches.size(), 2u);
+  EXPECT_FALSE(launches[0].capturing);
+  EXPECT_TRUE(launches[1].capturing) << "a capture the bridge did not see begin";
+  (void)cupti.end_capture(fake_cupti::stream(8));
+}
+
 TEST(BridgeCore, AResolvedLaunchIsTimedAtItsExitWithTheWindowItsEnterOpened) {
   fake_cupti cupti;
   auto observer = std::make_shared<recording_observer>(cupti, timing_request::resolved);

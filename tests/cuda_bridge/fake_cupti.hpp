@@ -285,10 +285,15 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
   }
   /// Flushes the core's table asked for.
   std::uint64_t flushes() const noexcept { return flushes_.load(); }
+  /// How often the core asked whether a stream was capturing (cuStreamIsCapturing).
+  std::uint64_t capture_questions() const noexcept { return capture_questions_.load(); }
 
   // bridge_device
   int device_of(void*) noexcept override { return 0; }
-  bool capturing(void* on) noexcept override { return capture_of(on).has_value(); }
+  bool capturing(void* on) noexcept override {
+    capture_questions_.fetch_add(1);
+    return capture_of(on).has_value();
+  }
   bool kernel_records_on() noexcept override {
     if (!records_on_.exchange(true)) records_turned_on_.fetch_add(1);
     return true;
@@ -394,6 +399,7 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
   std::atomic<std::uint64_t> records_turned_on_{0};
   std::atomic<std::uint64_t> submitted_without_records_{0};
   std::atomic<std::uint64_t> flushes_{0};
+  std::atomic<std::uint64_t> capture_questions_{0};
   core_type core_;
 };
 

@@ -156,7 +156,7 @@ TEST(TimingBatchState, ReadersOnOtherThreadsNeverCloseABatchBeforeTheKernelsOfIt
     current.store(b, std::memory_order_release);
     while (states[b].take(capacity)) {
       submitted[b].fetch_add(1, std::memory_order_release);  // the kernel, before launched()
-      if (states[b].launched()) {  // a reader flagged it
+      if (states[b].launched()) {                            // a reader flagged it
         closed_by_me(b);
         ++reads;
       }

@@ -47,8 +47,8 @@ class timing_batch_state {
     for (;;) {
       if (launching_of(word) == 0) return false;
       std::uint64_t next = word - one_launching;
-      const bool closes = (word & (closed_bit | requested_bit)) == requested_bit &&
-                          launching_of(next) == 0;
+      const bool closes =
+          (word & (closed_bit | requested_bit)) == requested_bit && launching_of(next) == 0;
       if (closes) next = (next | closed_bit) & ~requested_bit;
       if (word_.compare_exchange_weak(word, next, std::memory_order_acq_rel,
                                       std::memory_order_relaxed)) {
@@ -64,7 +64,8 @@ class timing_batch_state {
     for (;;) {
       if ((word & closed_bit) != 0) return false;
       const bool closes = launching_of(word) == 0;
-      const std::uint64_t next = closes ? (word | closed_bit) & ~requested_bit : word | requested_bit;
+      const std::uint64_t next =
+          closes ? (word | closed_bit) & ~requested_bit : word | requested_bit;
       if (word_.compare_exchange_weak(word, next, std::memory_order_acq_rel,
                                       std::memory_order_relaxed)) {
         return closes;

@@ -116,15 +116,15 @@ struct timing_batch {
 /// Timed launches' slots, records and their collection, for one device.
 ///
 /// A stream keeps an open batch; a timed launch takes the batch's next slot and record (one
-/// atomic operation on the batch's state; a block of device memory is allocated only while the device has fewer than
-/// `max_blocks`), and says launched() once its kernel is submitted. The batch closes when it is
-/// full, when its stream begins a capture or goes, or when a read finds its record still pending
-/// (at once when no launch holds a slot of it without having submitted its kernel; otherwise that
-/// launch closes it at its launched(): timing_batch_state.hpp): then a beacon is recorded on the
-/// stream and the batch handed to the collector thread, which waits for the beacon on a private stream, copies
-/// the block to the host, zeroes it with a copy (a memset may run as a kernel, on the user's SMs)
-/// and folds each slot's lanes into its record. Nothing is added between the user's kernels but
-/// one beacon per batch.
+/// atomic operation on the batch's state; a block of device memory is allocated only while the
+/// device has fewer than `max_blocks`), and says launched() once its kernel is submitted. The
+/// batch closes when it is full, when its stream begins a capture or goes, or when a read finds
+/// its record still pending (at once when no launch holds a slot of it without having submitted
+/// its kernel; otherwise that launch closes it at its launched(): timing_batch_state.hpp): then a
+/// beacon is recorded on the stream and the batch handed to the collector thread, which waits for
+/// the beacon on a private stream, copies the block to the host, zeroes it with a copy (a memset
+/// may run as a kernel, on the user's SMs) and folds each slot's lanes into its record. Nothing is
+/// added between the user's kernels but one beacon per batch.
 ///
 /// Bounded: at most `max_blocks` blocks of device memory (8 MiB) however long the pass; when every
 /// block is in flight, acquire() says so and the launch goes untimed.
@@ -165,9 +165,10 @@ class timing_collector {
   /// Precondition: the caller holds the stream's lock and the stream is not capturing; it calls
   /// launched() for the record once the kernel is submitted, or failed, before it releases the
   /// lock.
-  /// Cost: an atomic compare-and-swap on the batch's state; every `block_slots` launches, a new batch (an allocation of about
-  /// 4 KiB), the device's lock and a block from the pool (a device allocation while fewer than the
-  /// budget's exist). The caller closes a batch the launch filled (a beacon) after submitting it.
+  /// Cost: an atomic compare-and-swap on the batch's state; every `block_slots` launches, a new
+  /// batch (an allocation of about 4 KiB), the device's lock and a block from the pool (a device
+  /// allocation while fewer than the budget's exist). The caller closes a batch the launch filled
+  /// (a beacon) after submitting it.
   std::optional<lease> acquire(std::shared_ptr<timing_batch<R>>& open,
                                typename R::stream_handle stream, instant submitted,
                                const std::shared_ptr<stream_reads>& reads = nullptr);
@@ -183,7 +184,8 @@ class timing_collector {
   /// without having said launched() (a read goes through wait(), which asks instead). The caller
   /// holds a share of the batch (its owner's, or a record's).
   /// Cost: an atomic compare-and-swap, an event record and the device's lock; the collector thread
-  /// is woken only when it is idle (while it polls, it finds the batch at its next poll).
+  /// is woken only when it sleeps (it polls for a while after its last batch, and finds this one
+  /// at its next poll) or when a quarter of the device's blocks wait to be read back.
   void close(timing_batch<R>& batch) noexcept;
   void close(const std::shared_ptr<timing_batch<R>>& batch) noexcept { close(*batch); }
 

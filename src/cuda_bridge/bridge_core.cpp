@@ -425,7 +425,7 @@ bool bridge_core::stream_capturing(void* stream) noexcept {
   // A stream joins a capture only through another stream's, begun by a call the bridge saw; so
   // with none in progress, none is capturing. A capture that begins while this launch is between
   // the question and its submission is the same race as the driver's answer would have.
-  if (every_capture_seen_.load(std::memory_order_acquire) && !captures_.any_in_progress()) {
+  if (every_capture_seen_.load(std::memory_order_acquire) && captures_.in_progress() == 0) {
     return false;
   }
   return device_.capturing(stream);

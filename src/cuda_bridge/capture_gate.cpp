@@ -8,7 +8,7 @@ namespace launchwatch::detail::cuda_bridge {
 void capture_gate::beginning(std::uint64_t stream) {
   std::unique_lock lock{mutex_};
   ++captures_[stream];
-  open_.store(++count_, std::memory_order_release);
+  count_.fetch_add(1, std::memory_order_release);
   if (synchronising_ == 0) return;
   if (synchronised_.wait_for(lock, longest_wait_, [&] { return synchronising_ == 0; })) return;
   lock.unlock();
@@ -26,14 +26,14 @@ void capture_gate::ended(std::uint64_t stream) noexcept {
   const auto found = captures_.find(stream);
   if (found == captures_.end()) return;
   if (--found->second == 0) captures_.erase(found);
-  open_.store(--count_, std::memory_order_release);
+  count_.fetch_sub(1, std::memory_order_release);
 }
 
 bool capture_gate::synchronise_outside_captures(const std::function<void()>& synchronise) {
   if (!synchronise) return in_progress() == 0;
   {
     std::lock_guard lock{mutex_};
-    if (count_ != 0) return false;
+    if (count_.load(std::memory_order_relaxed) != 0) return false;
     ++synchronising_;
   }
   const auto open = [this] {
@@ -51,11 +51,6 @@ bool capture_gate::synchronise_outside_captures(const std::function<void()>& syn
   }
   open();
   return true;
-}
-
-std::size_t capture_gate::in_progress() const noexcept {
-  std::lock_guard lock{mutex_};
-  return count_;
 }
 
 }  // namespace launchwatch::detail::cuda_bridge

@@ -47,13 +47,10 @@ class capture_gate {
   /// in progress. Exceptions from `synchronise` propagate, the gate opened again first.
   bool synchronise_outside_captures(const std::function<void()>& synchronise);
 
-  /// Captures in progress now.
-  [[nodiscard]] std::size_t in_progress() const noexcept;
-
-  /// Whether any capture this gate saw begin is in progress. Where the gate saw every capture
-  /// begin, false means no stream is capturing. Cost: one load, no lock (a launch asks it).
-  [[nodiscard]] bool any_in_progress() const noexcept {
-    return open_.load(std::memory_order_acquire) != 0;
+  /// Captures in progress now, of those this gate saw begin: where it saw every capture begin,
+  /// zero means no stream is capturing. Cost: one load, no lock (a launch asks it).
+  [[nodiscard]] std::size_t in_progress() const noexcept {
+    return count_.load(std::memory_order_acquire);
   }
 
  private:
@@ -63,9 +60,8 @@ class capture_gate {
   /// Captures in progress by stream (a count: a begin whose failure is told after a new begin on
   /// the same stream must not end the new one early).
   std::map<std::uint64_t, std::size_t> captures_;
-  std::size_t count_ = 0;
-  /// count_, for any_in_progress(): written under mutex_, read without it.
-  std::atomic<std::size_t> open_{0};
+  /// Their number: changed under mutex_ (with captures_), read without it.
+  std::atomic<std::size_t> count_{0};
   /// Synchronisations in flight.
   std::size_t synchronising_ = 0;
 };

@@ -138,9 +138,12 @@ class bridge_core {
 
   /// A launch's ENTER, on the issuing thread before submission: reports it (unless launchwatch's
   /// own backend reported it, an observer is launching, or it is outside the capture range) and
-  /// decides its measurement.
+  /// decides its measurement. Cost of deferred timing beyond names only: kernel_records::await
+  /// (no lock shared with the thread that delivers records, unless the ring slot is taken).
   void launch_entered(const launch_call& call);
   /// A launch's EXIT, on the issuing thread after submission: routes the measurement ENTER decided.
+  /// Cost of deferred timing: kernel_records::adopt (no lock, likewise) and the measurement, which
+  /// holds a reference to the table (an atomic increment, its decrement when read or dropped).
   void launch_exited(const launch_call& call);
   /// A graph launch's ENTER: its kernel nodes' records will be told, as replayed nodes, to the
   /// observation installed now.

@@ -40,123 +40,222 @@ kernel_records::~kernel_records() {
 
 void kernel_records::start() { collector_ = std::thread{[this] { collect(); }}; }
 
-kernel_records::awaited* kernel_records::find_locked(std::uint64_t correlation) noexcept {
-  slot& s = ring_[correlation & (ring_size - 1)];
-  if (s.taken && s.correlation == correlation) return &s.entry;
+std::uint64_t kernel_records::outstanding() const noexcept {
+  // settled_ first: every entry counted settled was counted awaited before (its slot or map entry
+  // was seen, which its await published after counting it), so the later read of awaits_ is never
+  // the smaller.
+  const std::uint64_t settled = settled_.load(std::memory_order_acquire);
+  const std::uint64_t awaits = awaits_.load(std::memory_order_acquire);
+  return awaits > settled ? awaits - settled : 0;
+}
+
+std::uint64_t kernel_records::unadopted() const noexcept {
+  const std::uint64_t adopted = adopted_.load(std::memory_order_acquire);
+  const std::uint64_t awaits = awaits_.load(std::memory_order_acquire);
+  return awaits > adopted ? awaits - adopted : 0;
+}
+
+kernel_records::entry_view kernel_records::look_locked(std::uint64_t correlation) noexcept {
+  const slot& s = slot_of(correlation);
+  if (const std::uint64_t state = s.state.load(std::memory_order_acquire);
+      holds(state, correlation)) {
+    // Under the lock only adopt() changes a published entry not yet arrived or lost, and nobody
+    // one that is: `start` and `end` are the record's.
+    return {true,
+            (state & arrived_bit) != 0,
+            (state & lost_bit) != 0,
+            (state & adopted_bit) != 0,
+            s.start.load(std::memory_order_relaxed),
+            s.end.load(std::memory_order_relaxed)};
+  }
   const auto found = overflow_.find(correlation);
-  return found != overflow_.end() ? &found->second : nullptr;
+  if (found == overflow_.end()) return {};
+  const awaited& e = found->second;
+  return {true, e.arrived, e.lost, e.adopted, e.start, e.end};
 }
 
-void kernel_records::erase_locked(std::uint64_t correlation) noexcept {
-  slot& s = ring_[correlation & (ring_size - 1)];
-  if (s.taken && s.correlation == correlation) {
-    s.taken = false;
-    return;
+kernel_records::entry_view kernel_records::erase_locked(std::uint64_t correlation) noexcept {
+  entry_view was;
+  slot& s = slot_of(correlation);
+  std::uint64_t state = s.state.load(std::memory_order_acquire);
+  bool in_ring = false;
+  // A compare-and-swap, not a store: adopt() may be adding its flag meanwhile.
+  while (holds(state, correlation)) {
+    if (s.state.compare_exchange_weak(state, 0, std::memory_order_acq_rel,
+                                      std::memory_order_acquire)) {
+      was = {true, (state & arrived_bit) != 0, (state & lost_bit) != 0, (state & adopted_bit) != 0};
+      in_ring = true;
+      break;
+    }
   }
-  overflow_.erase(correlation);
-}
-
-template <typename F>
-void kernel_records::for_each_locked(F each) {
-  for (slot& s : ring_) {
-    if (s.taken) each(s.correlation, s.entry);
+  if (!in_ring) {
+    const auto found = overflow_.find(correlation);
+    if (found == overflow_.end()) return was;
+    was = {true, found->second.arrived, found->second.lost, found->second.adopted};
+    overflow_.erase(found);
   }
-  for (auto& [correlation, entry] : overflow_) each(correlation, entry);
+  if (!was.arrived && !was.lost) settled_.fetch_add(1, std::memory_order_release);
+  if (!was.adopted) adopted_.fetch_add(1, std::memory_order_release);
+  return was;
 }
 
 void kernel_records::await(std::uint64_t correlation) {
-  std::lock_guard lock{mutex_};
-  slot& s = ring_[correlation & (ring_size - 1)];
-  const awaited entry{.sequence = awaits_++};
-  if (!s.taken) {
-    s = slot{correlation, true, entry};
-  } else {
-    overflow_.insert_or_assign(correlation, entry);
+  slot& s = slot_of(correlation);
+  std::uint64_t free = 0;
+  // Acquire: the slot's last owner freed it with a release, so its reads of the slot are over.
+  if (s.state.compare_exchange_strong(free, (correlation & id_bits) | claiming_bit,
+                                      std::memory_order_acquire, std::memory_order_relaxed)) {
+    s.sequence.store(awaits_.fetch_add(1, std::memory_order_acq_rel), std::memory_order_relaxed);
+    s.state.store((correlation & id_bits) | taken_bit, std::memory_order_release);
+    return;
   }
-  ++outstanding_;
-  ++unadopted_;
+  std::lock_guard lock{mutex_};
+  overflow_.insert_or_assign(correlation,
+                             awaited{.sequence = awaits_.fetch_add(1, std::memory_order_acq_rel)});
 }
 
 bool kernel_records::adopt(std::uint64_t correlation) noexcept {
+  slot& s = slot_of(correlation);
+  std::uint64_t state = s.state.load(std::memory_order_acquire);
+  while (holds(state, correlation)) {
+    if ((state & adopted_bit) != 0) return true;
+    if (s.state.compare_exchange_weak(state, state | adopted_bit, std::memory_order_acq_rel,
+                                      std::memory_order_acquire)) {
+      adopted_.fetch_add(1, std::memory_order_release);
+      return true;
+    }
+  }
+  // Not in the ring: in the overflow map, or forgotten (forget_unadopted()).
   std::lock_guard lock{mutex_};
-  awaited* entry = find_locked(correlation);
-  if (entry == nullptr) return false;
-  if (!entry->adopted) --unadopted_;
-  entry->adopted = true;
+  const auto found = overflow_.find(correlation);
+  if (found == overflow_.end()) return false;
+  if (!found->second.adopted) adopted_.fetch_add(1, std::memory_order_release);
+  found->second.adopted = true;
   return true;
 }
 
 void kernel_records::forget_unadopted() noexcept {
   std::lock_guard lock{mutex_};
-  if (unadopted_ == 0) return;
-  std::vector<std::uint64_t> forgotten;
-  for_each_locked([&](std::uint64_t correlation, const awaited& entry) {
-    if (entry.adopted) return;
-    if (!entry.arrived && !entry.lost) --outstanding_;
-    forgotten.push_back(correlation);
-  });
-  for (const std::uint64_t correlation : forgotten) erase_locked(correlation);
-  unadopted_ = 0;
+  if (unadopted() == 0) return;
+  std::uint64_t settled = 0;
+  std::uint64_t forgotten = 0;
+  for (std::size_t i = 0; i < ring_size; ++i) {
+    slot& s = ring_[i];
+    std::uint64_t state = s.state.load(std::memory_order_acquire);
+    // Published and not adopted; the compare-and-swap loses only to adopt(), which then owns it.
+    while ((state & taken_bit) != 0 && (state & adopted_bit) == 0) {
+      if (s.state.compare_exchange_weak(state, 0, std::memory_order_acq_rel,
+                                        std::memory_order_acquire)) {
+        if ((state & (arrived_bit | lost_bit)) == 0) ++settled;
+        ++forgotten;
+        break;
+      }
+    }
+  }
+  for (auto it = overflow_.begin(); it != overflow_.end();) {
+    if (it->second.adopted) {
+      ++it;
+      continue;
+    }
+    if (!it->second.arrived && !it->second.lost) ++settled;
+    ++forgotten;
+    it = overflow_.erase(it);
+  }
+  settled_.fetch_add(settled, std::memory_order_release);
+  adopted_.fetch_add(forgotten, std::memory_order_release);
 }
 
 void kernel_records::forget(std::uint64_t correlation) noexcept {
+  slot& s = slot_of(correlation);
+  std::uint64_t state = s.state.load(std::memory_order_acquire);
+  // Adopted and settled: nothing else changes the entry any more, so its owner frees it unlocked.
+  constexpr std::uint64_t settled = arrived_bit | lost_bit;
+  if (holds(state, correlation) && (state & adopted_bit) != 0 && (state & settled) != 0 &&
+      s.state.compare_exchange_strong(state, 0, std::memory_order_release,
+                                      std::memory_order_relaxed)) {
+    return;
+  }
   std::lock_guard lock{mutex_};
-  const awaited* entry = find_locked(correlation);
-  if (entry == nullptr) return;
-  if (!entry->arrived && !entry->lost) --outstanding_;
-  if (!entry->adopted) --unadopted_;
-  erase_locked(correlation);
+  (void)erase_locked(correlation);
 }
 
 std::size_t kernel_records::give_up_locked(std::uint64_t before) noexcept {
   std::size_t lost = 0;
-  for_each_locked([&](std::uint64_t, awaited& entry) {
-    if (entry.arrived || entry.lost || entry.sequence >= before) return;
+  for (std::size_t i = 0; i < ring_size; ++i) {
+    slot& s = ring_[i];
+    std::uint64_t state = s.state.load(std::memory_order_acquire);
+    while ((state & taken_bit) != 0 && (state & (arrived_bit | lost_bit)) == 0) {
+      // Read after acquiring the published state, and confirmed by the compare-and-swap of that
+      // same state (ids are never awaited twice, so the slot was not freed and taken again).
+      if (s.sequence.load(std::memory_order_relaxed) >= before) break;
+      if (s.state.compare_exchange_weak(state, state | lost_bit, std::memory_order_acq_rel,
+                                        std::memory_order_acquire)) {
+        ++lost;
+        break;
+      }
+    }
+  }
+  for (auto& [correlation, entry] : overflow_) {
+    if (entry.arrived || entry.lost || entry.sequence >= before) continue;
     entry.lost = true;
-    --outstanding_;
     ++lost;
-  });
+  }
+  settled_.fetch_add(lost, std::memory_order_release);
   counts_.missing += lost;
   return lost;
 }
 
 std::optional<profile_ticks> kernel_records::take(std::uint64_t correlation) {
+  {
+    // The usual read, once the record arrived: no lock. Only the owner frees an arrived entry,
+    // and nothing else changes it; a record with no timestamps is said under the lock below.
+    slot& s = slot_of(correlation);
+    std::uint64_t state = s.state.load(std::memory_order_acquire);
+    if (holds(state, correlation) && (state & arrived_bit) != 0) {
+      const std::uint64_t start = s.start.load(std::memory_order_relaxed);
+      const std::uint64_t end = s.end.load(std::memory_order_relaxed);
+      if (start != 0 && end != 0 && end >= start &&
+          s.state.compare_exchange_strong(state, 0, std::memory_order_release,
+                                          std::memory_order_relaxed)) {
+        if ((state & adopted_bit) == 0) adopted_.fetch_add(1, std::memory_order_release);
+        delivered_.fetch_add(1, std::memory_order_relaxed);
+        return steady_window(start, end);
+      }
+    }
+  }
   std::unique_lock lock{mutex_};
-  awaited* found = find_locked(correlation);
-  if (found == nullptr) {
+  entry_view entry = look_locked(correlation);
+  if (!entry.found) {
     ++counts_.missing;
     lock.unlock();
     warn_missing(correlation, "was never awaited");
     return std::nullopt;
   }
-  awaited& entry = *found;  // stays valid until erased below: only its owner erases it
   std::size_t given_up = 0;
   bool none_came = false;
   if (!entry.arrived && !entry.lost && !closed_) {
     // Everything awaited before this wait began is given up with it when it times out: the
     // records that did not come in one timeout are not coming (another CUPTI client took them,
     // CUPTI dropped them), and each of their readers must not wait a timeout of its own.
-    const std::uint64_t awaited_before = awaits_;
+    const std::uint64_t awaited_before = awaits_.load(std::memory_order_acquire);
     const std::uint64_t received_before = received_;
     const std::uint64_t dropped_before = counts_.dropped;
     urgent_ = true;
     ++waiting_;
     wake_collector_.notify_one();
-    if (!arrived_.wait_for(lock, timeout_,
-                           [&] { return entry.arrived || entry.lost || closed_; })) {
+    if (!arrived_.wait_for(lock, timeout_, [&] {
+          entry = look_locked(correlation);
+          return entry.arrived || entry.lost || closed_;
+        })) {
       given_up = give_up_locked(awaited_before);
       none_came = received_ == received_before && counts_.dropped == dropped_before;
       arrived_.notify_all();
     }
     --waiting_;
   }
-  const awaited got = entry;
-  if (!got.arrived && !got.lost) {
-    --outstanding_;
-    ++counts_.missing;
-  }
-  if (!got.adopted) --unadopted_;
-  erase_locked(correlation);
+  entry = look_locked(correlation);
+  const entry_view got = erase_locked(correlation);  // counts it settled when it was not
+  if (!got.arrived && !got.lost) ++counts_.missing;
   if (given_up != 0) {
     lock.unlock();
     warn_lost(given_up, "did not arrive in time (cuda_bridge_options::record_timeout)");
@@ -166,7 +265,7 @@ std::optional<profile_ticks> kernel_records::take(std::uint64_t correlation) {
     return std::nullopt;
   }
   if (got.lost) return std::nullopt;  // counted and said when it was given up
-  if (!got.arrived || got.start == 0 || got.end == 0 || got.end < got.start) {
+  if (!got.arrived || entry.start == 0 || entry.end == 0 || entry.end < entry.start) {
     if (got.arrived) ++counts_.missing;
     lock.unlock();
     warn_missing(correlation, got.arrived ? "carried no timestamps (the kernel was still running "
@@ -174,8 +273,8 @@ std::optional<profile_ticks> kernel_records::take(std::uint64_t correlation) {
                                           : "did not arrive before the bridge closed");
     return std::nullopt;
   }
-  ++counts_.delivered;
-  return steady_window(got.start, got.end);
+  delivered_.fetch_add(1, std::memory_order_relaxed);
+  return steady_window(entry.start, entry.end);
 }
 
 void kernel_records::say_missing(const std::string& what) {
@@ -204,8 +303,9 @@ void kernel_records::warn_lost(std::size_t lost, const char* why) {
 }
 
 void kernel_records::on_records(std::span<const kernel_record> kernels, std::size_t dropped) {
-  // Applied in short locked steps: launching threads take the same lock to await their records,
-  // and must not stall behind a whole buffer (its reader parsed it without the lock).
+  // Applied in short locked steps: readers waiting for a record and the table's scans take the
+  // same lock, and must not stall behind a whole buffer (its reader parsed it without the lock).
+  // Launching threads take none of it.
   constexpr std::size_t step = 256;
   std::vector<kernel_record> unawaited;
   bool any = false;
@@ -217,21 +317,40 @@ void kernel_records::on_records(std::span<const kernel_record> kernels, std::siz
       received_ += kernels.size();
     }
     const std::size_t last = std::min(kernels.size(), first + step);
+    std::uint64_t settled = 0;
     for (std::size_t i = first; i < last; ++i) {
       kernel_record k = kernels[i];
       k.correlation = epochs_.widen(static_cast<std::uint32_t>(k.correlation));
       newest = std::max(newest, k.correlation);
-      awaited* found = find_locked(k.correlation);
-      if (found != nullptr && !found->arrived && !found->lost) {
-        found->arrived = true;
-        found->start = k.start;
-        found->end = k.end;
-        --outstanding_;
+      slot& s = slot_of(k.correlation);
+      const std::uint64_t state = s.state.load(std::memory_order_acquire);
+      bool applied = false;
+      if (holds(state, k.correlation)) {
+        // Not yet arrived or lost, its entry is freed only under this lock: it stays this one
+        // while the timestamps go in, and adopt() may only add its own flag meanwhile.
+        if ((state & (arrived_bit | lost_bit)) == 0) {
+          s.start.store(k.start, std::memory_order_relaxed);
+          s.end.store(k.end, std::memory_order_relaxed);
+          s.state.fetch_or(arrived_bit, std::memory_order_release);
+          applied = true;
+        }
+      } else if (!overflow_.empty()) {
+        if (const auto found = overflow_.find(k.correlation);
+            found != overflow_.end() && !found->second.arrived && !found->second.lost) {
+          found->second.arrived = true;
+          found->second.start = k.start;
+          found->second.end = k.end;
+          applied = true;
+        }
+      }
+      if (applied) {
+        ++settled;
         any = true;
       } else if (others_ && k.graph_node != 0) {
         unawaited.push_back(k);
       }
     }
+    if (settled != 0) settled_.fetch_add(settled, std::memory_order_release);
     if (last >= kernels.size()) break;
   }
   if (any) arrived_.notify_all();
@@ -252,7 +371,7 @@ void kernel_records::collect() {
     // While any awaited record is missing, not only while a resolve waits: measured on the H200
     // (20 000 empty launches, docs/benchmarks.md), a deferred launch cost +1.35 µs host with these
     // flushes and +2.1-2.2 µs without them, when CUPTI's buffers fill before they are handed over.
-    bool wanted = urgent_ || waiting_ > 0 || outstanding_ > 0;
+    bool wanted = urgent_ || waiting_ > 0 || outstanding() > 0;
     if (!holder_.held_elsewhere()) {
       elsewhere_flushed.reset();
     } else if (const auto now = std::chrono::steady_clock::now(); !elsewhere_flushed) {
@@ -278,8 +397,7 @@ void kernel_records::collect() {
 void kernel_records::flush_completed() { flush_(false); }
 
 std::uint64_t kernel_records::mark() const noexcept {
-  std::lock_guard lock{mutex_};
-  return awaits_;
+  return awaits_.load(std::memory_order_acquire);
 }
 
 void kernel_records::flush_until_delivered(std::chrono::milliseconds patience,
@@ -308,7 +426,7 @@ void kernel_records::flush_until_delivered(std::chrono::milliseconds patience,
     bool brought_nothing = false;
     {
       std::lock_guard lock{mutex_};
-      delivered = outstanding_ == 0;
+      delivered = outstanding() == 0;
       brought_nothing = received_ == received_before;
     }
     const bool others_delivered = !others_pending_ || !others_pending_();
@@ -364,7 +482,9 @@ void kernel_records::close() {
 
 record_counts kernel_records::counts() const noexcept {
   std::lock_guard lock{mutex_};
-  return counts_;
+  record_counts counts = counts_;
+  counts.delivered = delivered_.load(std::memory_order_relaxed);
+  return counts;
 }
 
 }  // namespace launchwatch::detail::cuda_bridge

@@ -11,6 +11,7 @@
 // are put on the steady clock by a timestamp callback registered before any kind is enabled.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -62,7 +63,12 @@ struct record_counts {
 /// The awaited records and the collector thread. Shared by the bridge and by every deferred
 /// measurement it handed out, so a measurement read after the bridge is gone still answers.
 ///
-/// Thread safety: every member is safe from any thread.
+/// Thread safety: every member is safe from any thread. A launch's own steps (await, adopt, and the
+/// take or forget of a record that arrived) take no lock while its entry is in the ring (`slot`):
+/// they claim and change the slot's state word with compare-and-swap, so a launching thread never
+/// waits for the thread that delivers a buffer (which applies it under the table's lock), nor for
+/// a collector's or reader's scan. Everything else, and every entry in the overflow map, goes
+/// through the lock.
 class kernel_records : public std::enable_shared_from_this<kernel_records> {
  public:
   /// How the table asks for records: `flush(false)` hands over completed buffers (CUPTI's
@@ -94,26 +100,33 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   [[nodiscard]] std::uint64_t newest_launch() const noexcept { return epochs_.newest(); }
 
   /// Notes that the launch with `correlation` wants its record. Call at ENTER, before the launch is
-  /// submitted (its record may be delivered at once); adopt() at EXIT. Cost: a lock and a ring
-  /// slot; when that slot is still taken, a node of the overflow map (an allocation; see `slot`).
+  /// submitted (its record may be delivered at once); adopt() at EXIT. Cost: no lock: two
+  /// compare-and-swaps and a store on its ring slot, and an atomic increment of the awaited count;
+  /// when that slot is still taken, the lock and a node of the overflow map (an allocation; see
+  /// `slot`).
   void await(std::uint64_t correlation);
   /// At the launch's EXIT: its measurement now owns the entry (take() or forget() ends it). Returns
-  /// false when the entry was forgotten meanwhile (forget_unadopted()). Cost: a lock.
+  /// false when the entry was forgotten meanwhile (forget_unadopted()). Cost: no lock for an entry
+  /// in the ring: a compare-and-swap on its slot and an atomic increment; the lock otherwise.
   bool adopt(std::uint64_t correlation) noexcept;
   /// Forgets every entry no measurement owns yet: launch callbacks were turned off, so a launch
-  /// caught between its ENTER and EXIT never gets its EXIT, and nobody will read its record.
-  /// Cost: nothing when no launch is between the two; else a scan of the table.
+  /// caught between its ENTER and EXIT never gets its EXIT, and nobody will read its record. An
+  /// entry whose await() is still under way is left to its launch (as one awaited just after).
+  /// Cost: two atomic loads when no launch is between the two; else a scan of the table.
   void forget_unadopted() noexcept;
   /// The launch's record will not be read (its measurement was dropped unread, or it never ran).
+  /// Cost: no lock once its record arrived (a compare-and-swap); the lock otherwise.
   void forget(std::uint64_t correlation) noexcept;
   /// The launch's window, waiting for it at most the timeout (asking the collector to flush at
   /// once); empty when no record came or it carried no timestamps. Counts and warns as behaviour 8
   /// says. A wait that times out gives up every record awaited before it began, so missing records
-  /// cost their readers one timeout together, never one each.
+  /// cost their readers one timeout together, never one each. Cost: no lock once its record arrived
+  /// with timestamps (a compare-and-swap and an atomic increment); the lock otherwise.
   std::optional<profile_ticks> take(std::uint64_t correlation);
 
   /// Where the awaited entries stand now: flush_until_delivered() gives up only entries awaited
-  /// before it. Take it before waiting for the devices.
+  /// before it (an entry whose await() is under way while it is taken may be counted either way,
+  /// and is then not given up). Take it before waiting for the devices.
   [[nodiscard]] std::uint64_t mark() const noexcept;
   /// Flushes completed buffers now (never FORCED). Returns once CUPTI handed them over.
   void flush_completed();
@@ -142,9 +155,12 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   [[nodiscard]] const record_holder& holder() const noexcept { return holder_; }
 
   /// A buffer's kernel records, and how many records its source says it dropped (any thread).
+  /// Cost to launching threads: none of its lock (a launch's own steps take none); its stores to
+  /// the slots of arrived records.
   void on_records(std::span<const kernel_record> kernels, std::size_t dropped);
 
  private:
+  /// An entry of the overflow map (guarded by mutex_).
   struct awaited {
     bool arrived = false;
     /// Given up (give_up_locked): take() answers empty at once; already counted missing.
@@ -159,30 +175,76 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   /// An entry of the ring: correlation ids grow by one per CUDA call (every API call of the
   /// process, not only launches), so launches awaited at once fall on distinct slots while fewer
   /// than 65 536 calls separate the oldest from the newest, and awaiting one then costs no
-  /// allocation. A slot still taken when its id comes round again (65 536 calls later) sends the
-  /// newcomer to the overflow map: an allocation per entry, freed when its record is taken or
-  /// forgotten (the map's buckets stay at their largest). An entry lives exactly as long as the
-  /// record_resolver its launch's measurement carries: take() when the measurement is read, forget()
-  /// when it is dropped unread; nothing else keeps one. So how many are awaited at once is how
-  /// many measurements the observer holds unread: every launch of the pass under a full
+  /// allocation and no lock. A slot still taken when its id comes round again (65 536 calls later)
+  /// sends the newcomer to the overflow map: an allocation per entry, freed when its record is
+  /// taken or forgotten (the map's buckets stay at their largest). An entry lives exactly as long
+  /// as the record_resolver its launch's measurement carries: take() when the measurement is read,
+  /// forget() when it is dropped unread; nothing else keeps one. So how many are awaited at once is
+  /// how many measurements the observer holds unread: every launch of the pass under a full
   /// attribution (the overflow grows with the run), and under an aggregate-only one at most 4 096
   /// per launching thread (each thread's fold reads them), so the overflow is used only with 16
   /// or more launching threads or more than 16 CUDA calls per launch, and stays bounded.
+  ///
+  /// The slot's `state` says whose it is and how far its entry got: 0 when free, else the lower 48
+  /// bits of the entry's correlation id (two ids 2^48 CUDA calls apart, 9 years at 1 M a second,
+  /// are never awaited at once) and the flags below. Who changes it, and how:
+  ///   - await() claims a free slot (0 to `claiming_bit`), writes `sequence`, then publishes
+  ///     `taken_bit` with a release store: a slot still claiming is nobody's yet for every other
+  ///     step;
+  ///   - adopt() adds `adopted_bit`, by compare-and-swap (the one change made without the lock to
+  ///     an entry not yet arrived or lost);
+  ///   - on_records() writes `start` and `end`, then adds `arrived_bit` (release), under the lock;
+  ///     give_up_locked() adds `lost_bit`, under the lock;
+  ///   - an entry is freed (state 0, release) without the lock only by its owner, once arrived or
+  ///     lost (take(), forget()), when no other step changes it any more; every other free is
+  ///     under the lock (an entry not yet arrived or lost: its record may be being applied).
+  /// So a step that reads the slot's other words first acquires `state` naming its entry, and
+  /// confirms with a compare-and-swap of that same state when another thread may free it.
   struct slot {
-    std::uint64_t correlation = 0;
-    bool taken = false;
-    awaited entry;
+    std::atomic<std::uint64_t> state{0};
+    /// The order it was awaited in (awaits_).
+    std::atomic<std::uint64_t> sequence{0};
+    /// The record's timestamps, once `arrived_bit` is set.
+    std::atomic<std::uint64_t> start{0};
+    std::atomic<std::uint64_t> end{0};
   };
   static constexpr std::size_t ring_size = std::size_t{1} << 16;
+  /// The parts of a slot's `state`: the entry's id, and its flags (see `slot`).
+  static constexpr std::uint64_t id_bits = (std::uint64_t{1} << 48) - 1;
+  static constexpr std::uint64_t claiming_bit = std::uint64_t{1} << 48;
+  static constexpr std::uint64_t taken_bit = std::uint64_t{1} << 49;
+  static constexpr std::uint64_t adopted_bit = std::uint64_t{1} << 50;
+  static constexpr std::uint64_t arrived_bit = std::uint64_t{1} << 51;
+  static constexpr std::uint64_t lost_bit = std::uint64_t{1} << 52;
 
-  awaited* find_locked(std::uint64_t correlation) noexcept;
-  void erase_locked(std::uint64_t correlation) noexcept;
-  /// Calls `each(correlation, entry)` for every entry (ring and overflow).
-  template <typename F>
-  void for_each_locked(F each);
+  /// What is known of an entry (from its slot or the overflow map).
+  struct entry_view {
+    bool found = false;
+    bool arrived = false;
+    bool lost = false;
+    bool adopted = false;
+    std::uint64_t start = 0;
+    std::uint64_t end = 0;
+  };
+
+  /// The ring slot of `correlation` (whoever holds it now).
+  slot& slot_of(std::uint64_t correlation) noexcept { return ring_[correlation & (ring_size - 1)]; }
+  /// Whether a slot's `state` is the published entry of `correlation`.
+  static bool holds(std::uint64_t state, std::uint64_t correlation) noexcept {
+    return (state & taken_bit) != 0 && (state & id_bits) == (correlation & id_bits);
+  }
+  /// The entry of `correlation` (mutex_ held: only adopt() may change it meanwhile).
+  entry_view look_locked(std::uint64_t correlation) noexcept;
+  /// Ends the entry of `correlation` (mutex_ held), counting it settled and adopted when it was
+  /// not yet. Returns what it was.
+  entry_view erase_locked(std::uint64_t correlation) noexcept;
   /// Gives up every entry awaited before `before` whose record is missing: lost, counted missing,
   /// no longer outstanding. Returns how many.
   std::size_t give_up_locked(std::uint64_t before) noexcept;
+  /// Awaited entries whose record has not arrived (nor was given up, nor the entry ended).
+  std::uint64_t outstanding() const noexcept;
+  /// Awaited entries not yet adopted (nor ended).
+  std::uint64_t unadopted() const noexcept;
   /// Says once that `lost` measurements were given up, and why.
   void warn_lost(std::size_t lost, const char* why);
   void warn_missing(std::uint64_t correlation, const char* why);
@@ -197,20 +259,24 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   std::function<void(const kernel_record&)> others_;
   std::function<bool()> others_pending_;
 
-  mutable std::mutex mutex_;
-  std::condition_variable arrived_;
-  std::condition_variable wake_collector_;
-  std::vector<slot> ring_ = std::vector<slot>(ring_size);
-  std::unordered_map<std::uint64_t, awaited> overflow_;
+  const std::unique_ptr<slot[]> ring_{new slot[ring_size]};
+  /// The counts launching threads change, on a cache line of their own (the delivering thread
+  /// changes `settled_`, on another). Entries awaited so far (each entry's sequence); entries
+  /// adopted, or ended before they were (awaits_ - adopted_: launches between ENTER and EXIT);
+  /// measurements delivered (record_counts::delivered).
+  alignas(64) std::atomic<std::uint64_t> awaits_{0};
+  std::atomic<std::uint64_t> adopted_{0};
+  std::atomic<std::uint64_t> delivered_{0};
+  /// Entries whose record arrived or was given up, or that ended before either: awaits_ - settled_
+  /// are outstanding, and the collector flushes while there are any.
+  alignas(64) std::atomic<std::uint64_t> settled_{0};
   correlation_epochs epochs_;
   record_holder holder_;
-  /// Awaited entries whose record has not arrived (nor was given up): the collector flushes while
-  /// there are any.
-  std::size_t outstanding_ = 0;
-  /// Entries awaited and not yet adopted (between a launch's ENTER and EXIT).
-  std::size_t unadopted_ = 0;
-  /// Entries awaited so far: each entry's sequence.
-  std::uint64_t awaits_ = 0;
+
+  alignas(64) mutable std::mutex mutex_;
+  std::condition_variable arrived_;
+  std::condition_variable wake_collector_;
+  std::unordered_map<std::uint64_t, awaited> overflow_;
   /// Kernel records handed over so far, awaited or not: whether a flush brought anything.
   std::uint64_t received_ = 0;
   /// take() calls waiting for a record.
@@ -218,6 +284,7 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   bool urgent_ = false;
   bool closed_ = false;
   bool stopping_ = false;
+  /// Missing and dropped (delivered is delivered_).
   record_counts counts_;
   std::thread collector_;
 };

@@ -1,0 +1,370 @@
+// What the CUDA bridge's own deferred timing costs a launch, on the CPU (issue 24): the bridge's
+// core (bridge_core.hpp) driven the way CUPTI drives it, with nothing of CUDA's or CUPTI's own cost
+// in the way, so deferred minus names-only is launchwatch's deferred-specific work alone: what the
+// launching thread does for it, and what the record-delivering threads do to it.
+//
+// The device is a fake CUPTI after tests/cuda_bridge/fake_cupti.hpp, with the bench's own
+// submission path: a launch's ENTER and EXIT callbacks run on the launching thread around its
+// "submission", which hands the correlation id to the device through a lock-free ring (the fake's
+// map lookups and lock per launch would be in both rows, and contend with the flushes); a device
+// thread turns submitted launches into kernel records and hands each full buffer (8 192 records,
+// about CUPTI's 2 MiB) over on its own thread, as CUPTI's buffer-completed callback does, and a
+// flush (the collector's every 10 ms, or a reader's) hands over the partial one on the flushing
+// thread, as cuptiActivityFlushAll does. Under names-only the records are made and discarded, as
+// under "CUPTI floor" in cuda_bridge_bench.cu; under deferred they go to the core's table.
+//
+// Rows, interleaved round by round, each round a fresh core and a fresh observer:
+//   names, counted    an observer counting launches (cuda_bridge_bench.cu's "names only" row)
+//   deferred, kept    an observer keeping every measurement unread, read after the loop (its
+//                     "deferred" row, whose excess over CUPTI's floor issue 24 is about)
+//   names, run        the attribution `launchwatch run --timing none` installs (aggregate-only)
+//   deferred, run     the attribution `launchwatch run` installs (deferred, aggregate-only: every
+//                     4 096 launches a thread's measurements are read, on the launching thread)
+// Medians over rounds of nanoseconds per launch, and each deferred row minus the names-only row
+// above it, paired round by round.
+//
+// Usage: launchwatch_cuda_bridge_core_bench [launches per row, default 200000] [rounds, default 15]
+//        [submission ns, default 0: busy time between ENTER and EXIT, standing in for the driver]
+//        [only this row, 0-3, for a profiler; default all]
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <malloc.h>
+
+#include <launchwatch/attribute/attribution.hpp>
+#include <launchwatch/cuda_bridge.hpp>
+#include <launchwatch/observe.hpp>
+
+#include "cuda_bridge/bridge_core.hpp"
+#include "support/launch_observers.hpp"
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+using launchwatch::detail::cuda_bridge::bridge_core;
+using launchwatch::detail::cuda_bridge::kernel_record;
+
+std::uint64_t now_nanoseconds() {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch())
+          .count());
+}
+
+/// The fake CUPTI and device (see the top of the file). Launches come from one thread.
+class bench_cupti final : public launchwatch::detail::cuda_bridge::bridge_device {
+ public:
+  /// `to_core`: records reach the core's table; otherwise they are made and discarded.
+  bench_cupti(const launchwatch::cuda_bridge_options& options, bool to_core)
+      : to_core_{to_core}, core_{options, *this, [this](bool) { flush(); }} {
+    core_.every_capture_seen();  // as under `launchwatch run`, which subscribes inside cuInit
+    core_.start_collecting();
+    buffer_.reserve(buffer_records);
+    device_ = std::thread{[this] { run_device(); }};
+  }
+  ~bench_cupti() {
+    stop_.store(true);
+    device_.join();
+    core_.close();
+  }
+  bench_cupti(const bench_cupti&) = delete;
+  bench_cupti& operator=(const bench_cupti&) = delete;
+
+  bridge_core& core() noexcept { return core_; }
+
+  /// cuLaunchKernel of an empty kernel: ENTER, `submission` of busy time and the kernel handed to
+  /// the device, EXIT.
+  void launch(std::chrono::nanoseconds submission) {
+    launchwatch::detail::cuda_bridge::launch_call call;
+    call.correlation = ++next_correlation_;
+    call.symbol = "_Z12empty_kernelv";
+    call.context = &context_;
+    call.stream = &stream_;
+    call.stream_number = 13;
+    if (bridge_core::wants_launch_enter()) core_.launch_entered(call);
+    if (submission.count() > 0) {
+      const auto until = clock_type::now() + submission;
+      while (clock_type::now() < until) {
+      }
+    }
+    submit(call.correlation);
+    if (bridge_core::wants_launch_exit()) core_.launch_exited(call);
+  }
+
+  /// After the loop, as cuda_bridge::flush does: every awaited record delivered.
+  void deliver_pending() { core_.deliver_pending(std::chrono::seconds{10}); }
+
+  // bridge_device
+  int device_of(void*) noexcept override { return 0; }
+  bool capturing(void*) noexcept override { return false; }
+  bool kernel_records_on() noexcept override { return true; }
+  bool kernel_records_off() noexcept override { return true; }
+  bool open_window(void*, void*) noexcept override { return false; }
+  std::optional<launchwatch::profile_duration> close_window(void*) override { return {}; }
+  std::optional<launchwatch::detail::cuda_bridge::kernel_node> describe_kernel_node(
+      const void*) noexcept override {
+    return std::nullopt;
+  }
+
+ private:
+  static constexpr std::size_t ring_size = std::size_t{1} << 16;
+  /// About what CUPTI's 2 MiB buffer holds (activity_buffers.cpp).
+  static constexpr std::size_t buffer_records = 8192;
+
+  /// The kernel goes to the device: a slot of the ring and a release store, no lock.
+  void submit(std::uint32_t correlation) {
+    const std::uint64_t tail = tail_.load(std::memory_order_relaxed);
+    while (tail - head_.load(std::memory_order_acquire) >= ring_size) std::this_thread::yield();
+    ring_[tail & (ring_size - 1)] = correlation;
+    tail_.store(tail + 1, std::memory_order_release);
+  }
+
+  /// Moves what was submitted into the buffer, each kernel run just now (buffer_mutex_ held).
+  void drain_locked() {
+    const std::uint64_t tail = tail_.load(std::memory_order_acquire);
+    std::uint64_t head = head_.load(std::memory_order_relaxed);
+    const std::uint64_t end = now_nanoseconds();
+    for (; head != tail; ++head) {
+      buffer_.push_back(kernel_record{ring_[head & (ring_size - 1)], 0, 0, 13, end - 1000, end});
+    }
+    head_.store(head, std::memory_order_release);
+  }
+
+  void deliver(std::vector<kernel_record>& records) {
+    if (to_core_ && !records.empty()) core_.records()->on_records(records, 0);
+    records.clear();
+  }
+
+  /// cuptiActivityFlushAll(0): the partial buffer, handed over on the flushing thread.
+  void flush() {
+    std::vector<kernel_record> handed;
+    handed.reserve(buffer_records);
+    {
+      std::lock_guard lock{buffer_mutex_};
+      drain_locked();
+      handed.swap(buffer_);
+    }
+    deliver(handed);
+  }
+
+  /// The device and CUPTI's own thread: kernels complete within tens of microseconds of their
+  /// submission; a full buffer is handed over here.
+  void run_device() {
+    std::vector<kernel_record> full;
+    full.reserve(buffer_records);
+    while (!stop_.load()) {
+      std::this_thread::sleep_for(std::chrono::microseconds{20});
+      {
+        std::lock_guard lock{buffer_mutex_};
+        drain_locked();
+        if (buffer_.size() >= buffer_records) full.swap(buffer_);
+      }
+      deliver(full);
+    }
+  }
+
+  const bool to_core_;
+  int context_ = 0;
+  int stream_ = 0;
+  std::uint32_t next_correlation_ = 0;
+  std::array<std::uint32_t, ring_size> ring_{};
+  alignas(64) std::atomic<std::uint64_t> tail_{0};
+  alignas(64) std::atomic<std::uint64_t> head_{0};
+  alignas(64) std::mutex buffer_mutex_;
+  std::vector<kernel_record> buffer_;
+  std::atomic<bool> stop_{false};
+  bridge_core core_;
+  std::thread device_;
+};
+
+/// What `launchwatch run` installs (run_session.hpp's session_attribution_options).
+launchwatch::attribution_options run_options(launchwatch::timing_request timing) {
+  launchwatch::attribution_options options;
+  options.timing = timing;
+  options.aggregate_only = true;
+  options.trace_prefix_events = 1'000'000;
+  return options;
+}
+
+/// And the bridge it makes (run_session.cpp): replays per node whenever it times.
+launchwatch::cuda_bridge_options run_bridge(launchwatch::timing_request timing) {
+  launchwatch::cuda_bridge_options options;
+  if (timing != launchwatch::timing_request::none) {
+    options.graph_replays = launchwatch::cuda_graph_replays::per_node;
+  }
+  return options;
+}
+
+/// Keeps every measurement unread (cuda_bridge_bench.cu's `keeper`: its "deferred" row).
+class keeper final : public launchwatch::launch_observer {
+ public:
+  /// Its storage written once up front, so its page faults are not in the loop.
+  explicit keeper(std::size_t reserve) {
+    kept.reserve(reserve);
+    for (std::size_t i = 0; i < reserve; ++i) {
+      kept.push_back(launchwatch::profile_duration::from_system_time({}, {}));
+    }
+    kept.clear();
+  }
+  void launched(std::string_view) override {}
+  launchwatch::timing_request timing() const override {
+    return launchwatch::timing_request::deferred;
+  }
+  void profiled(std::string_view, launchwatch::profile_duration profile) override {
+    std::lock_guard lock{mutex};
+    kept.push_back(std::move(profile));
+  }
+  std::mutex mutex;
+  std::vector<launchwatch::profile_duration> kept;
+};
+
+/// What a row's rounds measured and the records it saw.
+struct row {
+  std::vector<double> ns;
+  std::uint64_t delivered = 0;
+  std::uint64_t missing = 0;
+};
+
+// Not inlined, so a profiler can tell the loop from the rest of a round.
+[[gnu::noinline]] double loop(bench_cupti& cupti, int launches,
+                              std::chrono::nanoseconds submission) {
+  const auto start = clock_type::now();
+  for (int i = 0; i < launches; ++i) cupti.launch(submission);
+  const auto end = clock_type::now();
+  return std::chrono::duration<double, std::nano>(end - start).count() / launches;
+}
+
+/// One round of an attribution row: the loop timed, then the report read as the run's is.
+void attribution_round(launchwatch::timing_request timing, int launches,
+                       std::chrono::nanoseconds submission, row& into) {
+  const bool timed = timing != launchwatch::timing_request::none;
+  bench_cupti cupti{run_bridge(timing), timed};
+  auto observer = std::make_shared<launchwatch::attribution>(run_options(timing));
+  {
+    launchwatch::launch_observation watching{observer};
+    into.ns.push_back(loop(cupti, launches, submission));
+  }
+  cupti.deliver_pending();
+  (void)observer->collect_bounded();
+  const auto stats = cupti.core().stats();
+  into.delivered += stats.measurements_delivered;
+  into.missing += stats.measurements_missing;
+}
+
+void counted_round(int launches, std::chrono::nanoseconds submission, row& into) {
+  bench_cupti cupti{run_bridge(launchwatch::timing_request::none), false};
+  auto observer = std::make_shared<launchwatch::bench::names_only>();
+  launchwatch::launch_observation watching{observer};
+  into.ns.push_back(loop(cupti, launches, submission));
+}
+
+void kept_round(int launches, std::chrono::nanoseconds submission, row& into) {
+  bench_cupti cupti{run_bridge(launchwatch::timing_request::deferred), true};
+  auto observer = std::make_shared<keeper>(static_cast<std::size_t>(launches));
+  {
+    launchwatch::launch_observation watching{observer};
+    into.ns.push_back(loop(cupti, launches, submission));
+  }
+  cupti.deliver_pending();
+  for (auto& profile : observer->kept) {
+    if (std::move(profile).resolve()) {
+      ++into.delivered;
+    } else {
+      ++into.missing;
+    }
+  }
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+std::string fmt_ns(double ns) {
+  char text[24];
+  std::snprintf(text, sizeof text, " %.0f", ns);
+  return text;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int launches = argc > 1 ? std::atoi(argv[1]) : 200000;
+  const int rounds = argc > 2 ? std::atoi(argv[2]) : 15;
+  const std::chrono::nanoseconds submission{argc > 3 ? std::atoll(argv[3]) : 0};
+  const int only = argc > 4 ? std::atoi(argv[4]) : -1;
+  if (launches <= 0 || rounds <= 0) {
+    std::fprintf(stderr, "usage: %s [launches per row] [rounds] [submission ns]\n", argv[0]);
+    return 2;
+  }
+  // Pairs: a deferred row and the names-only row it is compared with.
+  constexpr int row_count = 4;
+  // Freed memory stays with the process: a row's first touches of pages another row freed are the
+  // allocator's and the kernel's cost, not the bridge's (page faults are dear on a virtual
+  // machine).
+  (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  (void)mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  const char* const names[row_count] = {"names, counted", "deferred, kept", "names, run",
+                                        "deferred, run"};
+  std::map<std::string, row> rows;
+  // A warm-up round of each, unmeasured: first-touch pages, the symbol tables.
+  {
+    row ignored;
+    attribution_round(launchwatch::timing_request::none, launches / 4, submission, ignored);
+    attribution_round(launchwatch::timing_request::deferred, launches / 4, submission, ignored);
+  }
+  for (int r = 0; r < rounds; ++r) {
+    // Each round starts with another row, so no row always follows the same one.
+    for (int i = 0; i < row_count; ++i) {
+      const int which = (r + i) % row_count;
+      if (only >= 0 && which != only) continue;
+      row& into = rows[names[which]];
+      if (which == 0) {
+        counted_round(launches, submission, into);
+      } else if (which == 1) {
+        kept_round(launches, submission, into);
+      } else if (which == 2) {
+        attribution_round(launchwatch::timing_request::none, launches, submission, into);
+      } else {
+        attribution_round(launchwatch::timing_request::deferred, launches, submission, into);
+      }
+    }
+  }
+  std::printf(
+      "CUDA bridge core on the CPU (fake CUPTI), host ns per launch, %d launches x %d "
+      "rounds, %lld ns of submission (medians)\n\n",
+      launches, rounds, static_cast<long long>(submission.count()));
+  std::printf("%-16s %10s %12s %12s %10s  %s\n", "row", "ns/launch", "minus names", "delivered",
+              "missing", "per round");
+  for (int which = 0; which < row_count; ++which) {
+    const row& of = rows[names[which]];
+    if (of.ns.empty()) continue;
+    // A deferred row minus its names-only row (the one before it), round by round.
+    std::string delta;
+    if (which % 2 == 1 && !rows[names[which - 1]].ns.empty()) {
+      const row& names_only = rows[names[which - 1]];
+      std::vector<double> deltas;
+      for (std::size_t i = 0; i < of.ns.size(); ++i) deltas.push_back(of.ns[i] - names_only.ns[i]);
+      char text[32];
+      std::snprintf(text, sizeof text, "%+.1f", median(deltas));
+      delta = text;
+    }
+    std::string each;
+    for (const double ns : of.ns) each += fmt_ns(ns);
+    std::printf("%-16s %10.1f %12s %12llu %10llu %s\n", names[which], median(of.ns), delta.c_str(),
+                static_cast<unsigned long long>(of.delivered),
+                static_cast<unsigned long long>(of.missing), each.c_str());
+  }
+  return 0;
+}

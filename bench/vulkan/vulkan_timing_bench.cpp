@@ -6,6 +6,9 @@
 //    taken within the pair (target: at most 1.05x at 5 µs, 1.02x at 50 µs).
 // 2. The durations the two methods give the same kernels (target: medians within max(2%, 0.2 µs)),
 //    and the shader clock's own window without the grid overhead it is widened by.
+// 3. The stream's time per kernel (each pass's wall over its kernels), untimed and deferred by each
+//    method, and each method's median duration over it: back to back, a duration longer than its
+//    kernel's share of the pass overlaps its neighbours.
 //
 // A device's timing method is fixed when it is opened, so the parent runs each method in child
 // processes of this program, rounds alternating the order: `clock` (the default: the shader clock
@@ -121,7 +124,7 @@ int run_child(const char* method, bool quick, int passes) {
       on.sync();
       const double deferred =
           std::chrono::duration<double, std::nano>(clock_type::now() - start).count();
-      std::printf("pass %s %.0f %.0f\n", s.name, untimed, deferred);
+      std::printf("pass %s %.0f %.0f %d\n", s.name, untimed, deferred, s.kernels);
       std::string lengths;
       for (auto& profile : kept->kept_) {
         const bool system = profile.method() == lw::timing_method::system;
@@ -149,6 +152,8 @@ int run_child(const char* method, bool quick, int passes) {
 struct method_results {
   std::map<std::string, std::vector<double>> ratios;     // by shape: deferred / untimed per pass
   std::map<std::string, std::vector<double>> durations;  // by shape: every kernel's, ns
+  // By shape: each pass's wall over its kernels, ns: the stream's time per kernel.
+  std::map<std::string, std::vector<double>> untimed_period, deferred_period;
   std::uint64_t counts[3] = {0, 0, 0};
   std::vector<double> ns_per_tick, overhead;
   std::string device;
@@ -172,8 +177,13 @@ bool run_round(const std::string& self, const char* method, const char* environm
     in >> what;
     if (what == "pass") {
       double untimed = 0, deferred = 0;
-      in >> shape_name >> untimed >> deferred;
+      int kernels = 0;
+      in >> shape_name >> untimed >> deferred >> kernels;
       if (untimed > 0) into.ratios[shape_name].push_back(deferred / untimed);
+      if (kernels > 0) {
+        into.untimed_period[shape_name].push_back(untimed / kernels);
+        into.deferred_period[shape_name].push_back(deferred / kernels);
+      }
     } else if (what == "durations") {
       in >> shape_name;
       for (double ns = 0; in >> ns;) into.durations[shape_name].push_back(ns);
@@ -288,6 +298,32 @@ int main(int argc, char** argv) {
     std::printf("  %-6s %-26s %-26s %-26s %+-10.3f %-8.3f %s\n", s, spread(clock, "%.3f").c_str(),
                 spread(queries, "%.3f").c_str(), spread(raw, "%.3f").c_str(), difference, bound,
                 std::abs(difference) <= bound ? "yes" : "no");
+  }
+
+  // What the durations are measured against: the stream's own time per kernel. Back to back, a
+  // kernel's duration can exceed its share of its pass only by overlapping its neighbours: a
+  // method whose durations do also measures the drain it adds around each kernel.
+  std::printf(
+      "\n[stream time per kernel, us] pass wall / kernels, median [p10-p90], and each method's "
+      "median duration over it\n");
+  std::printf("  %-6s %-26s %-26s %-26s %-24s %s\n", "kernel", "untimed", "deferred, shader clock",
+              "deferred, queries", "clock: duration/its pass", "queries: duration/untimed");
+  const auto in_us = [](const std::vector<double>& ns) {
+    std::vector<double> out;
+    for (double each : ns) out.push_back(each / 1000);
+    return out;
+  };
+  for (const char* s : shapes) {
+    std::vector<double> untimed = in_us(results["clock"].untimed_period[s]);
+    for (double each : in_us(results["queries"].untimed_period[s])) untimed.push_back(each);
+    const auto clock = in_us(results["clock"].deferred_period[s]);
+    const auto queries = in_us(results["queries"].deferred_period[s]);
+    const double clock_duration = percentile(results["clock"].durations[s], 0.5) / 1000;
+    const double queries_duration = percentile(results["queries"].durations[s], 0.5) / 1000;
+    std::printf("  %-6s %-26s %-26s %-26s %-24.3f %.3f\n", s, spread(untimed, "%.3f").c_str(),
+                spread(clock, "%.3f").c_str(), spread(queries, "%.3f").c_str(),
+                clock_duration / percentile(clock, 0.5),
+                queries_duration / percentile(untimed, 0.5));
   }
   return 0;
 }

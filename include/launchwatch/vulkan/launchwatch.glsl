@@ -20,8 +20,8 @@
 //
 // Timed launches: each shader is also compiled with LW_TIMED=1, where the kernel's main() becomes
 // lw_kernel_main() and the entry below wraps it: the cube's first unit stamps the device clock into
-// the launch's timing slot at entry, and again once every unit has returned (the CUDA backend's
-// cuda_entry does the same with %globaltimer). Untimed launches run the shader as written.
+// the launch's timing slot: the clock read at entry and again once every unit has returned (the CUDA
+// backend's cuda_entry does the same with %globaltimer). Untimed launches run the shader as written.
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_scalar_block_layout : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
@@ -122,7 +122,7 @@ uint64_t lw_clock_ns() { return clockRealtimeEXT(); }
 // The timed entry. The device's timing slots (backend/vulkan/clock_slots.hpp) are one buffer whose
 // address is specialization constant 3: a slot is 32 lanes of 128 bytes, and a cube folds its
 // stamps into lane `cube index % 32` (so a huge grid spreads its atomics over 32 cache lines) with
-// fire-and-forget maxima: the entry as its complement, so both fields fold by maximum and an empty
+// fire-and-forget maxima, both after its units have returned: the entry as its complement, so both fields fold by maximum and an empty
 // lane is all zeros. Nothing else: no counter, no fence; the backend folds the lanes into one
 // window after the launch, in the same queue, and reads that back with its batch.
 //
@@ -155,10 +155,18 @@ void lw_timing_fold(lw_timing_lane lane, uint64_t now, bool entry) {
 }
 void main() {
   const bool first = gl_LocalInvocationIndex == 0u;
-  if (first) lw_timing_fold(lw_timing_lane_of_cube(), clockRealtimeEXT(), true);
+  // The entry's stamp is read now but folded with the exit's: an atomic issued before the kernel
+  // may hold the first unit until the memory system answers (GLSL's atomics return a value, which
+  // a driver need not drop), delaying its cube's work; after the kernel, nothing waits for it.
+  const uint64_t entry = first ? clockRealtimeEXT() : 0ul;
   lw_kernel_main();
   barrier();
-  if (first) lw_timing_fold(lw_timing_lane_of_cube(), clockRealtimeEXT(), false);
+  if (first) {
+    const uint64_t exit = clockRealtimeEXT();
+    lw_timing_lane lane = lw_timing_lane_of_cube();
+    lw_timing_fold(lane, entry, true);
+    lw_timing_fold(lane, exit, false);
+  }
 }
 #define main lw_kernel_main
 #endif

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU runs still owed by issues 22, 23 and 24, in one device command (each part bounded by
 # `timeout`, so one that hangs costs only its own minutes). Builds once for sm_90 (the `cuda`
-# preset), then, as STEPS says (default: all but long):
+# preset), then, as STEPS says (default: all but long and floor):
 #   probe    bench/runtimes/child_graph_probe: what CUPTI says of child graphs' nodes (issue 23)
 #   toggle   bench/cuda_bridge/activity_toggle_stress: 10,000 on/off cycles of CUPTI's kernel records
 #            while 8 threads launch (issue 24's timing windows depend on it)
@@ -21,6 +21,9 @@
 #   split    bench/torch/modules_table.sh on ResNet-18 with and without its DataLoader, with
 #            --variants in 3 rounds (issue 22: the workers' share against the launches' and the
 #            hooks', each paired with its round's plain process)
+#   floor    bench/torch/modules_table.sh on ResNet-18 (no DataLoader) with --variants in 2 rounds of
+#            300 measured steps, CUPTI's kernel records alone and timing windows among them (issue
+#            22: the floor any CUPTI-timed tool pays on a host-bound step, beside launchwatch's rows)
 #   counts   bench/torch/modules_table.sh on the two models whose kernel counts differed from the
 #            profiler's (ViT under torch.compile, ResNet-50 as a CUDA graph), with a fourth process
 #            counted by CUPTI alone: kernel_diff.csv names the kernels that differ (issue 22)
@@ -91,6 +94,10 @@ want windows && step windows 200 bash -c "LAUNCHWATCH_EXIT_RUNS=20 ctest --test-
 want split && step split 420 env OUT="$OUT/split" BUILD="$BUILD" SKIP_BUILD=1 \
   MODELS=resnet18-train,resnet18-dataloader-train VARIANTS=resnet18-train,resnet18-dataloader-train \
   VARIANT_ROUNDS=3 TIMEOUT=60 TABLE_TIMEOUT=410 BUDGET=380 bench/torch/modules_table.sh
+want floor && step floor 420 env OUT="$OUT/floor" BUILD="$BUILD" SKIP_BUILD=1 \
+  MODELS=resnet18-train VARIANTS=resnet18-train VARIANT_ROUNDS=2 MEASURED_STEPS=300 TIMEOUT=60 \
+  TABLE_TIMEOUT=410 BUDGET=360 COUNTER="$BUILD/bench/runtimes/liblaunchwatch_kernel_counter.so" \
+  bench/torch/modules_table.sh
 want counts && step counts 290 env OUT="$OUT/counts" BUILD="$BUILD" SKIP_BUILD=1 \
   MODELS=vit-compile-infer,resnet50-cudagraph-infer TIMEOUT=90 TABLE_TIMEOUT=280 BUDGET=220 \
   COUNTER="$BUILD/bench/runtimes/liblaunchwatch_kernel_counter.so" bench/torch/modules_table.sh

@@ -368,6 +368,7 @@ def worker(args):
     device = torch.device(args.device)
     synchronize = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     step, warmup, steps, roots, note = build(args.worker, device)
+    steps = args.steps or steps
     for _ in range(warmup):
         step()
     synchronize()
@@ -520,7 +521,9 @@ def kernel_diff(summary, profiled_names, csv_file, counter_names=None):
 
 
 # The extra processes of --variants: (key, what the table calls it, launchwatch run's options or
-# None for a process no tool watches, the worker's --sink).
+# None for a process no tool watches, or COUNTER_ONLY for one that --counter's injection watches,
+# the worker's --sink).
+COUNTER_ONLY = "counter only"
 VARIANTS = [
     ("hooks_noop", "hooks, no-op sink, no tool", None, "noop"),
     ("off_untimed", "run --torch off --timing none", ["--torch", "off", "--timing", "none"], None),
@@ -531,6 +534,11 @@ VARIANTS = [
      "ctypes"),
     ("modules_python_hooks", "run --torch modules, Python hooks", ["--torch", "modules"],
      "python-hooks"),
+    ("modules_windows", "run --torch modules --timing windows:20/80",
+     ["--torch", "modules", "--timing", "windows:20/80"], None),
+    # The floor every CUPTI-based timing pays: kernel records through --counter's injection, with
+    # nothing of launchwatch in the process (run only with --counter).
+    ("cupti_records", "CUPTI's kernel records alone, no launchwatch", COUNTER_ONLY, None),
 ]
 
 
@@ -563,11 +571,18 @@ def run_variants(model, args, me, folder, steps):
                 continue
             result_json = os.path.join(folder, f"variant-{key}.json")
             command = me + ["--json", result_json] + (["--sink", sink] if sink else [])
-            if options is not None:
+            environment = dict(os.environ)
+            if options is COUNTER_ONLY:
+                if not args.counter:
+                    entry.setdefault("error", "not run: needs --counter")
+                    continue
+                environment.update(CUDA_INJECTION64_PATH=args.counter, KERNEL_COUNTER_WHOLE="1",
+                                   KERNEL_COUNTER_OUT=os.path.join(folder, f"counter-{key}.json"))
+            elif options is not None:
                 command = ([args.launchwatch, "run", *options, "--out",
                             os.path.join(folder, f"run-{key}"), "--"] + command)
             try:
-                timed(command, dict(os.environ), args.timeout)
+                timed(command, environment, args.timeout)
                 with open(result_json) as f:
                     measured = json.load(f)
                 entry["rounds"].append(measured["step_ms"])
@@ -586,7 +601,7 @@ def compare(model, args, package):
     folder = os.path.join(args.out, model)
     os.makedirs(folder, exist_ok=True)
     me = [sys.executable, os.path.abspath(__file__), "--worker", model, "--python-package", package,
-          "--device", args.device]
+          "--device", args.device] + (["--steps", str(args.steps)] if args.steps else [])
     plain_env = dict(os.environ)
     out = {}
     _, out["plain_wall"], _ = timed(me + ["--json", os.path.join(folder, "plain.json")], plain_env,
@@ -707,6 +722,9 @@ def main():
                         help=argparse.SUPPRESS)
     parser.add_argument("--device", default="cuda", help="cpu: the script's smoke test on a "
                         "machine without CUDA (--models tiny-train; no kernels, so counts are 0)")
+    parser.add_argument("--steps", type=int, help="measured steps of every model (default: each "
+                        "model's own, 20 for most: a host-bound step of a few ms wants a few "
+                        "hundred for its ratios to settle)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--json", help=argparse.SUPPRESS)
     parser.add_argument("--profile", action="store_true", help=argparse.SUPPRESS)
@@ -795,7 +813,8 @@ def print_variants(results):
         print("\n# Where launchwatch's step time goes: step ms (x plain), one process each\n")
     columns = [("plain", None)] + [(label, key) for key, label, _, _ in VARIANTS[:4]] + [
         ("run --torch modules (the table's)", "lw"), (VARIANTS[4][1], VARIANTS[4][0]),
-        (VARIANTS[5][1], VARIANTS[5][0]), ("torch.profiler with the hooks", "pf")]
+        (VARIANTS[5][1], VARIANTS[5][0]), ("torch.profiler with the hooks", "pf"),
+        (VARIANTS[6][1], VARIANTS[6][0]), (VARIANTS[7][1], VARIANTS[7][0])]
     print("| model | " + " | ".join(label for label, _ in columns) + " |")
     print("|" + " --- |" * (len(columns) + 1))
     for model, r in rows:
@@ -825,7 +844,9 @@ def print_variants(results):
         print("| " + " | ".join(cells) + " |")
     print("\nhooks, no-op sink: the hooks and torch's hook dispatch, no tool. --timing "
           "none: kernels counted, not timed (CUPTI's launch callbacks only). Their differences "
-          "split launchwatch's extra step time into the bridge's, the timing's and the hooks'.")
+          "split launchwatch's extra step time into the bridge's, the timing's and the hooks'. "
+          "CUPTI's kernel records alone: the floor of any tool that times kernels through CUPTI "
+          "(--counter's injection, nothing of launchwatch).")
 
 
 if __name__ == "__main__":

@@ -5,12 +5,14 @@
 # plain) and prints the table for docs/benchmarks.md. No network: the models are built from
 # configs.
 # Usage: OUT=dir BUILD=dir [MODELS=a,b] [VARIANTS=a,b] [VARIANT_ROUNDS=n] [TIMEOUT=s] [TABLE_TIMEOUT=s] [BUDGET=s]
-#        [SKIP_BUILD=1] bench/torch/modules_table.sh
+#        [MEASURED_STEPS=n] [SKIP_BUILD=1] bench/torch/modules_table.sh
 # Writes OUT/build.log, OUT/table.md, and OUT/modules-table: each model's processes' results,
 # kernel_diff.csv and launchwatch's summaries (the traces stay in BUILD/modules-table).
 # VARIANTS: the models whose step wall is split (modules_table.py --variants), VARIANT_ROUNDS how
 # many rounds of those processes (--variant-rounds, default 1); COUNTER: the CUPTI-only kernel
-# counter library (--counter: a fourth process per model, counted by CUPTI alone); TIMEOUT: seconds
+# counter library (--counter: a fourth process per model, counted by CUPTI alone, and with VARIANTS
+# the variant timed by CUPTI's kernel records alone); MEASURED_STEPS: the measured steps of every
+# model (--steps; default each model's own); TIMEOUT: seconds
 # per process (240); TABLE_TIMEOUT: seconds for the whole table (540), BUDGET: seconds after which
 # it starts no more processes (modules_table.py --budget). SKIP_BUILD=1 runs the table
 # on an earlier build, so the build and the table can be two commands of a machine that limits
@@ -38,6 +40,7 @@ timeout "${TABLE_TIMEOUT:-540}" python3 bench/torch/modules_table.py \
   --launchwatch "$BUILD/apps/launchwatch/launchwatch" --models "$MODELS" \
   --variants "${VARIANTS:-}" --variant-rounds "${VARIANT_ROUNDS:-1}" --timeout "${TIMEOUT:-240}" \
   ${BUDGET:+--budget "$BUDGET"} ${COUNTER:+--counter "$COUNTER"} \
+  ${MEASURED_STEPS:+--steps "$MEASURED_STEPS"} \
   --out "$BUILD/modules-table" 2>&1 | tee "$OUT/table.md"
 status=${PIPESTATUS[0]}
 mkdir -p "$OUT/modules-table"

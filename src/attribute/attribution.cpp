@@ -150,31 +150,38 @@ auto* take_awaiting(Log& log, std::string_view kernel) {
   return entry;
 }
 
+/// Stamps when `entry`'s launch returned, if anything will read it: only a trace does (a launch's
+/// host slice), so an aggregate-only launch outside the trace prefix, folded into totals that never
+/// read it, skips the clock read. The caller holds the log's lock (the entry's `in_prefix` is set
+/// under it, and cleared by a collect that leaves the launch to the next pass).
+void stamp_returned(const detail::recorder& r, const detail::thread_log& log,
+                    detail::launch_entry& entry) noexcept {
+  if (!r.pools->aggregate_only || entry.in_prefix) entry.returned = log.clock();
+}
+
 }  // namespace
 
 void attribution::profiled(std::string_view kernel, profile_duration profile) {
   auto& log = detail::log_for(*recorder_);
-  const instant now = log.clock();
   std::lock_guard lock{log.mutex};
   auto* entry = take_awaiting(log, kernel);
   if (entry == nullptr) return;
   entry->method = profile.method();
   entry->pending.emplace(std::move(profile));
   entry->state = detail::measurement_state::pending;
-  entry->returned = now;
+  stamp_returned(*recorder_, log, *entry);
 }
 
 void attribution::timed(std::string_view kernel, std::chrono::nanoseconds length,
                         timing_method method) {
   auto& log = detail::log_for(*recorder_);
-  const instant now = log.clock();
   std::lock_guard lock{log.mutex};
   auto* entry = take_awaiting(log, kernel);
   if (entry == nullptr) return;
   entry->length = length;
   entry->method = method;
   entry->state = detail::measurement_state::length;
-  entry->returned = now;
+  stamp_returned(*recorder_, log, *entry);
 }
 
 namespace {
@@ -398,6 +405,27 @@ pass_record attribution::collect() {
 
 namespace {
 
+/// The group `entry` is totalled in, made when it is the first of its (scope path, kernel, stream)
+/// this pass. The caller holds `log.mutex`. Cost: a compare of a few words when it is the group of
+/// the launch folded before it, else a hash lookup, else (the first of its identity this pass) a
+/// map lookup by name and two node allocations.
+detail::launch_group& group_of(detail::thread_log& log, const detail::launch_entry& entry) {
+  const auto identity = detail::aggregate_identity::of(entry.path, entry.kernel, entry.backend,
+                                                       entry.device, entry.stream);
+  if (log.last_group && log.last_group->first == identity) return *log.last_group->second;
+  auto found = log.aggregate_index.find(identity);
+  if (found == log.aggregate_index.end()) {
+    // Several identities can name one group: past a few per group, start the index again, so its
+    // memory stays bounded by the groups' (as the aggregate's is) whatever the launch sources do.
+    if (log.aggregate_index.size() >= 2 * log.aggregate.size() + 64) log.aggregate_index.clear();
+    auto& group =
+        log.aggregate[{entry.path, entry.kernel, entry.backend, entry.device, entry.stream}];
+    found = log.aggregate_index.emplace(identity, &group).first;
+  }
+  log.last_group.emplace(identity, found->second);
+  return *found->second;
+}
+
 /// Folds every launch in `log` into its totals, reading their measurements, and empties it. The
 /// caller holds `log.mutex`; the launch awaiting a measurement, if any, is folded untimed, so the
 /// caller takes it out first when its measurement may still come.
@@ -421,7 +449,7 @@ void fold(detail::recorder& r, detail::thread_log& log) {
       launch.timing = read_measurement(entry, log.aggregate_lost, first_failure);
       launch.dry_run = entry.dry_run;
       launch.captured = entry.capturing;
-      log.aggregate[{entry.path, entry.kernel, entry.backend, entry.device, entry.stream}].add(launch);
+      group_of(log, entry).add(launch);
       if (entry.in_prefix) {
         // Its tables' indices are given when the prefix is collected (collect_bounded).
         launch.cube_count = entry.cube_count;
@@ -512,6 +540,8 @@ aggregate_read read_aggregate(detail::recorder& r, bool measurements_may_come, r
       read.lost.empty += std::exchange(log.aggregate_lost.empty, 0);
       read.lost.failed += std::exchange(log.aggregate_lost.failed, 0);
       read.lost.unpaired += std::exchange(log.unpaired, 0);
+      // Forgotten first: the groups' nodes leave the log here, even if the push throws.
+      log.forget_aggregate_index();
       read.aggregates.push_back(std::exchange(log.aggregate, {}));
       read.left_out.launches += std::exchange(log.left_out_launches, 0);
       read.left_out.scope_intervals += std::exchange(log.left_out_intervals, 0);

@@ -180,6 +180,8 @@ struct launch_entry {
   std::array<std::uint32_t, 3> cube_count{1, 1, 1};
   std::array<std::uint32_t, 3> cube_dim{1, 1, 1};
   instant issued;
+  /// When the launch returned: stamped as its measurement arrives only if a trace may read it
+  /// (stamp_returned in attribution.cpp); `issued` otherwise.
   instant returned;
   std::optional<profile_duration> pending;
   std::chrono::nanoseconds length{0};
@@ -283,6 +285,45 @@ inline constexpr std::size_t fold_every = 4096;
 /// are over the static storage a launch_entry's are.
 using aggregate_key = std::tuple<path_id, std::string_view, std::string_view, int, std::uint64_t>;
 
+/// An aggregate_key by the identity of its views (their addresses and lengths) rather than their
+/// text: a launch source's names live as long as the process (launch_info::kernel), so one address
+/// names one kernel for good, and a key is hashed from a few words instead of compared by name.
+/// Several identities may stand for one aggregate_key (the same name at two addresses).
+struct aggregate_identity {
+  path_id path = no_path;
+  const char* kernel = nullptr;
+  std::size_t kernel_size = 0;
+  const char* backend = nullptr;
+  std::size_t backend_size = 0;
+  int device = 0;
+  std::uint64_t stream = 0;
+
+  static aggregate_identity of(path_id path, std::string_view kernel, std::string_view backend,
+                               int device, std::uint64_t stream) noexcept {
+    return {path, kernel.data(), kernel.size(), backend.data(), backend.size(), device, stream};
+  }
+  friend bool operator==(const aggregate_identity&, const aggregate_identity&) = default;
+};
+
+/// Hashes an aggregate_identity. Cost: a few multiplies.
+struct aggregate_identity_hash {
+  std::size_t operator()(const aggregate_identity& key) const noexcept {
+    // Each word folded in with a multiply by an odd constant (splitmix64's), so addresses that
+    // differ only in their low bits still spread over the buckets.
+    std::uint64_t h = key.path;
+    const auto mix = [&h](std::uint64_t word) {
+      h = (h ^ word) * 0x9E3779B97F4A7C15ull;
+      h ^= h >> 29;
+    };
+    mix(reinterpret_cast<std::uintptr_t>(key.kernel));
+    mix(key.kernel_size);
+    mix(reinterpret_cast<std::uintptr_t>(key.backend) ^ (key.backend_size << 48));
+    mix(static_cast<std::uint32_t>(key.device));
+    mix(key.stream);
+    return static_cast<std::size_t>(h);
+  }
+};
+
 /// One thread's records for one attribution.
 ///
 /// Written by its thread only, under `mutex`; `collect` takes the lock just long enough to take the
@@ -319,6 +360,12 @@ struct thread_log {
   /// their measurements, how many launches wait to be folded, and the folds' scratch list of
   /// kernels on the timeline (kept to be reused).
   std::map<aggregate_key, launch_group> aggregate;
+  /// Aggregate-only: `aggregate`'s groups by identity (nodes' addresses hold while the map lives),
+  /// so the fold finds a launch's group without comparing kernel names down the map; and the last
+  /// group found, for runs of one kernel. Emptied whenever `aggregate` is handed over
+  /// (forget_aggregate_index), and kept to a few times its size.
+  std::unordered_map<aggregate_identity, launch_group*, aggregate_identity_hash> aggregate_index;
+  std::optional<std::pair<aggregate_identity, launch_group*>> last_group;
   lost_measurements aggregate_lost;
   std::size_t unfolded = 0;
   std::vector<std::tuple<std::string_view, int, std::uint64_t, instant, instant>> placed_scratch;
@@ -327,6 +374,12 @@ struct thread_log {
   std::vector<prefix_launch> prefix;
   std::size_t left_out_launches = 0;
   std::size_t left_out_intervals = 0;
+
+  /// Forgets where `aggregate`'s groups are: called before it is handed over or emptied.
+  void forget_aggregate_index() noexcept {
+    aggregate_index.clear();
+    last_group.reset();
+  }
 
   /// Frees what the log holds and records nothing from now on. Called when its attribution ends,
   /// because the thread's cache may keep the log alive long after that (until newer attributions

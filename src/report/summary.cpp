@@ -4,6 +4,7 @@
 #include <launchwatch/report/summary.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -88,6 +89,21 @@ void launch_group::merge(const launch_group& other) {
 
 // --- interval_union ---
 
+bool interval_union::ring::push_back(const interval& next, std::size_t limit) {
+  bool grew = false;
+  if (size_ == slots_.size()) {
+    // Full: more room, the waiting intervals moved to its start in order.
+    std::vector<interval> grown(std::min(std::max<std::size_t>(16, 2 * slots_.size()), limit));
+    for (std::size_t i = 0; i < size_; ++i) grown[i] = slots_[at(i)];
+    slots_ = std::move(grown);
+    head_ = 0;
+    grew = true;
+  }
+  slots_[at(size_)] = next;
+  ++size_;
+  return grew;
+}
+
 void interval_union::add(instant start, instant end) {
   length_sum_ += between(start, end);
   if (!first_) {
@@ -97,17 +113,39 @@ void interval_union::add(instant start, instant end) {
     first_ = std::min(*first_, start);
     last_ = std::max(last_, end);
   }
-  waiting_.emplace(start, end);
-  if (waiting_.size() > window_) {
-    join(waiting_.top());
-    waiting_.pop();
+  const interval next{start, end};
+  // In order when no earlier than the last in-order arrival: the FIFO stays sorted, and the
+  // earliest waiting interval is the earlier of its front and the heap's top.
+  if (in_order_.empty() || !(next < in_order_.back())) {
+    // At most `window + 1` wait at once (one over, until the earliest leaves below).
+    const std::size_t limit = window_ == unbounded ? unbounded : window_ + 1;
+    if (in_order_.push_back(next, limit) && window_ != unbounded) {
+      // The heap's room follows the FIFO's, so that a pass whose kernels start arriving out of
+      // order after the FIFO has grown allocates nothing then: about the two windows' worth a
+      // single heap's doubling vector reached (three at most, if the heap grew first). Not for an
+      // unbounded window, where it would double summarize()'s memory for a heap mostly empty.
+      late_.reserve(in_order_.capacity());
+    }
+  } else {
+    late_.push_back(next);
+    std::push_heap(late_.begin(), late_.end(), std::greater<>{});
   }
+  if (in_order_.size() + late_.size() > window_) join_earliest();
 }
 
 void interval_union::finish() {
-  while (!waiting_.empty()) {
-    join(waiting_.top());
-    waiting_.pop();
+  while (!in_order_.empty() || !late_.empty()) join_earliest();
+}
+
+void interval_union::join_earliest() {
+  // Ties go to the FIFO: equal intervals join the same way whichever part held them.
+  if (!late_.empty() && (in_order_.empty() || late_.front() < in_order_.front())) {
+    join(late_.front());
+    std::pop_heap(late_.begin(), late_.end(), std::greater<>{});
+    late_.pop_back();
+  } else {
+    join(in_order_.front());
+    in_order_.pop_front();
   }
 }
 
@@ -140,24 +178,25 @@ nanoseconds interval_union::span() const {
 
 // --- timeline ---
 
-interval_union& timeline::of(std::map<stream_key, interval_union, key_less>& unions,
-                             std::string_view backend, int device, std::uint64_t stream) {
-  const auto key = std::tuple{backend, device, stream};
-  auto found = unions.find(key);
-  if (found == unions.end()) {
-    found = unions.emplace(stream_key{std::string{backend}, device, stream}, interval_union{window_}).first;
-  }
-  return found->second;
-}
-
 void timeline::add(std::string_view backend, int device, std::uint64_t stream, instant start,
                    instant end) {
-  of(streams_, backend, device, stream).add(start, end);
-  auto found = devices_.find(std::tuple{backend, device});
-  if (found == devices_.end()) {
-    found = devices_.emplace(device_key{std::string{backend}, device}, interval_union{window_}).first;
+  if (last_.stream_union == nullptr || last_.stream != stream || last_.device != device ||
+      last_.backend != backend) {
+    auto found_stream = streams_.find(std::tuple{backend, device, stream});
+    if (found_stream == streams_.end()) {
+      stream_key key{std::string{backend}, device, stream};
+      found_stream = streams_.emplace(std::move(key), interval_union{window_}).first;
+    }
+    auto found_device = devices_.find(std::tuple{backend, device});
+    if (found_device == devices_.end()) {
+      found_device =
+          devices_.emplace(device_key{std::string{backend}, device}, interval_union{window_}).first;
+    }
+    last_ = last_stream{std::get<0>(found_stream->first), device, stream, &found_stream->second,
+                        &found_device->second};
   }
-  found->second.add(start, end);
+  last_.stream_union->add(start, end);
+  last_.device_union->add(start, end);
 }
 
 void timeline::add(const stream_info& stream, instant start, instant end) {
@@ -167,6 +206,8 @@ void timeline::add(const stream_info& stream, instant start, instant end) {
 std::pair<std::map<stream_key, interval_union, key_less>,
           std::map<device_key, interval_union, key_less>>
 timeline::take() {
+  // The remembered unions leave with the maps.
+  last_ = {};
   auto taken = std::pair{std::exchange(streams_, {}), std::exchange(devices_, {})};
   for (auto& [key, u] : taken.first) u.finish();
   for (auto& [key, u] : taken.second) u.finish();

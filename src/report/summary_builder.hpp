@@ -9,7 +9,6 @@
 #include <limits>
 #include <map>
 #include <optional>
-#include <queue>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -59,11 +58,22 @@ struct launch_group {
 /// after one that starts later (always, for an unbounded window). An interval that does arrive
 /// later than that is merged with the run of intervals it came after and counted in
 /// `out_of_order()`, which then says that idle time and overlap are estimates.
+///
+/// The buffer is two parts that together leave in the order one priority queue would (earliest
+/// first; equal intervals are indistinguishable): a FIFO of the intervals that arrived in order
+/// (each no earlier than the one queued before it), and a heap of the rest. Kernels mostly reach
+/// a union in time order (a stream runs its kernels one after another), so most adds are an append
+/// and most leaves a pop from the front, where a heap alone costs two O(log window) sifts each.
+/// With a bounded window both parts hold up to `window + 1` intervals, and the heap's room grows
+/// with the FIFO's, so once the FIFO has grown to the window the heap allocates nothing either.
 class interval_union {
  public:
   static constexpr std::size_t unbounded = std::numeric_limits<std::size_t>::max();
   explicit interval_union(std::size_t window = unbounded) : window_{window} {}
 
+  /// Adds one interval. Cost: O(1) when it starts no earlier than the last one that arrived in
+  /// order (ties broken by end), O(log window) otherwise; an allocation only while the buffer grows
+  /// to the most it has held.
   void add(instant start, instant end);
   /// Empties the reorder buffer into the union. Call before reading the results.
   void finish();
@@ -75,11 +85,45 @@ class interval_union {
 
  private:
   using interval = std::pair<instant, instant>;
+
+  /// A FIFO of intervals in a ring that doubles when full, up to a limit (never shrinks, so a
+  /// union allocates nothing once grown).
+  class ring {
+   public:
+    bool empty() const noexcept { return size_ == 0; }
+    std::size_t size() const noexcept { return size_; }
+    std::size_t capacity() const noexcept { return slots_.size(); }
+    const interval& front() const noexcept { return slots_[head_]; }
+    const interval& back() const noexcept { return slots_[at(size_ - 1)]; }
+    /// Appends `next`; when full, first grows to twice its room but no more than `limit` (which
+    /// the caller keeps above its size). Returns whether it grew.
+    bool push_back(const interval& next, std::size_t limit);
+    void pop_front() noexcept {
+      head_ = at(1);
+      --size_;
+    }
+
+   private:
+    std::size_t at(std::size_t i) const noexcept {
+      const std::size_t slot = head_ + i;
+      return slot >= slots_.size() ? slot - slots_.size() : slot;
+    }
+    std::vector<interval> slots_;
+    std::size_t head_ = 0;
+    std::size_t size_ = 0;
+  };
+
   void join(const interval& next);
+  /// Moves the earliest waiting interval (from either part of the buffer) into the union.
+  void join_earliest();
   std::chrono::nanoseconds run_length() const;
 
   std::size_t window_;
-  std::priority_queue<interval, std::vector<interval>, std::greater<>> waiting_;
+  /// Waiting intervals that arrived in order: sorted, earliest at the front.
+  ring in_order_;
+  /// Waiting intervals that arrived earlier than the back of `in_order_`: a min-heap
+  /// (std::push_heap with std::greater).
+  std::vector<interval> late_;
   std::optional<interval> run_;
   std::optional<instant> first_;
   instant last_{};
@@ -120,7 +164,12 @@ struct key_less {
 class timeline {
  public:
   explicit timeline(std::size_t window = interval_union::unbounded) : window_{window} {}
+  // The last unions used are remembered by address, which a copy would share with the original.
+  timeline(const timeline&) = delete;
+  timeline& operator=(const timeline&) = delete;
 
+  /// Places a kernel on its stream's and its device's union. Cost: two interval_union::add, and
+  /// two map lookups unless the kernel is on the stream (and so the device) of the one before it.
   void add(const stream_info& stream, instant start, instant end);
   void add(std::string_view backend, int device, std::uint64_t stream, instant start, instant end);
   /// Finishes every union; the timeline reads as empty afterwards for the next pass.
@@ -135,11 +184,21 @@ class timeline {
   snapshot() const;
 
  private:
-  interval_union& of(std::map<stream_key, interval_union, key_less>& unions, std::string_view backend,
-                     int device, std::uint64_t stream);
+  /// The stream the last kernel was placed on, and its stream's and device's unions (map nodes,
+  /// whose addresses hold until take() hands the maps over): kernels come in runs on one stream.
+  /// `backend` views the key held in the stream's node.
+  struct last_stream {
+    std::string_view backend;
+    int device = 0;
+    std::uint64_t stream = 0;
+    interval_union* stream_union = nullptr;
+    interval_union* device_union = nullptr;
+  };
+
   std::size_t window_;
   std::map<stream_key, interval_union, key_less> streams_;
   std::map<device_key, interval_union, key_less> devices_;
+  last_stream last_;
 };
 
 /// Assembles a pass_summary from groups over one set of tables.

@@ -7,6 +7,7 @@
 #include <launchwatch/report/tree.hpp>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <stdexcept>
@@ -131,6 +132,63 @@ TEST(AggregateOnly, TakesTheShortestAndLongestLaunchOverEveryThread) {
   EXPECT_EQ(k.launches, 2u);
   EXPECT_EQ(k.min_time, 100ns);
   EXPECT_EQ(k.max_time, 300ns);
+}
+
+/// One kernel's name at two addresses, as two launch sources may each hold it (both outlive
+/// every launch, as launch_info::kernel requires).
+const std::string first_copy{"demo::ops::twice<float>"};
+const std::string second_copy{first_copy};
+
+TEST(AggregateOnly, TotalsOneKernelNamedAtTwoAddressesInOneRow) {
+  // The fold finds a launch's row by its name's address first; the name decides the row.
+  ASSERT_NE(first_copy.data(), second_copy.data());
+  const auto aggregate = make(true);
+  {
+    launch_observation watching{aggregate};
+    scope s{"s"};
+    for (int i = 0; i < 3 * 4096 + 5; ++i) {
+      launch_info info;
+      info.kernel = i % 3 == 0 ? std::string_view{first_copy} : std::string_view{second_copy};
+      info.backend = "cpu";
+      info.stream = 1;
+      launch_path::notify_launch(info);
+    }
+  }
+  const auto summary = aggregate->collect_summary();
+  ASSERT_EQ(summary.scopes.size(), 1u);
+  ASSERT_EQ(summary.scopes[0].children.size(), 1u);
+  EXPECT_EQ(summary.scopes[0].children[0].name, first_copy);
+  EXPECT_EQ(summary.scopes[0].children[0].launches, 3u * 4096u + 5u);
+}
+
+/// A clock that counts its reads (the fake clock's instant).
+std::atomic<long> clock_reads{0};
+instant counting_now() noexcept {
+  clock_reads.fetch_add(1, std::memory_order_relaxed);
+  return fake_clock::now();
+}
+
+TEST(AggregateOnly, ReadsTheClockOnceForATimedLaunchOutsideTheTracePrefix) {
+  // When a launch returned is read only by a trace, so its measurement's arrival stamps nothing.
+  attribution_options options;
+  options.clock = &counting_now;
+  options.aggregate_only = true;
+  const auto aggregate = std::make_shared<attribution>(options);
+  launch_observation watching{aggregate};
+  const long before = clock_reads.load();
+  for (int i = 0; i < 100; ++i) {
+    launch_info info;
+    info.kernel = "k";
+    launch_path::notify_launch(info);
+    launch_path::notify_profiled(info.kernel,
+                                 profile_duration{[]() -> std::optional<profile_ticks> {
+                                                    return profile_ticks::from_start_end(
+                                                        fake_clock::at(0ns), fake_clock::at(10ns));
+                                                  },
+                                                  timing_method::device});
+  }
+  EXPECT_EQ(clock_reads.load() - before, 100);
+  EXPECT_EQ(aggregate->collect_summary().timed_launches, 100u);
 }
 
 TEST(AggregateOnly, StartsTheNextPassAfterEachCollect) {

@@ -4,8 +4,14 @@
 #include <launchwatch/report/summary.hpp>
 
 #include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <queue>
+#include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -321,6 +327,153 @@ TEST(IntervalUnion, CountsAnIntervalThatCameLaterThanItsWindow) {
   u.finish();
   EXPECT_EQ(u.out_of_order(), 1u);
   EXPECT_EQ(u.span(), 310ns);
+}
+
+/// The union as interval_union computed it with one priority queue for its reorder buffer (before
+/// the in-order FIFO beside the heap): the reference the FIFO must not change a result of.
+class reference_union {
+ public:
+  explicit reference_union(std::size_t window) : window_{window} {}
+
+  void add(instant start, instant end) {
+    length_sum_ += end - start;
+    first_ = first_ ? std::min(*first_, start) : start;
+    last_ = std::max(last_, end);
+    waiting_.emplace(start, end);
+    if (waiting_.size() > window_) {
+      join(waiting_.top());
+      waiting_.pop();
+    }
+  }
+  void finish() {
+    for (; !waiting_.empty(); waiting_.pop()) join(waiting_.top());
+  }
+  std::chrono::nanoseconds span() const { return first_ ? last_ - *first_ : 0ns; }
+  std::chrono::nanoseconds busy() const {
+    return busy_ + (run_ ? run_->second - run_->first : 0ns);
+  }
+  std::chrono::nanoseconds length_sum() const { return length_sum_; }
+  std::size_t out_of_order() const { return out_of_order_; }
+
+ private:
+  using interval = std::pair<instant, instant>;
+  void join(const interval& next) {
+    if (!run_) {
+      run_ = next;
+      return;
+    }
+    if (next.first < run_->first) {
+      ++out_of_order_;
+      run_->first = next.first;
+    }
+    if (next.first <= run_->second) {
+      run_->second = std::max(run_->second, next.second);
+      return;
+    }
+    busy_ += run_->second - run_->first;
+    run_ = next;
+  }
+
+  std::size_t window_;
+  std::priority_queue<interval, std::vector<interval>, std::greater<>> waiting_;
+  std::optional<interval> run_;
+  std::optional<instant> first_;
+  instant last_{};
+  std::chrono::nanoseconds busy_{0};
+  std::chrono::nanoseconds length_sum_{0};
+  std::size_t out_of_order_ = 0;
+};
+
+TEST(IntervalUnion, GivesWhatOneReorderHeapGaveWhateverTheArrivalOrder) {
+  // Runs mostly in order, as kernels reach a union, broken by late arrivals a few places or far
+  // more than a window late, by repeats, and by a second stream's run merged in behind the first.
+  for (std::uint32_t seed = 0; seed < 300; ++seed) {
+    std::mt19937 random{seed};
+    const std::size_t window = std::size_t{1} << (seed % 7);
+    const int count = 1 + static_cast<int>(random() % 600);
+    std::vector<std::pair<std::int64_t, std::int64_t>> intervals;
+    std::int64_t clock = 0;
+    for (int i = 0; i < count; ++i) {
+      clock += static_cast<std::int64_t>(random() % 50);
+      const auto length = static_cast<std::int64_t>(random() % 80);
+      intervals.emplace_back(clock, clock + length);
+    }
+    for (std::size_t i = 0; i + 1 < intervals.size(); ++i) {
+      switch (random() % 8) {
+        case 0:  // a few places late
+          std::swap(intervals[i], intervals[std::min(intervals.size() - 1, i + random() % 6)]);
+          break;
+        case 1:  // far later than the window
+          std::swap(intervals[i], intervals[std::min(intervals.size() - 1, i + random() % 200)]);
+          break;
+        case 2:  // the same interval again
+          intervals[i + 1] = intervals[i];
+          break;
+        default:
+          break;
+      }
+    }
+    if (seed % 5 == 0) std::shuffle(intervals.begin() + count / 2, intervals.end(), random);
+    detail::interval_union u{seed % 11 == 0 ? detail::interval_union::unbounded : window};
+    reference_union expected{seed % 11 == 0 ? detail::interval_union::unbounded : window};
+    for (const auto& [start, end] : intervals) {
+      u.add(instant_at(std::chrono::nanoseconds{start}), instant_at(std::chrono::nanoseconds{end}));
+      expected.add(instant_at(std::chrono::nanoseconds{start}),
+                   instant_at(std::chrono::nanoseconds{end}));
+    }
+    u.finish();
+    expected.finish();
+    ASSERT_EQ(u.span(), expected.span()) << "seed " << seed;
+    ASSERT_EQ(u.busy(), expected.busy()) << "seed " << seed;
+    ASSERT_EQ(u.length_sum(), expected.length_sum()) << "seed " << seed;
+    ASSERT_EQ(u.out_of_order(), expected.out_of_order()) << "seed " << seed;
+  }
+}
+
+TEST(IntervalUnion, MergesAnIntervalThatArrivesBehindTheInOrderOnesAsIfSorted) {
+  detail::interval_union u{8};
+  u.add(instant_at(10ns), instant_at(20ns));
+  u.add(instant_at(30ns), instant_at(40ns));
+  u.add(instant_at(50ns), instant_at(60ns));
+  // Arrives last but bridges the first two: their union is one run from 10 to 40.
+  u.add(instant_at(15ns), instant_at(35ns));
+  u.finish();
+  EXPECT_EQ(u.busy(), 30ns + 10ns);
+  EXPECT_EQ(u.out_of_order(), 0u);
+}
+
+// --- the timeline, which remembers the unions its last kernel went to ---
+
+TEST(Timeline, PutsEachKernelOnItsOwnStreamAndDeviceWhenTheyAlternate) {
+  detail::timeline t{4};
+  t.add("cuda", 0, 1, instant_at(0ns), instant_at(10ns));
+  t.add("cuda", 0, 2, instant_at(5ns), instant_at(30ns));
+  t.add("cuda", 1, 1, instant_at(100ns), instant_at(150ns));
+  t.add("cpu", 0, 1, instant_at(200ns), instant_at(201ns));
+  t.add("cuda", 0, 1, instant_at(20ns), instant_at(25ns));
+  const auto [streams, devices] = t.take();
+  ASSERT_EQ(streams.size(), 4u);
+  EXPECT_EQ(streams.at(detail::stream_key{"cuda", 0, 1}).busy(), 15ns);
+  EXPECT_EQ(streams.at(detail::stream_key{"cuda", 0, 2}).busy(), 25ns);
+  EXPECT_EQ(streams.at(detail::stream_key{"cuda", 1, 1}).busy(), 50ns);
+  EXPECT_EQ(streams.at(detail::stream_key{"cpu", 0, 1}).busy(), 1ns);
+  ASSERT_EQ(devices.size(), 3u);
+  EXPECT_EQ(devices.at(detail::device_key{"cuda", 0}).busy(), 30ns);
+  EXPECT_EQ(devices.at(detail::device_key{"cuda", 0}).length_sum(), 10ns + 25ns + 5ns);
+  EXPECT_EQ(devices.at(detail::device_key{"cuda", 1}).busy(), 50ns);
+  EXPECT_EQ(devices.at(detail::device_key{"cpu", 0}).busy(), 1ns);
+}
+
+TEST(Timeline, StartsTheNextPassEmptyOnTheStreamItUsedLast) {
+  detail::timeline t{4};
+  t.add("cuda", 0, 1, instant_at(0ns), instant_at(10ns));
+  const auto first = t.take();
+  t.add("cuda", 0, 1, instant_at(50ns), instant_at(55ns));
+  const auto [streams, devices] = t.take();
+  EXPECT_EQ(first.first.at(detail::stream_key{"cuda", 0, 1}).length_sum(), 10ns);
+  EXPECT_EQ(streams.at(detail::stream_key{"cuda", 0, 1}).length_sum(), 5ns);
+  EXPECT_EQ(streams.at(detail::stream_key{"cuda", 0, 1}).span(), 5ns);
+  EXPECT_EQ(devices.at(detail::device_key{"cuda", 0}).span(), 5ns);
 }
 
 }  // namespace

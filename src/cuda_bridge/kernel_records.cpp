@@ -61,17 +61,10 @@ kernel_records::entry_view kernel_records::look_locked(std::uint64_t correlation
       holds(state, correlation)) {
     // Under the lock only adopt() changes a published entry not yet arrived or lost, and nobody
     // one that is: `start` and `end` are the record's.
-    return {true,
-            (state & arrived_bit) != 0,
-            (state & lost_bit) != 0,
-            (state & adopted_bit) != 0,
-            s.start.load(std::memory_order_relaxed),
-            s.end.load(std::memory_order_relaxed)};
+    return entry_view::of(state, s);
   }
   const auto found = overflow_.find(correlation);
-  if (found == overflow_.end()) return {};
-  const awaited& e = found->second;
-  return {true, e.arrived, e.lost, e.adopted, e.start, e.end};
+  return found != overflow_.end() ? entry_view::of(found->second) : entry_view{};
 }
 
 kernel_records::entry_view kernel_records::erase_locked(std::uint64_t correlation) noexcept {
@@ -83,7 +76,8 @@ kernel_records::entry_view kernel_records::erase_locked(std::uint64_t correlatio
   while (holds(state, correlation)) {
     if (s.state.compare_exchange_weak(state, 0, std::memory_order_acq_rel,
                                       std::memory_order_acquire)) {
-      was = {true, (state & arrived_bit) != 0, (state & lost_bit) != 0, (state & adopted_bit) != 0};
+      // Its timestamps stay: only on_records() writes them, under the lock held here.
+      was = entry_view::of(state, s);
       in_ring = true;
       break;
     }
@@ -91,7 +85,7 @@ kernel_records::entry_view kernel_records::erase_locked(std::uint64_t correlatio
   if (!in_ring) {
     const auto found = overflow_.find(correlation);
     if (found == overflow_.end()) return was;
-    was = {true, found->second.arrived, found->second.lost, found->second.adopted};
+    was = entry_view::of(found->second);
     overflow_.erase(found);
   }
   if (!was.arrived && !was.lost) settled_.fetch_add(1, std::memory_order_release);
@@ -253,7 +247,6 @@ std::optional<profile_ticks> kernel_records::take(std::uint64_t correlation) {
     }
     --waiting_;
   }
-  entry = look_locked(correlation);
   const entry_view got = erase_locked(correlation);  // counts it settled when it was not
   if (!got.arrived && !got.lost) ++counts_.missing;
   if (given_up != 0) {
@@ -265,7 +258,7 @@ std::optional<profile_ticks> kernel_records::take(std::uint64_t correlation) {
     return std::nullopt;
   }
   if (got.lost) return std::nullopt;  // counted and said when it was given up
-  if (!got.arrived || entry.start == 0 || entry.end == 0 || entry.end < entry.start) {
+  if (!got.arrived || got.start == 0 || got.end == 0 || got.end < got.start) {
     if (got.arrived) ++counts_.missing;
     lock.unlock();
     warn_missing(correlation, got.arrived ? "carried no timestamps (the kernel was still running "
@@ -274,7 +267,7 @@ std::optional<profile_ticks> kernel_records::take(std::uint64_t correlation) {
     return std::nullopt;
   }
   delivered_.fetch_add(1, std::memory_order_relaxed);
-  return steady_window(entry.start, entry.end);
+  return steady_window(got.start, got.end);
 }
 
 void kernel_records::say_missing(const std::string& what) {

@@ -225,6 +225,21 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
     bool adopted = false;
     std::uint64_t start = 0;
     std::uint64_t end = 0;
+
+    /// A ring entry whose published `state` was read from `s` (mutex_ held, so its timestamps
+    /// are the record's, or zero).
+    static entry_view of(std::uint64_t state, const slot& s) noexcept {
+      return {true,
+              (state & arrived_bit) != 0,
+              (state & lost_bit) != 0,
+              (state & adopted_bit) != 0,
+              s.start.load(std::memory_order_relaxed),
+              s.end.load(std::memory_order_relaxed)};
+    }
+    /// An entry of the overflow map.
+    static entry_view of(const awaited& e) noexcept {
+      return {true, e.arrived, e.lost, e.adopted, e.start, e.end};
+    }
   };
 
   /// The ring slot of `correlation` (whoever holds it now).
@@ -236,7 +251,7 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   /// The entry of `correlation` (mutex_ held: only adopt() may change it meanwhile).
   entry_view look_locked(std::uint64_t correlation) noexcept;
   /// Ends the entry of `correlation` (mutex_ held), counting it settled and adopted when it was
-  /// not yet. Returns what it was.
+  /// not yet. Returns what it was, its timestamps included.
   entry_view erase_locked(std::uint64_t correlation) noexcept;
   /// Gives up every entry awaited before `before` whose record is missing: lost, counted missing,
   /// no longer outstanding. Returns how many.

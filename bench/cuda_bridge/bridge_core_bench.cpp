@@ -206,29 +206,6 @@ launchwatch::cuda_bridge_options run_bridge(launchwatch::timing_request timing) 
   return options;
 }
 
-/// Keeps every measurement unread (cuda_bridge_bench.cu's `keeper`: its "deferred" row).
-class keeper final : public launchwatch::launch_observer {
- public:
-  /// Its storage written once up front, so its page faults are not in the loop.
-  explicit keeper(std::size_t reserve) {
-    kept.reserve(reserve);
-    for (std::size_t i = 0; i < reserve; ++i) {
-      kept.push_back(launchwatch::profile_duration::from_system_time({}, {}));
-    }
-    kept.clear();
-  }
-  void launched(std::string_view) override {}
-  launchwatch::timing_request timing() const override {
-    return launchwatch::timing_request::deferred;
-  }
-  void profiled(std::string_view, launchwatch::profile_duration profile) override {
-    std::lock_guard lock{mutex};
-    kept.push_back(std::move(profile));
-  }
-  std::mutex mutex;
-  std::vector<launchwatch::profile_duration> kept;
-};
-
 /// What a row's rounds measured and the records it saw.
 struct row {
   std::vector<double> ns;
@@ -271,13 +248,15 @@ void counted_round(int launches, std::chrono::nanoseconds submission, row& into)
 
 void kept_round(int launches, std::chrono::nanoseconds submission, row& into) {
   bench_cupti cupti{run_bridge(launchwatch::timing_request::deferred), true};
-  auto observer = std::make_shared<keeper>(static_cast<std::size_t>(launches));
+  auto observer =
+      std::make_shared<launchwatch::bench::keeps_unread_locked>(static_cast<std::size_t>(launches));
+  observer->touch_storage();
   {
     launchwatch::launch_observation watching{observer};
     into.ns.push_back(loop(cupti, launches, submission));
   }
   cupti.deliver_pending();
-  for (auto& profile : observer->kept) {
+  for (auto& profile : observer->kept_) {
     if (std::move(profile).resolve()) {
       ++into.delivered;
     } else {

@@ -26,6 +26,8 @@
 #include <launchwatch/cuda_bridge.hpp>
 #include <launchwatch/launchwatch.hpp>
 
+#include "support/launch_observers.hpp"
+
 #include <cuda_runtime.h>
 #include <cupti.h>
 
@@ -36,7 +38,6 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -65,31 +66,17 @@ class counter final : public launchwatch::launch_observer {
   std::atomic<long> count{0};
 };
 
-class keeper final : public launchwatch::launch_observer {
- public:
-  explicit keeper(std::size_t reserve) { kept.reserve(reserve); }
-  void launched(std::string_view) override {}
-  launchwatch::timing_request timing() const override {
-    return launchwatch::timing_request::deferred;
-  }
-  void profiled(std::string_view, launchwatch::profile_duration profile) override {
-    std::lock_guard lock{mutex};
-    kept.push_back(std::move(profile));
-  }
-  std::mutex mutex;
-  std::vector<launchwatch::profile_duration> kept;
-};
-
 /// launch_loop() with an observer keeping every measurement unread; then reads them, counting
 /// into `resolved` and `missing` (a launch refused a measurement hands over none).
 double deferred_loop(cudaStream_t stream, int count, long& resolved, long& missing) {
-  auto kept = std::make_shared<keeper>(static_cast<std::size_t>(count));
+  auto kept =
+      std::make_shared<launchwatch::bench::keeps_unread_locked>(static_cast<std::size_t>(count));
   double us = 0;
   {
     launchwatch::launch_observation watching{kept};
     us = launch_loop(stream, count);
   }
-  for (auto& profile : kept->kept) {
+  for (auto& profile : kept->kept_) {
     if (std::move(profile).resolve()) {
       ++resolved;
     } else {

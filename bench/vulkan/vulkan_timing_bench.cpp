@@ -285,14 +285,18 @@ int main(int argc, char** argv) {
                 percentile(clock, 0.5) <= targets[s] ? "met" : "not met");
   }
 
+  const auto in_us = [](const std::vector<double>& ns) {
+    std::vector<double> out;
+    for (double each : ns) out.push_back(each / 1000);
+    return out;
+  };
   std::printf("\n[durations, us] every kernel of every deferred pass, median [p10-p90]\n");
   std::printf("  %-6s %-26s %-26s %-26s %-10s %-8s %s\n", "kernel", "shader clock",
               "timestamp queries", "shader clock, raw window", "difference", "bound", "met");
   for (const char* s : shapes) {
-    std::vector<double> clock, queries, raw;
-    for (double ns : results["clock"].durations[s]) clock.push_back(ns / 1000);
-    for (double ns : results["queries"].durations[s]) queries.push_back(ns / 1000);
-    for (double ns : results["raw"].durations[s]) raw.push_back(ns / 1000);
+    const auto clock = in_us(results["clock"].durations[s]);
+    const auto queries = in_us(results["queries"].durations[s]);
+    const auto raw = in_us(results["raw"].durations[s]);
     const double difference = percentile(clock, 0.5) - percentile(queries, 0.5);
     const double bound = std::max(0.02 * percentile(queries, 0.5), 0.2);
     std::printf("  %-6s %-26s %-26s %-26s %+-10.3f %-8.3f %s\n", s, spread(clock, "%.3f").c_str(),
@@ -308,11 +312,6 @@ int main(int argc, char** argv) {
       "median duration over it\n");
   std::printf("  %-6s %-26s %-26s %-26s %-24s %s\n", "kernel", "untimed", "deferred, shader clock",
               "deferred, queries", "clock: duration/its pass", "queries: duration/untimed");
-  const auto in_us = [](const std::vector<double>& ns) {
-    std::vector<double> out;
-    for (double each : ns) out.push_back(each / 1000);
-    return out;
-  };
   for (const char* s : shapes) {
     std::vector<double> untimed = in_us(results["clock"].untimed_period[s]);
     for (double each : in_us(results["queries"].untimed_period[s])) untimed.push_back(each);

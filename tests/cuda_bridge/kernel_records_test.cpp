@@ -61,6 +61,18 @@ std::uint32_t next_id(std::atomic<std::uint32_t>& ids) {
   return ids.fetch_add(1) + 1;
 }
 
+/// A thread handing the device's buffers over every `period` until `stop`, as CUPTI's buffer
+/// callbacks do on a thread of their own.
+std::thread delivering(stress_device& device, const std::atomic<bool>& stop,
+                       std::chrono::microseconds period) {
+  return std::thread{[&device, &stop, period] {
+    while (!stop.load()) {
+      device.flush();
+      std::this_thread::sleep_for(period);
+    }
+  }};
+}
+
 TEST(KernelRecords, ManyThreadsLaunchingAndReadingWhileBuffersArriveGetEveryRecordExactlyOnce) {
   stress_device device;
   const auto table = device.make_table();
@@ -73,12 +85,7 @@ TEST(KernelRecords, ManyThreadsLaunchingAndReadingWhileBuffersArriveGetEveryReco
   std::atomic<bool> stop{false};
   std::atomic<int> wrong{0};
   std::atomic<int> taken{0};
-  std::thread deliverer{[&] {
-    while (!stop.load()) {
-      device.flush();
-      std::this_thread::sleep_for(50us);
-    }
-  }};
+  std::thread deliverer = delivering(device, stop, 50us);
   std::vector<std::thread> launching;
   for (int t = 0; t < threads; ++t) {
     launching.emplace_back([&] {
@@ -144,12 +151,7 @@ TEST(KernelRecords,
       std::this_thread::yield();
     }
   }};
-  std::thread deliverer{[&] {
-    while (!stop.load()) {
-      device.flush();
-      std::this_thread::sleep_for(20us);
-    }
-  }};
+  std::thread deliverer = delivering(device, stop, 20us);
   std::vector<std::thread> launching;
   for (int t = 0; t < threads; ++t) {
     launching.emplace_back([&] {

@@ -122,9 +122,10 @@ uint64_t lw_clock_ns() { return clockRealtimeEXT(); }
 // The timed entry. The device's timing slots (backend/vulkan/clock_slots.hpp) are one buffer whose
 // address is specialization constant 3: a slot is 32 lanes of 128 bytes, and a cube folds its
 // stamps into lane `cube index % 32` (so a huge grid spreads its atomics over 32 cache lines) with
-// fire-and-forget maxima, both after its units have returned: the entry as its complement, so both fields fold by maximum and an empty
-// lane is all zeros. Nothing else: no counter, no fence; the backend folds the lanes into one
-// window after the launch, in the same queue, and reads that back with its batch.
+// fire-and-forget maxima, both after its units have returned: the entry as its complement, so both
+// fields fold by maximum and an empty lane is all zeros. Nothing else: no counter, no fence; the
+// backend folds the lanes into one window after the launch, in the same queue, and reads that back
+// with its batch.
 //
 // A narrow clock (specialization constant 4: Mesa's lavapipe, whose clock keeps only its low 32
 // bits) also folds each stamp with its top bit flipped, so a window that spans the clock's wrap is

@@ -17,15 +17,22 @@
 //   names, counted    an observer counting launches (cuda_bridge_bench.cu's "names only" row)
 //   deferred, kept    an observer keeping every measurement unread, read after the loop (its
 //                     "deferred" row, whose excess over CUPTI's floor issue 24 is about)
-//   names, run        the attribution `launchwatch run --timing none` installs (aggregate-only)
+//   names, run        the attribution `launchwatch run --timing none` installs (aggregate-only),
+//                     its trace prefix full: a long job's steady state, once its first 250 000
+//                     launches have filled the prefix of run's default --trace-events
 //   deferred, run     the attribution `launchwatch run` installs (deferred, aggregate-only: every
-//                     4 096 launches a thread's measurements are read, on the launching thread)
+//                     4 096 launches a thread's measurements are read, on the launching thread),
+//                     likewise
+//   names, run, prefix    the same two while the trace prefix has room, as for a job's first
+//   deferred, run, prefix 250 000 launches (each launch takes room, and is copied at its fold)
 // Medians over rounds of nanoseconds per launch, and each deferred row minus the names-only row
-// above it, paired round by round.
+// above it, paired round by round; beside them, the launching thread's own CPU time per launch
+// (its wall time less the time it was not running: on a machine with fewer cores than busy
+// threads, the fold and device threads take turns with it).
 //
 // Usage: launchwatch_cuda_bridge_core_bench [launches per row, default 200000] [rounds, default 15]
 //        [submission ns, default 0: busy time between ENTER and EXIT, standing in for the driver]
-//        [only this row, 0-3, for a profiler; default all]
+//        [only this row, 0-5, for a profiler; default all]
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -42,6 +49,7 @@
 #include <vector>
 
 #include <malloc.h>
+#include <time.h>
 
 #include <launchwatch/attribute/attribution.hpp>
 #include <launchwatch/cuda_bridge.hpp>
@@ -188,12 +196,13 @@ class bench_cupti final : public launchwatch::detail::cuda_bridge::bridge_device
   std::thread device_;
 };
 
-/// What `launchwatch run` installs (run_session.hpp's session_attribution_options).
-launchwatch::attribution_options run_options(launchwatch::timing_request timing) {
+/// What `launchwatch run` installs (run_session.hpp's session_attribution_options), its trace
+/// prefix with room (`prefix_room`) or already full.
+launchwatch::attribution_options run_options(launchwatch::timing_request timing, bool prefix_room) {
   launchwatch::attribution_options options;
   options.timing = timing;
   options.aggregate_only = true;
-  options.trace_prefix_events = 1'000'000;
+  options.trace_prefix_events = prefix_room ? 1'000'000 : 0;
   return options;
 }
 
@@ -206,31 +215,41 @@ launchwatch::cuda_bridge_options run_bridge(launchwatch::timing_request timing) 
   return options;
 }
 
-/// What a row's rounds measured and the records it saw.
+/// What a row's rounds measured (wall and the launching thread's CPU time, ns per launch) and the
+/// records it saw.
 struct row {
   std::vector<double> ns;
+  std::vector<double> cpu_ns;
   std::uint64_t delivered = 0;
   std::uint64_t missing = 0;
 };
 
+double thread_cpu_ns() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) * 1e9 + static_cast<double>(now.tv_nsec);
+}
+
 // Not inlined, so a profiler can tell the loop from the rest of a round.
-[[gnu::noinline]] double loop(bench_cupti& cupti, int launches,
-                              std::chrono::nanoseconds submission) {
+[[gnu::noinline]] void loop(bench_cupti& cupti, int launches, std::chrono::nanoseconds submission,
+                            row& into) {
+  const double cpu_start = thread_cpu_ns();
   const auto start = clock_type::now();
   for (int i = 0; i < launches; ++i) cupti.launch(submission);
   const auto end = clock_type::now();
-  return std::chrono::duration<double, std::nano>(end - start).count() / launches;
+  into.cpu_ns.push_back((thread_cpu_ns() - cpu_start) / launches);
+  into.ns.push_back(std::chrono::duration<double, std::nano>(end - start).count() / launches);
 }
 
 /// One round of an attribution row: the loop timed, then the report read as the run's is.
-void attribution_round(launchwatch::timing_request timing, int launches,
+void attribution_round(launchwatch::timing_request timing, bool prefix_room, int launches,
                        std::chrono::nanoseconds submission, row& into) {
   const bool timed = timing != launchwatch::timing_request::none;
   bench_cupti cupti{run_bridge(timing), timed};
-  auto observer = std::make_shared<launchwatch::attribution>(run_options(timing));
+  auto observer = std::make_shared<launchwatch::attribution>(run_options(timing, prefix_room));
   {
     launchwatch::launch_observation watching{observer};
-    into.ns.push_back(loop(cupti, launches, submission));
+    loop(cupti, launches, submission, into);
   }
   cupti.deliver_pending();
   (void)observer->collect_bounded();
@@ -243,7 +262,7 @@ void counted_round(int launches, std::chrono::nanoseconds submission, row& into)
   bench_cupti cupti{run_bridge(launchwatch::timing_request::none), false};
   auto observer = std::make_shared<launchwatch::bench::names_only>();
   launchwatch::launch_observation watching{observer};
-  into.ns.push_back(loop(cupti, launches, submission));
+  loop(cupti, launches, submission, into);
 }
 
 void kept_round(int launches, std::chrono::nanoseconds submission, row& into) {
@@ -253,7 +272,7 @@ void kept_round(int launches, std::chrono::nanoseconds submission, row& into) {
   observer->touch_storage();
   {
     launchwatch::launch_observation watching{observer};
-    into.ns.push_back(loop(cupti, launches, submission));
+    loop(cupti, launches, submission, into);
   }
   cupti.deliver_pending();
   for (auto& profile : observer->kept_) {
@@ -268,6 +287,16 @@ void kept_round(int launches, std::chrono::nanoseconds submission, row& into) {
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
+}
+
+/// The median of `a` minus `b`, round by round, signed, to a tenth.
+std::string median_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> deltas;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) deltas.push_back(a[i] - b[i]);
+  if (deltas.empty()) return {};
+  char text[32];
+  std::snprintf(text, sizeof text, "%+.1f", median(deltas));
+  return text;
 }
 
 std::string fmt_ns(double ns) {
@@ -288,20 +317,22 @@ int main(int argc, char** argv) {
     return 2;
   }
   // Pairs: a deferred row and the names-only row it is compared with.
-  constexpr int row_count = 4;
+  constexpr int row_count = 6;
   // Freed memory stays with the process: a row's first touches of pages another row freed are the
   // allocator's and the kernel's cost, not the bridge's (page faults are dear on a virtual
   // machine).
   (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);
   (void)mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  const char* const names[row_count] = {"names, counted", "deferred, kept", "names, run",
-                                        "deferred, run"};
+  const char* const names[row_count] = {"names, counted",     "deferred, kept",
+                                        "names, run",         "deferred, run",
+                                        "names, run, prefix", "deferred, run, prefix"};
   std::map<std::string, row> rows;
   // A warm-up round of each, unmeasured: first-touch pages, the symbol tables.
   {
     row ignored;
-    attribution_round(launchwatch::timing_request::none, launches / 4, submission, ignored);
-    attribution_round(launchwatch::timing_request::deferred, launches / 4, submission, ignored);
+    attribution_round(launchwatch::timing_request::none, true, launches / 4, submission, ignored);
+    attribution_round(launchwatch::timing_request::deferred, true, launches / 4, submission,
+                      ignored);
   }
   for (int r = 0; r < rounds; ++r) {
     // Each round starts with another row, so no row always follows the same one.
@@ -313,10 +344,10 @@ int main(int argc, char** argv) {
         counted_round(launches, submission, into);
       } else if (which == 1) {
         kept_round(launches, submission, into);
-      } else if (which == 2) {
-        attribution_round(launchwatch::timing_request::none, launches, submission, into);
       } else {
-        attribution_round(launchwatch::timing_request::deferred, launches, submission, into);
+        const auto timing = which % 2 == 0 ? launchwatch::timing_request::none
+                                           : launchwatch::timing_request::deferred;
+        attribution_round(timing, /*prefix_room=*/which >= 4, launches, submission, into);
       }
     }
   }
@@ -324,24 +355,23 @@ int main(int argc, char** argv) {
       "CUDA bridge core on the CPU (fake CUPTI), host ns per launch, %d launches x %d "
       "rounds, %lld ns of submission (medians)\n\n",
       launches, rounds, static_cast<long long>(submission.count()));
-  std::printf("%-16s %10s %12s %12s %10s  %s\n", "row", "ns/launch", "minus names", "delivered",
-              "missing", "per round");
+  std::printf("%-22s %10s %12s %10s %12s %12s %10s  %s\n", "row", "ns/launch", "minus names",
+              "cpu ns", "cpu - names", "delivered", "missing", "per round");
   for (int which = 0; which < row_count; ++which) {
     const row& of = rows[names[which]];
     if (of.ns.empty()) continue;
     // A deferred row minus its names-only row (the one before it), round by round.
     std::string delta;
+    std::string cpu_delta;
     if (which % 2 == 1 && !rows[names[which - 1]].ns.empty()) {
       const row& names_only = rows[names[which - 1]];
-      std::vector<double> deltas;
-      for (std::size_t i = 0; i < of.ns.size(); ++i) deltas.push_back(of.ns[i] - names_only.ns[i]);
-      char text[32];
-      std::snprintf(text, sizeof text, "%+.1f", median(deltas));
-      delta = text;
+      delta = median_difference(of.ns, names_only.ns);
+      cpu_delta = median_difference(of.cpu_ns, names_only.cpu_ns);
     }
     std::string each;
     for (const double ns : of.ns) each += fmt_ns(ns);
-    std::printf("%-16s %10.1f %12s %12llu %10llu %s\n", names[which], median(of.ns), delta.c_str(),
+    std::printf("%-22s %10.1f %12s %10.1f %12s %12llu %10llu %s\n", names[which], median(of.ns),
+                delta.c_str(), median(of.cpu_ns), cpu_delta.c_str(),
                 static_cast<unsigned long long>(of.delivered),
                 static_cast<unsigned long long>(of.missing), each.c_str());
   }

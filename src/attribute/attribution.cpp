@@ -12,16 +12,12 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "aggregate_fold.hpp"
 #include "core/interface/diagnostics.hpp"
 #include "recorder.hpp"
 #include "scope_paths.hpp"
 
 namespace launchwatch {
-namespace {
-
-void fold(detail::recorder& r, detail::thread_log& log);
-
-}  // namespace
 
 attribution::attribution(attribution_options options)
     : recorder_{std::make_unique<detail::recorder>(options)} {
@@ -54,21 +50,9 @@ void remember_capture(detail::recorder& r, std::uint64_t launch_id, detail::path
   }
 }
 
-}  // namespace
-
-void attribution::launched_with(const launch_info& info) {
-  auto& r = *recorder_;
-  auto& log = detail::log_for(r);
-  const instant now = log.clock();
-  detail::path_id path = detail::current_path();
-  if (path == detail::no_path && r.unscoped == unscoped_launches::sole_scoped_thread) {
-    path = detail::sole_scoped_thread_path();
-  }
-  std::lock_guard lock{log.mutex};
-  if (r.pools->aggregate_only && ++log.unfolded > detail::fold_every) {
-    fold(r, log);
-    log.unfolded = 1;
-  }
+/// Records `info`'s launch in `log`. The caller holds `log.mutex`.
+void record_launch(detail::recorder& r, detail::thread_log& log, const launch_info& info,
+                   detail::path_id path, instant now) {
   auto& entry = log.launches.emplace(r.pools->launches);
   entry.kernel = info.kernel;
   entry.backend = info.backend;
@@ -91,22 +75,9 @@ void attribution::launched_with(const launch_info& info) {
   if (info.capturing && info.launch_id != 0) remember_capture(r, info.launch_id, path);
 }
 
-void attribution::replayed(const replayed_node& node) {
-  auto& r = *recorder_;
-  detail::path_id path = detail::no_path;
-  {
-    std::lock_guard lock{r.captures_mutex};
-    if (const auto found = r.capture_paths.find(node.captured_launch); found != r.capture_paths.end()) {
-      path = found->second;
-    }
-  }
-  auto& log = r.replay_log();
-  std::lock_guard lock{log.mutex};
-  if (log.closed) return;
-  if (r.pools->aggregate_only && ++log.unfolded > detail::fold_every) {
-    fold(r, log);
-    log.unfolded = 1;
-  }
+/// Records a replayed graph node in the replay log. The caller holds `log.mutex`.
+void record_replay(detail::recorder& r, detail::thread_log& log, const replayed_node& node,
+                   detail::path_id path) {
   auto& entry = log.launches.emplace(r.pools->launches);
   entry.kernel = node.kernel;
   entry.backend = "cuda";
@@ -124,6 +95,49 @@ void attribution::replayed(const replayed_node& node) {
     entry.in_prefix = r.pools->prefix.take(detail::prefix_room::replayed_events, entry.issued);
     if (!entry.in_prefix) ++log.left_out_launches;
   }
+}
+
+}  // namespace
+
+void attribution::launched_with(const launch_info& info) {
+  auto& r = *recorder_;
+  auto& log = detail::log_for(r);
+  const instant now = log.clock();
+  detail::path_id path = detail::current_path();
+  if (path == detail::no_path && r.unscoped == unscoped_launches::sole_scoped_thread) {
+    path = detail::sole_scoped_thread_path();
+  }
+  auto next = detail::after_hand_over::nothing;
+  {
+    std::lock_guard lock{log.mutex};
+    if (r.pools->aggregate_only && ++log.unfolded > detail::fold_every)
+      next = detail::hand_over(log);
+    record_launch(r, log, info, path, now);
+  }
+  // Outside the log's lock: the fold thread, or this thread when it cannot, takes it to fold.
+  detail::finish_hand_over(r, log, next);
+}
+
+void attribution::replayed(const replayed_node& node) {
+  auto& r = *recorder_;
+  detail::path_id path = detail::no_path;
+  {
+    std::lock_guard lock{r.captures_mutex};
+    if (const auto found = r.capture_paths.find(node.captured_launch);
+        found != r.capture_paths.end()) {
+      path = found->second;
+    }
+  }
+  auto& log = r.replay_log();
+  auto next = detail::after_hand_over::nothing;
+  {
+    std::lock_guard lock{log.mutex};
+    if (log.closed) return;
+    if (r.pools->aggregate_only && ++log.unfolded > detail::fold_every)
+      next = detail::hand_over(log);
+    record_replay(r, log, node, path);
+  }
+  detail::finish_hand_over(r, log, next);
 }
 
 timing_request attribution::timing() const { return recorder_->timing; }
@@ -231,32 +245,6 @@ struct taken_log {
   detail::chunk<detail::interval_entry>* intervals = nullptr;
   std::size_t unpaired = 0;
 };
-
-/// Reads a kept measurement, counting what could not be read.
-std::optional<launch_timing> read_measurement(detail::launch_entry& entry, lost_measurements& lost,
-                                              std::string& first_failure) {
-  switch (entry.state) {
-    case detail::measurement_state::none:
-      return std::nullopt;
-    case detail::measurement_state::length:
-      return launch_timing{entry.length, entry.method, std::nullopt};
-    case detail::measurement_state::pending:
-      break;
-  }
-  try {
-    auto ticks = std::move(*entry.pending).resolve();
-    if (!ticks) {
-      ++lost.empty;
-      return std::nullopt;
-    }
-    return launch_timing{ticks->length(), entry.method, *ticks};
-  } catch (const std::exception& error) {
-    if (lost.failed++ == 0) first_failure = error.what();
-  } catch (...) {
-    if (lost.failed++ == 0) first_failure = "an exception not derived from std::exception";
-  }
-  return std::nullopt;
-}
 
 /// Adds the host thread `log` recorded for to `pass`, named as reports name it; returns its index.
 std::uint32_t add_host_thread(pass_record& pass, const detail::thread_log& log) {
@@ -377,7 +365,7 @@ pass_record attribution::collect() {
         launch.cube_dim = entry.cube_dim;
         launch.issued = entry.issued;
         launch.returned = entry.returned;
-        launch.timing = read_measurement(entry, pass.lost, first_failure);
+        launch.timing = detail::read_measurement(entry, pass.lost, first_failure);
         launch.dry_run = entry.dry_run;
         launch.captured = entry.capturing;
         launch.replayed = entry.replayed;
@@ -402,76 +390,6 @@ pass_record attribution::collect() {
 }
 
 // --- aggregate-only ---
-
-namespace {
-
-/// The group `entry` is totalled in, made when it is the first of its (scope path, kernel, stream)
-/// this pass. The caller holds `log.mutex`. Cost: a compare of a few words when it is the group of
-/// the launch folded before it, else a hash lookup, else (the first of its identity this pass) a
-/// map lookup by name and two node allocations.
-detail::launch_group& group_of(detail::thread_log& log, const detail::launch_entry& entry) {
-  const auto identity = detail::aggregate_identity::of(entry.path, entry.kernel, entry.backend,
-                                                       entry.device, entry.stream);
-  if (log.last_group && log.last_group->first == identity) return *log.last_group->second;
-  auto found = log.aggregate_index.find(identity);
-  if (found == log.aggregate_index.end()) {
-    // Several identities can name one group: past a few per group, start the index again, so its
-    // memory stays bounded by the groups' (as the aggregate's is) whatever the launch sources do.
-    if (log.aggregate_index.size() >= 2 * log.aggregate.size() + 64) log.aggregate_index.clear();
-    auto& group =
-        log.aggregate[{entry.path, entry.kernel, entry.backend, entry.device, entry.stream}];
-    found = log.aggregate_index.emplace(identity, &group).first;
-  }
-  log.last_group.emplace(identity, found->second);
-  return *found->second;
-}
-
-/// Folds every launch in `log` into its totals, reading their measurements, and empties it. The
-/// caller holds `log.mutex`; the launch awaiting a measurement, if any, is folded untimed, so the
-/// caller takes it out first when its measurement may still come.
-void fold(detail::recorder& r, detail::thread_log& log) {
-  auto* chunks = log.launches.release();
-  log.awaiting = nullptr;
-  log.unfolded = 0;
-  struct give_back {
-    detail::recorder& r;
-    detail::chunk<detail::launch_entry>* chunks;
-    ~give_back() { r.pools->launches.give_back(chunks); }
-  } on_exit{r, chunks};
-  std::string first_failure;
-  auto& placed = log.placed_scratch;
-  placed.clear();
-  for (auto* c = chunks; c != nullptr; c = c->next) {
-    for (auto& entry : c->items) {
-      launch_record launch;
-      launch.issued = entry.issued;
-      launch.returned = entry.returned;
-      launch.timing = read_measurement(entry, log.aggregate_lost, first_failure);
-      launch.dry_run = entry.dry_run;
-      launch.captured = entry.capturing;
-      group_of(log, entry).add(launch);
-      if (entry.in_prefix) {
-        // Its tables' indices are given when the prefix is collected (collect_bounded).
-        launch.cube_count = entry.cube_count;
-        launch.cube_dim = entry.cube_dim;
-        launch.replayed = entry.replayed;
-        log.prefix.push_back(
-            detail::prefix_launch{entry.kernel, entry.backend, entry.stream, entry.device, entry.path, launch});
-      }
-      if (launch.timing && launch.timing->ticks && !launch.dry_run) {
-        placed.emplace_back(entry.backend, entry.device, entry.stream, launch.timing->ticks->start(),
-                            launch.timing->ticks->end());
-      }
-    }
-  }
-  if (placed.empty()) return;
-  std::lock_guard lock{r.timeline_mutex};
-  for (const auto& [backend, device, stream, start, end] : placed) {
-    r.placed.add(backend, device, stream, start, end);
-  }
-}
-
-}  // namespace
 
 namespace {
 
@@ -519,43 +437,66 @@ aggregate_read read_aggregate(detail::recorder& r, bool measurements_may_come, r
   read.aggregates.reserve(logs.size());
   for (const auto& shared : logs) {
     auto& log = *shared;
-    std::lock_guard lock{log.mutex};
-    std::optional<detail::launch_entry> in_flight;
-    if (measurements_may_come && log.awaiting != nullptr && log.owner != this_thread &&
-        log.awaiting == log.launches.last()) {
-      in_flight.emplace(log.launches.take_last());
+    // Held while this log's launches are folded, so the fold thread's fold of it comes before
+    // (its launches are older) or finds nothing left.
+    std::lock_guard folding{log.fold_mutex};
+    detail::chunk<detail::launch_entry>* unfolded = nullptr;
+    detail::chunk<detail::interval_entry>* prefix_intervals = nullptr;
+    bool left_a_scope = false;
+    {
+      std::lock_guard lock{log.mutex};
+      std::optional<detail::launch_entry> in_flight;
+      if (measurements_may_come && log.awaiting != nullptr && log.owner != this_thread &&
+          log.awaiting == log.launches.last()) {
+        in_flight.emplace(log.launches.take_last());
+      }
+      // Oldest first: the launches handed over to the fold thread, then the ones after them.
+      log.handed.append(log.launches.release());
+      unfolded = log.handed.release();
+      log.handed_launches = 0;
+      log.fold_queued = false;
+      log.awaiting = nullptr;
+      log.unfolded = 0;
+      left_a_scope = log.left_out_intervals > 0 || log.intervals.last() != nullptr;
+      if (kind == read_kind::snapshot) {
+        read.lost.unpaired += log.unpaired;
+      } else {
+        read.lost.unpaired += std::exchange(log.unpaired, 0);
+        read.left_out.launches += std::exchange(log.left_out_launches, 0);
+        read.left_out.scope_intervals += std::exchange(log.left_out_intervals, 0);
+        prefix_intervals = log.intervals.release();
+      }
+      if (in_flight) {
+        if (kind == read_kind::take) {
+          // It belongs to the next pass, whose prefix it was not counted in: left out of that one.
+          read.earliest_left =
+              std::min(read.earliest_left.value_or(in_flight->issued), in_flight->issued);
+          in_flight->in_prefix = false;
+          ++log.left_out_launches;
+        }
+        log.awaiting = &log.launches.emplace(r.pools->launches, std::move(*in_flight));
+        log.unfolded = 1;
+      }
     }
-    fold(r, log);
+    // Taken before the fold, which may throw: the intervals are freed with the other prefixes'.
+    if (kind == read_kind::take)
+      read.prefixes.push_back(taken_prefix{shared, {}, prefix_intervals});
+    detail::fold_chunks(r, log, unfolded);
     // A thread counts when it launched or left a scope this pass, as summarize() counts a full
     // record's threads (kept in the prefix or not).
-    const bool active =
-        !log.aggregate.empty() || log.left_out_intervals > 0 || log.intervals.last() != nullptr;
-    if (active && !log.replays) ++read.threads;
+    if ((!log.aggregate.empty() || left_a_scope) && !log.replays) ++read.threads;
     if (kind == read_kind::snapshot) {
       read.lost.empty += log.aggregate_lost.empty;
       read.lost.failed += log.aggregate_lost.failed;
-      read.lost.unpaired += log.unpaired;
       read.aggregates.push_back(log.aggregate);
     } else {
       read.lost.empty += std::exchange(log.aggregate_lost.empty, 0);
       read.lost.failed += std::exchange(log.aggregate_lost.failed, 0);
-      read.lost.unpaired += std::exchange(log.unpaired, 0);
       // Forgotten first: the groups' nodes leave the log here, even if the push throws.
       log.forget_aggregate_index();
       read.aggregates.push_back(std::exchange(log.aggregate, {}));
-      read.left_out.launches += std::exchange(log.left_out_launches, 0);
-      read.left_out.scope_intervals += std::exchange(log.left_out_intervals, 0);
-      read.prefixes.push_back(taken_prefix{shared, std::exchange(log.prefix, {}), log.intervals.release()});
+      read.prefixes.back().launches = std::exchange(log.prefix, {});
     }
-    if (!in_flight) continue;
-    if (kind == read_kind::take) {
-      // It belongs to the next pass, whose prefix it was not counted in: left out of that one.
-      read.earliest_left = std::min(read.earliest_left.value_or(in_flight->issued), in_flight->issued);
-      in_flight->in_prefix = false;
-      ++log.left_out_launches;
-    }
-    log.awaiting = &log.launches.emplace(r.pools->launches, std::move(*in_flight));
-    log.unfolded = 1;
   }
   std::lock_guard lock{r.timeline_mutex};
   read.unions = kind == read_kind::take ? r.placed.take() : r.placed.snapshot();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "aggregate_fold.hpp"
 #include "core/interface/fork_locks.hpp"
 #include "scope_nvtx.hpp"
 #include "scope_paths.hpp"
@@ -47,16 +48,26 @@ constexpr fork_locks::handlers in_each_recorder{
     []() noexcept { for_each_live([](recorder& r) { lock_of(r).unlock(); }); },
 };
 
-void lock_thread_logs() noexcept {
-  for_each_live([](recorder& r) {
-    for (const auto& log : r.logs) log->mutex.lock();
-  });
-}
-void unlock_thread_logs() noexcept {
-  for_each_live([](recorder& r) {
-    for (const auto& log : r.logs) log->mutex.unlock();
-  });
-}
+/// The handlers of a rank that is one lock in each thread log of each live recorder:
+/// `lock_of(log)` returns the log's.
+template <auto lock_of>
+constexpr fork_locks::handlers in_each_log{
+    []() noexcept {
+      for_each_live([](recorder& r) {
+        for (const auto& log : r.logs) lock_of(*log).lock();
+      });
+    },
+    []() noexcept {
+      for_each_live([](recorder& r) {
+        for (const auto& log : r.logs) lock_of(*log).unlock();
+      });
+    },
+    []() noexcept {
+      for_each_live([](recorder& r) {
+        for (const auto& log : r.logs) lock_of(*log).unlock();
+      });
+    },
+};
 
 void lock_pools() noexcept {
   for_each_live([](recorder& r) {
@@ -71,18 +82,20 @@ void unlock_pools() noexcept {
   });
 }
 
-constexpr fork_locks::handlers thread_logs_across_fork{&lock_thread_logs, &unlock_thread_logs,
-                                                       &unlock_thread_logs};
 constexpr fork_locks::handlers pools_across_fork{&lock_pools, &unlock_pools, &unlock_pools};
 
 [[maybe_unused]] const bool recorders_enrolled =
-    fork_locks::enroll(fork_locks::rank::recorder_registry,
-                       fork_locks::one_lock<[]() -> auto& { return recorder_registry::get().mutex; }>) &&
+    fork_locks::enroll(
+        fork_locks::rank::recorder_registry,
+        fork_locks::one_lock<[]() -> auto& { return recorder_registry::get().mutex; }>) &&
     fork_locks::enroll(fork_locks::rank::recorder_collect,
                        in_each_recorder<[](recorder& r) -> auto& { return r.collect_mutex; }>) &&
     fork_locks::enroll(fork_locks::rank::recorder_logs,
                        in_each_recorder<[](recorder& r) -> auto& { return r.logs_mutex; }>) &&
-    fork_locks::enroll(fork_locks::rank::thread_logs, thread_logs_across_fork) &&
+    fork_locks::enroll(fork_locks::rank::thread_folds,
+                       in_each_log<[](thread_log& log) -> auto& { return log.fold_mutex; }>) &&
+    fork_locks::enroll(fork_locks::rank::thread_logs,
+                       in_each_log<[](thread_log& log) -> auto& { return log.mutex; }>) &&
     fork_locks::enroll(fork_locks::rank::recorder_captures,
                        in_each_recorder<[](recorder& r) -> auto& { return r.captures_mutex; }>) &&
     fork_locks::enroll(fork_locks::rank::recorder_timeline,
@@ -150,7 +163,8 @@ recorder::recorder(const attribution_options& options)
       unscoped{options.unscoped},
       clock{options.clock != nullptr ? options.clock : &steady_now},
       pools{std::make_shared<recorder_pools>()},
-      origin{clock()} {
+      origin{clock()},
+      folds{[this](thread_log& log) { fold_handed(*this, log); }} {
   pools->aggregate_only = options.aggregate_only;
   pools->prefix_events = options.aggregate_only ? options.trace_prefix_events : 0;
   pools->prefix.reset(pools->prefix_events);
@@ -160,6 +174,8 @@ recorder::recorder(const attribution_options& options)
 }
 
 recorder::~recorder() {
+  // First: its folds read the logs and the timeline.
+  folds.stop();
   if (unscoped == unscoped_launches::sole_scoped_thread) sole_scoped_wanted.fetch_sub(1, std::memory_order_relaxed);
   // The destroying thread's own cache entry goes entirely; other threads' caches cannot be
   // touched from here, so their entries are closed instead and only the small log object stays

@@ -22,6 +22,7 @@
 #include <limits>
 #include <unordered_map>
 
+#include "fold_thread.hpp"
 #include "scope_paths.hpp"
 // The aggregation summarize() uses too: an aggregate-only pass folds into the same rows.
 #include "report/summary_builder.hpp"
@@ -158,6 +159,19 @@ class chunk_list {
     return std::exchange(head_, nullptr);
   }
 
+  /// Appends the chunks of `list` (another list's release()) after its own. Cost: a walk over the
+  /// appended chunks to find their last.
+  void append(chunk<T>* list) noexcept {
+    if (list == nullptr) return;
+    if (tail_ != nullptr) {
+      tail_->next = list;
+    } else {
+      head_ = list;
+    }
+    tail_ = list;
+    while (tail_->next != nullptr) tail_ = tail_->next;
+  }
+
  private:
   chunk<T>* head_ = nullptr;
   chunk<T>* tail_ = nullptr;
@@ -281,6 +295,12 @@ struct recorder_pools {
 /// An aggregate-only attribution's launches fold into totals this often, per thread.
 inline constexpr std::size_t fold_every = 4096;
 
+/// An aggregate-only thread hands its launches to the fold thread (fold_thread.hpp) every
+/// `fold_every`; once this many folds' worth wait for it, the thread folds them itself, so a fold
+/// thread that falls behind (a measurement whose kernel has not finished) holds the launching
+/// thread back instead of letting its unfolded launches grow without bound.
+inline constexpr std::size_t fold_backlog = 2 * fold_every;
+
 /// What an aggregate-only attribution totals launches by: scope path, kernel and stream. The views
 /// are over the static storage a launch_entry's are.
 using aggregate_key = std::tuple<path_id, std::string_view, std::string_view, int, std::uint64_t>;
@@ -327,10 +347,14 @@ struct aggregate_identity_hash {
 /// One thread's records for one attribution.
 ///
 /// Written by its thread only, under `mutex`; `collect` takes the lock just long enough to take the
-/// chunks, so the lock is uncontended on the launch path. Shared between the thread (through its
-/// cache) and the recorder, so it outlives either: a thread that exits before `collect` loses
-/// nothing, and a thread still holding it after its attribution ended finds it closed (its storage
-/// freed, see close()) and records nothing, rather than writing into freed memory.
+/// chunks, so the lock is uncontended on the launch path. An aggregate-only log's totals are under
+/// `fold_mutex`, held by whoever folds (the fold thread, or a launching thread or a collect that
+/// folds itself), never by a launch that only hands its launches over; it is taken before `mutex`
+/// when both are held (fork_locks.hpp: thread_folds, then thread_logs). Shared between the thread
+/// (through its cache) and the recorder, so it outlives either: a thread that exits before
+/// `collect` loses nothing, and a thread still holding it after its attribution ended finds it
+/// closed (its storage freed, see close()) and records nothing, rather than writing into freed
+/// memory.
 struct thread_log {
   thread_log(std::uint64_t owner, std::uint32_t index, attribution_clock clock,
              std::shared_ptr<recorder_pools> pools)
@@ -344,6 +368,7 @@ struct thread_log {
   const attribution_clock clock;
   const std::shared_ptr<recorder_pools> pools;
 
+  std::mutex fold_mutex;
   std::mutex mutex;
   chunk_list<launch_entry> launches;
   chunk_list<interval_entry> intervals;
@@ -356,9 +381,17 @@ struct thread_log {
   /// The log of replayed graph nodes (recorder::replay_log), not a thread's. Set before it is shared.
   bool replays = false;
 
-  /// Aggregate-only: the totals of the launches folded so far this pass, what was lost reading
-  /// their measurements, how many launches wait to be folded, and the folds' scratch list of
-  /// kernels on the timeline (kept to be reused).
+  /// Aggregate-only, under `mutex`: how many launches `launches` holds since the last hand-over,
+  /// the launches handed over to be folded (oldest first) and how many, and whether the fold
+  /// thread has been asked to fold them.
+  std::size_t unfolded = 0;
+  chunk_list<launch_entry> handed;
+  std::size_t handed_launches = 0;
+  bool fold_queued = false;
+
+  /// Aggregate-only, under `fold_mutex`: the totals of the launches folded so far this pass, what
+  /// was lost reading their measurements, and the folds' scratch list of kernels on the timeline
+  /// (kept to be reused).
   std::map<aggregate_key, launch_group> aggregate;
   /// Aggregate-only: `aggregate`'s groups by identity (nodes' addresses hold while the map lives),
   /// so the fold finds a launch's group without comparing kernel names down the map; and the last
@@ -367,10 +400,10 @@ struct thread_log {
   std::unordered_map<aggregate_identity, launch_group*, aggregate_identity_hash> aggregate_index;
   std::optional<std::pair<aggregate_identity, launch_group*>> last_group;
   lost_measurements aggregate_lost;
-  std::size_t unfolded = 0;
   std::vector<std::tuple<std::string_view, int, std::uint64_t, instant, instant>> placed_scratch;
-  /// Aggregate-only: the folded launches of the trace prefix (their scope intervals are in
-  /// `intervals`), and what this thread left out of the prefix this pass.
+  /// Aggregate-only: the folded launches of the trace prefix, under `fold_mutex` (their scope
+  /// intervals are in `intervals`), and what this thread left out of the prefix this pass, under
+  /// `mutex`.
   std::vector<prefix_launch> prefix;
   std::size_t left_out_launches = 0;
   std::size_t left_out_intervals = 0;
@@ -386,18 +419,23 @@ struct thread_log {
   /// push it out, or the thread exits), and with it a pass's worth of storage.
   void close() noexcept {
     chunk<launch_entry>* dropped_launches = nullptr;
+    chunk<launch_entry>* dropped_handed = nullptr;
     chunk<interval_entry>* dropped_intervals = nullptr;
     std::vector<prefix_launch> dropped_prefix;
     {
+      std::lock_guard folding{fold_mutex};
       std::lock_guard lock{mutex};
       closed = true;
       dropped_prefix.swap(prefix);
       awaiting = nullptr;
       dropped_launches = launches.release();
+      dropped_handed = handed.release();
+      handed_launches = 0;
       dropped_intervals = intervals.release();
     }
     // Outside the lock: dropping an unread measurement may release device resources.
     delete_chunks(dropped_launches);
+    delete_chunks(dropped_handed);
     delete_chunks(dropped_intervals);
   }
 };
@@ -433,6 +471,10 @@ struct recorder {
   /// Aggregate-only: the places of folded kernels on the timeline, from every thread.
   std::mutex timeline_mutex;
   timeline placed{fold_every};
+
+  /// Aggregate-only: the thread the logs' launches are folded on. Declared last, so it is
+  /// destroyed (its thread stopped) before anything its folds touch; ~recorder stops it first.
+  fold_thread folds;
 
   /// The calling thread's log, made on its first use. May throw std::bad_alloc.
   std::shared_ptr<thread_log> log_of_this_thread();

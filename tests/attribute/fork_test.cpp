@@ -6,6 +6,7 @@
 // a message when a fork() call does not return within `hang_limit`, and a child that has not ended
 // within `child_limit` is killed and reported as hung (the forking stops there).
 
+#include <launchwatch/launch_path.hpp>
 #include <launchwatch/launchwatch.hpp>
 
 #include <errno.h>
@@ -25,7 +26,9 @@
 
 #include <gtest/gtest.h>
 
+#include "attribute/fold_thread.hpp"
 #include "conformance/conformance_kernels.hpp"
+#include "support/measurements.hpp"
 #include "support/sanitizers.hpp"
 
 namespace launchwatch {
@@ -129,6 +132,53 @@ std::string said(int status) {
   return "exited with " + std::to_string(status);
 }
 
+/// Forks `forks` children, one at a time: each runs `child(round)` and exits with what it returns
+/// (3 when it throws); the parent runs `between(round)` after each child ended. Returns each
+/// child's outcome (outcome_of), stopping after the first that hung.
+template <class Child, class Between>
+std::vector<int> fork_rounds(int forks, Child child, Between between) {
+  std::vector<int> statuses;
+  fork_watchdog watchdog;
+  for (int round = 0; round < forks; ++round) {
+    const pid_t pid = watchdog.fork();
+    if (pid < 0) {
+      ADD_FAILURE() << "fork failed";
+      break;
+    }
+    if (pid == 0) {
+      int status = 2;
+      try {
+        status = child(round);
+      } catch (...) {
+        status = 3;
+      }
+      ::_exit(status);
+    }
+    statuses.push_back(outcome_of(pid));
+    if (statuses.back() == hung) break;  // the next would likely hang too: say so now
+    between(round);
+  }
+  return statuses;
+}
+
+/// Fails the test for each child of `statuses` that did not exit with 0 (the first five named,
+/// with `meaning` of a status, if it has one), and when fewer than `forks` children ran.
+template <class Meaning>
+void expect_every_child_passed(const std::vector<int>& statuses, int forks, Meaning meaning) {
+  int failed = 0;
+  for (std::size_t round = 0; round < statuses.size(); ++round) {
+    if (statuses[round] != 0) {
+      ++failed;
+      if (failed <= 5) {
+        ADD_FAILURE() << "child of fork " << round << " " << said(statuses[round])
+                      << meaning(statuses[round]);
+      }
+    }
+  }
+  EXPECT_EQ(statuses.size(), static_cast<std::size_t>(forks)) << "forks made";
+  EXPECT_EQ(failed, 0) << "of " << forks << " children";
+}
+
 TEST(Fork, CompletesWhileOneThreadHoldsAScopeOpenAndAnotherLaunchesOutsideEveryScope) {
   // Finding 2: fork's prepare step took the scoped threads' lock and then waited for the slot's
   // readers, while a launch held the slot and waited for that lock to find the sole scoped thread.
@@ -157,27 +207,12 @@ TEST(Fork, CompletesWhileOneThreadHoldsAScopeOpenAndAnotherLaunchesOutsideEveryS
   std::this_thread::sleep_for(20ms);
 
   constexpr int forks = 1000;
-  int completed = 0;
-  int failed = 0;
-  {
-    fork_watchdog watchdog;
-    for (int round = 0; round < forks; ++round) {
-      const pid_t child = watchdog.fork();
-      ASSERT_GE(child, 0) << "fork failed";
-      if (child == 0) ::_exit(0);
-      const int status = outcome_of(child);
-      ++completed;
-      if (status == 0) continue;
-      ++failed;
-      ADD_FAILURE() << "child of fork " << round << " " << said(status);
-      if (status == hung) break;
-    }
-  }
+  const auto statuses = fork_rounds(
+      forks, [](int) { return 0; }, [](int) {});
   stop.store(true);
   launching.join();
   holding.join();
-  EXPECT_EQ(completed, forks);
-  EXPECT_EQ(failed, 0) << "children that did not exit 0";
+  expect_every_child_passed(statuses, forks, [](int) { return ""; });
 }
 
 using testing::under_thread_sanitizer;
@@ -233,39 +268,63 @@ TEST(Fork, LeavesTheChildAbleToEnterNewScopesLaunchAndAttributeWhileAnotherThrea
   while (entered.load() == 0) std::this_thread::yield();
 
   constexpr int forks = 100;
-  std::vector<int> statuses;
-  {
-    fork_watchdog watchdog;
-    for (int round = 0; round < forks; ++round) {
-      const pid_t child = watchdog.fork();
-      ASSERT_GE(child, 0) << "fork failed";
-      if (child == 0) {
-        int status = 2;
-        try {
-          status = enter_launch_and_attribute(round);
-        } catch (...) {
-          status = 3;
-        }
-        ::_exit(status);
-      }
-      statuses.push_back(outcome_of(child));
-      if (statuses.back() == hung) break;  // the next would likely hang too: say so now
-      // The naming thread's intervals accumulate in the parent's attribution: drop them now and
-      // then (collect also takes the locks the fork takes).
-      if (round % 16 == 15) (void)observer->collect();
-    }
-  }
+  const auto statuses = fork_rounds(forks, enter_launch_and_attribute, [&](int round) {
+    // The naming thread's intervals accumulate in the parent's attribution: drop them now and
+    // then (collect also takes the locks the fork takes).
+    if (round % 16 == 15) (void)observer->collect();
+  });
   stop.store(true);
   naming.join();
-  int failed = 0;
-  for (std::size_t round = 0; round < statuses.size(); ++round) {
-    if (statuses[round] != 0) {
-      ++failed;
-      if (failed <= 5) ADD_FAILURE() << "child of fork " << round << " " << said(statuses[round]);
+  expect_every_child_passed(statuses, forks, [](int) { return ""; });
+}
+
+TEST(Fork, LeavesAnAggregateOnlyChildFoldingItsOwnLaunchesWithoutTheParentsFoldThread) {
+  // The parent's fold thread is not in the child, and its lock and queue may have been in use at
+  // the fork: the child folds on its own thread, and counts each of its launches once.
+  if (testing::under_address_sanitizer) GTEST_SKIP() << testing::address_sanitizer_fork_unsafe;
+  detail::fold_thread::decide_for_testing(true);  // whatever the machine's cores
+  attribution_options options;
+  options.aggregate_only = true;
+  auto observer = std::make_shared<attribution>(options);
+  launch_observation watching{observer};
+  const auto launch_measured = [] {
+    launch_info info;
+    info.kernel = "k";
+    info.stream = 1;
+    launch_path::notify_launch(info);
+    launch_path::notify_profiled("k", testing::measured_on_device(1us));
+  };
+  // Keeps the parent's fold thread busy across the forks.
+  std::atomic<bool> stop{false};
+  std::atomic<long> launched{0};
+  std::thread launching{[&] {
+    while (!stop.load()) {
+      launch_measured();
+      launched.fetch_add(1);
     }
-  }
-  EXPECT_EQ(statuses.size(), static_cast<std::size_t>(forks)) << "forks made";
-  EXPECT_EQ(failed, 0) << "of " << forks << " children";
+  }};
+  while (launched.load() < 3 * 4096) std::this_thread::yield();
+
+  constexpr int forks = 20;
+  constexpr std::size_t child_launches = 3 * 4096 + 7;
+  const auto statuses = fork_rounds(
+      forks,
+      [&](int) {
+        (void)observer->collect_summary();  // what the parent had launched: not the child's
+        for (std::size_t i = 0; i < child_launches; ++i) launch_measured();
+        const auto summary = observer->collect_summary();
+        return summary.launches == child_launches && summary.timed_launches == child_launches ? 0
+                                                                                              : 4;
+      },
+      [](int) {});
+  stop.store(true);
+  launching.join();
+  expect_every_child_passed(statuses, forks, [](int status) {
+    return status == 4 ? " (its launches were not each counted once)" : "";
+  });
+  const auto summary = observer->collect_summary();
+  EXPECT_EQ(summary.launches, static_cast<std::size_t>(launched.load()));
+  detail::fold_thread::decide_for_testing(std::nullopt);
 }
 
 }  // namespace

@@ -68,16 +68,22 @@ struct attribution_options {
   /// stream) triples a thread launched, however many launches.
   ///
   /// Each thread's launches are folded into per-(scope path, kernel, stream) totals every 4,096
-  /// launches, on the launching thread: their measurements are read then (so a deferred kernel
-  /// 4,096 launches back must have finished, or the thread waits for it), their places on the
-  /// timeline go through a reorder window of 4,096 kernels per stream and per device, and their
-  /// storage is reused. Scope intervals are not kept, except in a trace prefix (see
-  /// `trace_prefix_events`). What it gives up: there is no pass_record of the whole pass, so the
-  /// trace is of the prefix at most; read the pass with `collect_summary()` or `collect_bounded()`
-  /// (`collect()` throws std::logic_error), and so far with `snapshot_summary()`. Idle
-  /// time and overlap are exact unless a kernel's measurement reaches the timeline more than 4,096
-  /// kernels late (pass_summary::out_of_order_kernels counts those, and the tree says so). A launch
-  /// whose measurement arrives after a collect is counted in that pass and its time in the next.
+  /// launches: where the process may run on 4 cores or more, on a thread the attribution starts
+  /// for this at its first fold, the launching thread only handing them over (a few pointer
+  /// moves); elsewhere, and in a forked child, on the launching thread (with fewer cores the
+  /// records' trips to another core cost it more than the fold). The fold reads their
+  /// measurements (so it waits for their kernels), places them on the timeline through a reorder
+  /// window of 4,096 kernels per stream and per device, and gives their storage back for reuse.
+  /// When the fold thread falls more than two folds behind a launching thread (kernels that have
+  /// not finished), the launching thread waits and folds them itself, so the launches waiting
+  /// stay bounded. Scope intervals are not kept,
+  /// except in a trace prefix (see `trace_prefix_events`). What it gives up: there is no
+  /// pass_record of the whole pass, so the trace is of the prefix at most; read the pass with
+  /// `collect_summary()` or `collect_bounded()` (`collect()` throws std::logic_error), and so far
+  /// with `snapshot_summary()`. Idle time and overlap are exact unless a kernel's measurement
+  /// reaches the timeline more than 4,096 kernels late (pass_summary::out_of_order_kernels counts
+  /// those, and the tree says so). A launch whose measurement arrives after a collect is counted in
+  /// that pass and its time in the next.
   bool aggregate_only = false;
 
   /// Aggregate-only: also keep the pass's beginning as a record for a trace, up to about this many

@@ -27,34 +27,38 @@
 //  3. recorder_collect    each live attribution's collect_mutex: held by collect() only while it
 //                         takes the threads' records, never while it reads a measurement.
 //  4. recorder_logs       each live attribution's logs_mutex (the list of its thread logs).
-//  5. thread_logs         each thread_log::mutex, through its attribution's list (rank 4). Held
-//                         while a launch or a scope is recorded, and by collect while it takes a
-//                         log's chunks. An aggregate-only attribution folds under it, reading the
-//                         measurements of up to fold_every launches: a fork then waits for those
-//                         kernels (see docs/guide.md, "fork()").
-//  6. recorder_captures   each live attribution's captures_mutex (taken under a thread log).
-//  7. recorder_timeline   each live attribution's timeline_mutex (taken under a thread log).
-//  8. chunk_pools         each live attribution's two chunk pools (taken under a thread log).
-//  9. scoped_threads      the threads with a scope open (attribute/scope.cpp). Taken under the
+//  5. thread_folds        each thread_log::fold_mutex, through its attribution's list (rank 4).
+//                         Held while an aggregate-only log's launches are folded (by the fold
+//                         thread, by a launching thread whose backlog is full, by a collect),
+//                         reading the measurements of up to fold_backlog launches: a fork then
+//                         waits for those kernels (see docs/guide.md, "fork()").
+//  6. thread_logs         each thread_log::mutex, likewise. Held while a launch or a scope is
+//                         recorded, and by collect or a fold while it takes a log's chunks.
+//  7. recorder_captures   each live attribution's captures_mutex (taken under a thread log).
+//  8. recorder_timeline   each live attribution's timeline_mutex (taken under a thread log or a
+//                         fold).
+//  9. chunk_pools         each live attribution's two chunk pools (taken under a thread log).
+// 10. scoped_threads      the threads with a scope open (attribute/scope.cpp). Taken under the
 //                         slot by a launch that is outside every scope
 //                         (unscoped_launches::sole_scoped_thread).
-// 10. path_table          the interned scope paths (attribute/scope.cpp). A leaf.
-// 11. nvtx_registry       the injection's registered NVTX strings and domains (inject). A leaf.
-// 12. cpu_devices         client::cpu()'s table of devices (backend/cpu). A leaf.
-// 13. allocation_registry the buffers alive (runtime/allocation.cpp), a distributed reader lock.
-// 14. logger_config       the profiling logger's configuration lock (held while a file opens).
-// 15. logger_queue        the profiling logger's queue; the writer holds it only to take a batch,
+// 11. path_table          the interned scope paths (attribute/scope.cpp). A leaf.
+// 12. nvtx_registry       the injection's registered NVTX strings and domains (inject). A leaf.
+// 13. cpu_devices         client::cpu()'s table of devices (backend/cpu). A leaf.
+// 14. allocation_registry the buffers alive (runtime/allocation.cpp), a distributed reader lock.
+// 15. logger_config       the profiling logger's configuration lock (held while a file opens).
+// 16. logger_queue        the profiling logger's queue; the writer holds it only to take a batch,
 //                         never while it resolves a measurement or writes a line.
-// 16. symbol_table        the demangled device symbols (kernel_symbols.cpp). A leaf.
-// 17. cpu_pool            which CPU pool is the process's (backend/cpu/cpu_pool.cpp), held while a
+// 17. symbol_table        the demangled device symbols (kernel_symbols.cpp). A leaf.
+// 18. cpu_pool            which CPU pool is the process's (backend/cpu/cpu_pool.cpp), held while a
 //                         pool starts: by a stream's worker at its first launch, and by
 //                         cpu_device::name(), which an observer may call under the slot. A leaf,
 //                         last so any lock above may be held when it is taken.
 //
 // Locks that are not here, and why: a stream's and a CPU timing pool's locks (a child never uses a
 // stream made before the fork: each stream records its fork generation), the CPU pool's own queue
-// (the child starts a pool of its own), each buffer's list of streams (see docs/guide.md,
-// "fork()").
+// (the child starts a pool of its own), an attribution's fold thread's queue (the child never
+// touches it: it folds on its own threads, fold_thread.hpp), each buffer's list of streams (see
+// docs/guide.md, "fork()").
 #pragma once
 
 #include <cstddef>
@@ -68,6 +72,7 @@ enum class rank : std::uint8_t {
   recorder_registry,
   recorder_collect,
   recorder_logs,
+  thread_folds,
   thread_logs,
   recorder_captures,
   recorder_timeline,

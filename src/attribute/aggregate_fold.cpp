@@ -114,9 +114,7 @@ void fold_handed(recorder& r, thread_log& log) {
   chunk<launch_entry>* chunks = nullptr;
   {
     std::lock_guard lock{log.mutex};
-    chunks = log.handed.release();
-    log.handed_launches = 0;
-    log.fold_queued = false;
+    chunks = log.take_handed();
   }
   fold_chunks(r, log, chunks);
 }

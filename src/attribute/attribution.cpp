@@ -452,9 +452,7 @@ aggregate_read read_aggregate(detail::recorder& r, bool measurements_may_come, r
       }
       // Oldest first: the launches handed over to the fold thread, then the ones after them.
       log.handed.append(log.launches.release());
-      unfolded = log.handed.release();
-      log.handed_launches = 0;
-      log.fold_queued = false;
+      unfolded = log.take_handed();
       log.awaiting = nullptr;
       log.unfolded = 0;
       left_a_scope = log.left_out_intervals > 0 || log.intervals.last() != nullptr;

@@ -49,18 +49,15 @@ class fold_thread {
   ~fold_thread();
 
   /// Has `log` folded on the thread, starting the thread if it is not running. False when it
-  /// cannot be (not used(), stopped, a forked child, or no thread could be started): the caller
-  /// folds itself.
-  /// `log` must stay alive until stop() returns. A log queued again before its fold ran is folded
-  /// once, by the caller's flag (thread_log::fold_queued). Cost: a lock, a push into a reserved
-  /// vector and a notify (a system call when the thread sleeps: once a fold, every 4,096 launches).
+  /// cannot be (no thread wanted here, stopped, a forked child, or no thread could be started): the
+  /// caller folds itself. `log` must stay alive until stop() returns. A log queued again before its
+  /// fold ran is folded once, by the caller's flag (thread_log::fold_queued). Cost: a lock, a push
+  /// into a reserved vector and a notify (a system call when the thread sleeps: once a fold, every
+  /// 4,096 launches).
   bool queue(thread_log& log) noexcept;
 
   /// Lets the thread finish the folds queued, then ends it. Idempotent.
   void stop() noexcept;
-
-  /// Whether folds go to the thread (decided at construction).
-  bool used() const noexcept { return used_; }
 
   /// For tests: makes fold_threads made from now on use their thread (true) or not (false)
   /// whatever the cores, or lets the cores decide again (nullopt).

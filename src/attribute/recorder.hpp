@@ -408,6 +408,14 @@ struct thread_log {
   std::size_t left_out_launches = 0;
   std::size_t left_out_intervals = 0;
 
+  /// Takes every launch handed over to be folded, oldest first, and resets what counts and
+  /// queues them. The caller holds `mutex`.
+  chunk<launch_entry>* take_handed() noexcept {
+    handed_launches = 0;
+    fold_queued = false;
+    return handed.release();
+  }
+
   /// Forgets where `aggregate`'s groups are: called before it is handed over or emptied.
   void forget_aggregate_index() noexcept {
     aggregate_index.clear();
@@ -429,8 +437,7 @@ struct thread_log {
       dropped_prefix.swap(prefix);
       awaiting = nullptr;
       dropped_launches = launches.release();
-      dropped_handed = handed.release();
-      handed_launches = 0;
+      dropped_handed = take_handed();
       dropped_intervals = intervals.release();
     }
     // Outside the lock: dropping an unread measurement may release device resources.

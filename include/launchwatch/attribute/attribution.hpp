@@ -76,14 +76,13 @@ struct attribution_options {
   /// window of 4,096 kernels per stream and per device, and gives their storage back for reuse.
   /// When the fold thread falls more than two folds behind a launching thread (kernels that have
   /// not finished), the launching thread waits and folds them itself, so the launches waiting
-  /// stay bounded. Scope intervals are not kept,
-  /// except in a trace prefix (see `trace_prefix_events`). What it gives up: there is no
-  /// pass_record of the whole pass, so the trace is of the prefix at most; read the pass with
-  /// `collect_summary()` or `collect_bounded()` (`collect()` throws std::logic_error), and so far
-  /// with `snapshot_summary()`. Idle time and overlap are exact unless a kernel's measurement
-  /// reaches the timeline more than 4,096 kernels late (pass_summary::out_of_order_kernels counts
-  /// those, and the tree says so). A launch whose measurement arrives after a collect is counted in
-  /// that pass and its time in the next.
+  /// stay bounded. Scope intervals are not kept, except in a trace prefix (see
+  /// `trace_prefix_events`). What it gives up: there is no pass_record of the whole pass, so the
+  /// trace is of the prefix at most; read the pass with `collect_summary()` or `collect_bounded()`
+  /// (`collect()` throws std::logic_error), and so far with `snapshot_summary()`. Idle time and
+  /// overlap are exact unless a kernel's measurement reaches the timeline more than 4,096 kernels
+  /// late (pass_summary::out_of_order_kernels counts those, and the tree says so). A launch whose
+  /// measurement arrives after a collect is counted in that pass and its time in the next.
   bool aggregate_only = false;
 
   /// Aggregate-only: also keep the pass's beginning as a record for a trace, up to about this many

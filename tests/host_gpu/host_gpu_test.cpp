@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -99,24 +100,39 @@ class handing_over : public launch_observer {
   }
   void timed(std::string_view, std::chrono::nanoseconds, timing_method) override {}
 
-  /// Reads measurements as they arrive until `expected` were read; returns how many had a window.
-  int read_all(int expected) {
+  /// Reads measurements as they arrive until finish() was called and every one handed over was
+  /// read. Returns how many were read and how many of those had a window. A launch refused its
+  /// measurement (every timing slot busy, on a loaded machine) hands over none, so the count read
+  /// is what to compare with, not the launches.
+  std::pair<int, int> read_all() {
+    int read = 0;
     int windows = 0;
-    for (int read = 0; read < expected; ++read) {
+    for (;;) {
       std::unique_lock lock{mutex_};
-      arrived_.wait(lock, [&] { return !waiting_.empty(); });
+      arrived_.wait(lock, [&] { return !waiting_.empty() || finished_; });
+      if (waiting_.empty()) return {read, windows};
       profile_duration next = std::move(waiting_.front());
       waiting_.pop_front();
       lock.unlock();
+      ++read;
       if (std::move(next).resolve().has_value()) ++windows;
     }
-    return windows;
+  }
+
+  /// No more measurements come: read_all() returns once it has read the ones waiting.
+  void finish() {
+    {
+      std::lock_guard lock{mutex_};
+      finished_ = true;
+    }
+    arrived_.notify_all();
   }
 
  private:
   std::mutex mutex_;
   std::condition_variable arrived_;
   std::deque<profile_duration> waiting_;
+  bool finished_ = false;
 };
 
 TEST(HostGpu, MeasurementsReadOnAnotherThreadWhileLaunchesGoOnAllHaveTheirWindows) {
@@ -124,16 +140,20 @@ TEST(HostGpu, MeasurementsReadOnAnotherThreadWhileLaunchesGoOnAllHaveTheirWindow
   auto values = client.empty<int>(32);
   auto reader = std::make_shared<handing_over>();
   constexpr int launches = 5000;
-  int windows = 0;
-  std::thread reading{[&] { windows = reader->read_all(launches); }};
+  std::pair<int, int> read_and_windows;
+  std::thread reading{[&] { read_and_windows = reader->read_all(); }};
   {
     launch_observation watching{reader};
     for (int i = 0; i < launches; ++i) {
       client.launch(fill{values.view(), i}, cube_count{1}, cube_dim{32});
     }
   }
+  reader->finish();
   reading.join();
-  EXPECT_EQ(windows, launches);
+  const auto [read, windows] = read_and_windows;
+  EXPECT_GT(read, 0) << "no measurement was handed over";
+  EXPECT_EQ(windows, read) << "of " << launches << " launches, " << read
+                           << " handed a measurement over";
 }
 
 TEST(HostGpu, ATimedLaunchInACaptureWindowIsRecordedUntimedAndTheRefusalSaysWhy) {

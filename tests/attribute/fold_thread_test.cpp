@@ -133,6 +133,9 @@ TEST(AggregateFold, HoldsALaunchingThreadBackWhileTheFoldThreadIsMoreThanTwoFold
     for (int i = 0; i < wanted; ++i) {
       launch_measured(reads, i == 0);
       returned.fetch_add(1);
+      // Once the first fold is handed over, on until the fold thread holds it: a fold thread slow
+      // to start (a loaded machine) would leave the backlog to fill sooner, not the rule's doing.
+      if (i == fold_every) (void)reads.wait_for_a_read(30s);
     }
   }};
   // The launch that hands over the fold past the backlog waits for the busy fold thread: one fold
@@ -159,9 +162,16 @@ TEST(AggregateFold, ACollectWhileTheFoldThreadIsBehindCountsEveryLaunchOnce) {
   constexpr int launched = 3 * fold_every + 5;
   {
     launch_observation watching{observer};
-    for (int i = 0; i < launched; ++i) launch_measured(reads, i == 0);
+    // The first hand-over, then the fold thread takes it and waits at its first read: only then do
+    // the next two stay handed over. Launched in one go, a fold thread slow to start (a loaded
+    // machine) left three handed over, past the backlog, and the launching thread folded them
+    // itself, waiting at the closed gate for good.
+    for (int i = 0; i <= fold_every; ++i) launch_measured(reads, i == 0);
+    const bool reading = reads.wait_for_a_read(30s);
+    if (!reading) reads.open();
+    ASSERT_TRUE(reading) << "the fold thread never read the first fold";
+    for (int i = fold_every + 1; i < launched; ++i) launch_measured(reads, false);
   }
-  ASSERT_TRUE(reads.wait_for_a_read(30s));
   // The collect waits for the fold thread's fold, then folds the rest itself.
   std::thread opener{[&] {
     std::this_thread::sleep_for(50ms);

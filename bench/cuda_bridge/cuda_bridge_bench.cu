@@ -3,7 +3,11 @@
 //   raw            no bridge, CUPTI never called in the process yet
 //   bridge idle    a cuda_bridge lives, nothing observes (its launch callbacks are off)
 //   names only     an observer that counts `launched_with` (callbacks on, no timing)
-//   deferred       an observer keeping every measurement unread (CUPTI kernel records)
+//   deferred       an observer keeping every measurement unread (CUPTI kernel records); its
+//                  first launch turns the records on, inside the timed loop, as a job's first
+//                  timed launch does once
+//   deferred, records on  the same under a bridge whose records were on before the loop
+//                  (trace_kernels_from_start): a long job's steady state, compared with the floors
 //   resolved       an observer told each duration (two events and a wait per launch)
 //   windows 20/80  deferred under cuda_timing_windows{20 ms, 80 ms} (a bridge of its own): kernel
 //                  records on for 20 ms of every 100, launches between them names only
@@ -14,8 +18,14 @@
 //                  so `deferred` minus this is the bridge's own share
 //   CUPTI callbacks the same without the records: what any CUPTI tool pays to be called at each
 //                  launch, so `names only` minus this is the bridge's own share of a names-only one
+//   CUPTI floor, read  the floor with each buffer's records read (cuptiActivityGetNextRecord) as
+//                  CUPTI hands it back, as a tool that uses its records must
+//   CUPTI floor, read and flushed  and a thread asking CUPTI for completed buffers every 10 ms
+//                  (cuptiActivityFlushAll(0)), as the bridge's collector does while a measurement
+//                  is awaited: the floor of a tool that hands its records over while the job runs
 // Each round makes a fresh bridge, so a round's idle and names-only cases run before its deferred
-// case turns CUPTI's kernel records on. Medians over the rounds; deltas and ratios against raw.
+// case turns CUPTI's kernel records on; each round runs its bridges and floors in another order.
+// Medians over the rounds; deltas and ratios against raw.
 //
 // Raw and `after` cannot run while a bridge lives, so beside the deltas of medians against raw the
 // table gives each case's paired delta against `bridge idle` of the same round (idle is raw with
@@ -36,9 +46,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 
@@ -113,10 +125,38 @@ void CUPTIAPI floor_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_
   std::free(buffer);
 }
 
-/// One launch loop under CUPTI alone (see "CUPTI floor" above; `records`: with the kernel records,
-/// else the callbacks alone); then CUPTI is given back as the bridge gives it back. Returns a
-/// negative time when CUPTI would not start.
-double cupti_floor_loop(cudaStream_t stream, int count, bool records) {
+/// What floor_buffer_read read: kept, so the reading is not optimised out.
+std::atomic<long> floor_records_read{0};
+std::atomic<std::uint64_t> floor_checksum{0};
+
+void CUPTIAPI floor_buffer_read(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  long kernels = 0;
+  std::uint64_t sum = 0;
+  CUpti_Activity* record = nullptr;
+  while (valid > 0 && cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+    if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
+    const auto* kernel = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+    sum += kernel->correlationId + (kernel->end - kernel->start);
+    ++kernels;
+  }
+  floor_records_read.fetch_add(kernels, std::memory_order_relaxed);
+  floor_checksum.fetch_xor(sum, std::memory_order_relaxed);
+  std::free(buffer);
+}
+
+/// What the floor's CUPTI subscriber does beside returning from its launch callbacks.
+struct floor_kind {
+  bool records = false;  ///< concurrent-kernel records on
+  bool read = false;     ///< each buffer's records read as it comes back
+  bool flushed = false;  ///< cuptiActivityFlushAll(0) every 10 ms from another thread
+};
+
+/// Milliseconds cuptiActivityEnable(CONCURRENT_KERNEL) took, each time a floor turned it on.
+std::vector<double> enable_ms;
+
+/// One launch loop under CUPTI alone (see "CUPTI floor" above); then CUPTI is given back as the
+/// bridge gives it back. Returns a negative time when CUPTI would not start.
+double cupti_floor_loop(cudaStream_t stream, int count, floor_kind kind) {
   CUpti_SubscriberHandle subscriber = nullptr;
   if (cuptiSubscribe(&subscriber, &floor_callback, nullptr) != CUPTI_SUCCESS) return -1;
   constexpr CUpti_CallbackId ids[] = {
@@ -124,12 +164,28 @@ double cupti_floor_loop(cudaStream_t stream, int count, bool records) {
       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,         CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
       CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz};
   for (const auto id : ids) (void)cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
-  if (records) {
-    (void)cuptiActivityRegisterCallbacks(&floor_buffer_requested, &floor_buffer_completed);
+  if (kind.records) {
+    (void)cuptiActivityRegisterCallbacks(&floor_buffer_requested,
+                                         kind.read ? &floor_buffer_read : &floor_buffer_completed);
+    const auto start = clock_type::now();
     (void)cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    enable_ms.push_back(
+        std::chrono::duration<double, std::milli>(clock_type::now() - start).count());
+  }
+  std::atomic<bool> done{false};
+  std::thread flusher;
+  if (kind.flushed) {
+    flusher = std::thread{[&done] {
+      while (!done.load(std::memory_order_relaxed)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds{10});
+        (void)cuptiActivityFlushAll(0);
+      }
+    }};
   }
   const double us = launch_loop(stream, count);
-  if (records) {
+  done.store(true, std::memory_order_relaxed);
+  if (flusher.joinable()) flusher.join();
+  if (kind.records) {
     (void)cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   }
@@ -168,7 +224,12 @@ int main(int argc, char** argv) {
   long windowed_launches = 0;
   long windowed_timed = 0;
   long windowed_missing = 0;
-  for (int r = 0; r < rounds; ++r) {
+  // A round's blocks, each a bridge's life (or CUPTI's alone); every round starts at another
+  // block, so none always runs after the same one: launches get slower over a run of CUPTI
+  // sessions (`after` drifts up round by round), which a fixed order would charge to the blocks
+  // that come last.
+  bool unavailable = false;
+  const std::function<void()> main_bridge = [&] {
     try {
       launchwatch::cuda_bridge bridge;
       us["bridge idle"].push_back(launch_loop(stream, launches));
@@ -185,30 +246,54 @@ int main(int argc, char** argv) {
       }
     } catch (const launchwatch::cuda_bridge_unavailable& why) {
       std::printf("the bridge is unavailable: %s\n", why.what());
-      return 0;
-    }
-    {
-      // A bridge of its own: one bridge's options hold while it lives.
-      launchwatch::cuda_bridge_options windowed;
-      windowed.timing_windows = launchwatch::cuda_timing_windows{std::chrono::milliseconds{20},
-                                                                 std::chrono::milliseconds{80}};
-      launchwatch::cuda_bridge bridge{windowed};
-      us["windows 20/80"].push_back(
-          deferred_loop(stream, launches, windowed_timed, windowed_missing));
-      windowed_launches += launches;
+      unavailable = true;
+      return;
     }
     us["after"].push_back(launch_loop(stream, launches));
-    const double floor_us = cupti_floor_loop(stream, launches, true);
-    if (floor_us > 0) us["CUPTI floor"].push_back(floor_us);
-    const double callbacks_us = cupti_floor_loop(stream, launches, false);
-    if (callbacks_us > 0) us["CUPTI callbacks"].push_back(callbacks_us);
+  };
+  const std::function<void()> windowed_bridge = [&] {
+    // A bridge of its own: one bridge's options hold while it lives.
+    launchwatch::cuda_bridge_options windowed;
+    windowed.timing_windows = launchwatch::cuda_timing_windows{std::chrono::milliseconds{20},
+                                                               std::chrono::milliseconds{80}};
+    launchwatch::cuda_bridge bridge{windowed};
+    us["windows 20/80"].push_back(
+        deferred_loop(stream, launches, windowed_timed, windowed_missing));
+    windowed_launches += launches;
+  };
+  const std::function<void()> from_start_bridge = [&] {
+    launchwatch::cuda_bridge_options from_start;
+    from_start.trace_kernels_from_start = true;
+    launchwatch::cuda_bridge bridge{from_start};
+    us["deferred, records on"].push_back(deferred_loop(stream, launches, delivered, missing));
+  };
+  const auto floor = [&](const char* name, floor_kind kind) {
+    return std::function<void()>{[&us, &stream, launches, name, kind] {
+      if (const double floor_us = cupti_floor_loop(stream, launches, kind); floor_us > 0) {
+        us[name].push_back(floor_us);
+      }
+    }};
+  };
+  const std::vector<std::function<void()>> blocks = {
+      main_bridge,
+      windowed_bridge,
+      from_start_bridge,
+      floor("CUPTI floor", {true, false, false}),
+      floor("CUPTI callbacks", {false, false, false}),
+      floor("CUPTI floor, read", {true, true, false}),
+      floor("CUPTI floor, read and flushed", {true, true, true})};
+  for (int r = 0; r < rounds && !unavailable; ++r) {
+    for (std::size_t i = 0; i < blocks.size() && !unavailable; ++i) {
+      blocks[(static_cast<std::size_t>(r) + i) % blocks.size()]();
+    }
   }
+  if (unavailable) return 0;
 
   const double base = median(raw);
   std::printf("CUDA bridge, host time per empty <<<>>> launch, %s, %d launches x %d rounds "
               "(medians)\n\n",
               properties.name, launches, rounds);
-  std::printf("%-12s %10s %10s %8s %12s  %s\n", "case", "us/launch", "vs raw us", "ratio",
+  std::printf("%-29s %10s %10s %8s %12s  %s\n", "case", "us/launch", "vs raw us", "ratio",
               "vs idle us", "target");
   const struct {
     const char* name;
@@ -218,11 +303,14 @@ int main(int argc, char** argv) {
                {"bridge idle", "within noise of raw", 0.1},
                {"names only", "<= +0.5 us", 0.5},
                {"deferred", "<= +1.0 us", 1.0},
+               {"deferred, records on", "(records on before the loop: a job's steady state)", -1},
                {"resolved", "(blocks per launch)", -1},
                {"windows 20/80", "(deferred inside 20 ms of every 100, names only between)", -1},
                {"after", "within noise of raw", 0.1},
                {"CUPTI floor", "(no bridge: CUPTI's callbacks and records alone)", -1},
-               {"CUPTI callbacks", "(no bridge: CUPTI's launch callbacks alone, no records)", -1}};
+               {"CUPTI callbacks", "(no bridge: CUPTI's launch callbacks alone, no records)", -1},
+               {"CUPTI floor, read", "(the floor, each buffer's records read)", -1},
+               {"CUPTI floor, read and flushed", "(and flushed every 10 ms)", -1}};
   for (const auto& c : cases) {
     const double m = median(us[c.name]);
     // Paired with the same round's idle case, for the cases measured while the bridge lived.
@@ -240,7 +328,7 @@ int main(int argc, char** argv) {
     }
     std::string verdict;
     if (c.limit_us > 0) verdict = m - base <= c.limit_us ? " ok" : " MISSED (vs raw)";
-    std::printf("%-12s %10.3f %+10.3f %8.2f %12s  %s%s\n", c.name, m, m - base, m / base,
+    std::printf("%-29s %10.3f %+10.3f %8.2f %12s  %s%s\n", c.name, m, m - base, m / base,
                 paired.c_str(), c.target, verdict.c_str());
   }
   // Each case minus the floor CUPTI sets for it, the same round: the bridge's own share.
@@ -256,8 +344,21 @@ int main(int argc, char** argv) {
   };
   std::printf("\n");
   share("deferred", "CUPTI floor", "the bridge's own share");
+  share("deferred, records on", "CUPTI floor", "the bridge's own share in a job's steady state");
+  share("deferred, records on", "CUPTI floor, read and flushed",
+        "the bridge's own share over a tool that reads its records while the job runs");
+  share("CUPTI floor, read", "CUPTI floor", "reading the records");
+  share("CUPTI floor, read and flushed", "CUPTI floor, read", "flushing every 10 ms");
+  if (!enable_ms.empty()) {
+    std::printf(
+        "turning CUPTI's kernel records on (cuptiActivityEnable), once a job: %.2f ms "
+        "median, %.3f us a launch of one round of %d\n",
+        median(enable_ms), median(enable_ms) * 1000.0 / launches, launches);
+  }
   share("names only", "CUPTI callbacks", "the bridge's own share of a names-only launch");
   std::printf("\ndeferred measurements: %ld resolved, %ld missing\n", delivered, missing);
+  std::printf("kernel records read by the two reading floors: %ld of %ld launched\n",
+              floor_records_read.load(), 2L * launches * rounds);
   std::printf("timing windows 20/80: %ld of %ld launches timed (%.1f%%), %ld missing\n", windowed_timed,
               windowed_launches,
               windowed_launches == 0 ? 0.0 : 100.0 * static_cast<double>(windowed_timed) /

@@ -42,6 +42,10 @@ each moved by ±15% on a host-bound model on the H200).
 
 Internally the same file is the worker:
 `modules_table.py --worker MODEL --json FILE [--profile] [--sink noop|ctypes|python-hooks]`.
+Its JSON has the measured steps' wall per step and, beside it, the stepping thread's and the whole
+process's CPU time per step (a step that grew in wall but not in CPU time waited for something).
+With LAUNCHWATCH_BENCH_PERF_CTL=CTL,ACK (the FIFOs of `perf record -D -1 --control fifo:CTL,ACK`)
+the worker turns perf's sampling on for its measured steps only.
 """
 
 import argparse
@@ -350,6 +354,26 @@ def kernel_names(trace_file):
     return names
 
 
+class PerfControl:
+    """perf record's control FIFOs (`perf record -D -1 --control fifo:CTL,ACK`), named by
+    LAUNCHWATCH_BENCH_PERF_CTL as "CTL,ACK": the worker enables sampling for its measured steps
+    only, so a profile leaves out importing torch, building the model and the exit. Unset: nothing."""
+
+    def __init__(self, fifos):
+        self.control = self.ack = None
+        if fifos:
+            control, ack = fifos.split(",")
+            self.control = open(control, "w")
+            self.ack = open(ack)
+
+    def command(self, what):
+        if self.control is None:
+            return
+        self.control.write(what + "\n")
+        self.control.flush()
+        self.ack.readline()  # perf acknowledges once it has done it
+
+
 def worker(args):
     import torch
 
@@ -372,12 +396,21 @@ def worker(args):
     for _ in range(warmup):
         step()
     synchronize()
+    perf = PerfControl(os.environ.get("LAUNCHWATCH_BENCH_PERF_CTL"))
+    perf.command("enable")
     start = time.perf_counter()
+    thread_cpu, process_cpu = time.thread_time(), time.process_time()
     for _ in range(steps):
         step()
     synchronize()
     step_ms = (time.perf_counter() - start) * 1e3 / steps
-    result.update(step_ms=step_ms, steps=steps, roots=roots, note=note)
+    # CPU time of the stepping thread and of the whole process over the measured steps: a step
+    # that grew in wall time but not in its thread's CPU time waited for something.
+    thread_cpu_ms = (time.thread_time() - thread_cpu) * 1e3 / steps
+    process_cpu_ms = (time.process_time() - process_cpu) * 1e3 / steps
+    perf.command("disable")
+    result.update(step_ms=step_ms, steps=steps, roots=roots, note=note,
+                  step_thread_cpu_ms=thread_cpu_ms, step_process_cpu_ms=process_cpu_ms)
     if args.profile:
         profiler.__exit__(None, None, None)
         exported = time.perf_counter()

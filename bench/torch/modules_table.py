@@ -40,6 +40,13 @@ process and the table's configuration of its own: the split table then gives med
 ratio as the median of the rounds' ratios to their own plain process with its range (one process
 each moved by ±15% on a host-bound model on the H200).
 
+`--blocks N` measures, for each model, launchwatch's own share of the step inside one process,
+where the spread between processes cannot reach it: --variant-rounds processes under
+`launchwatch run --torch modules --capture-range cuda-profiler-api`, each timing its steps in
+blocks of N, watched and unwatched in turn (unwatched: after cudaProfilerStop, the module hooks out
+of torch's registries, so each launch pays only CUPTI's callback and kernel record: the floor of
+any CUPTI-timed tool), and a third table with each process's ratio, paired block by block.
+
 Internally the same file is the worker:
 `modules_table.py --worker MODEL --json FILE [--profile] [--sink noop|ctypes|python-hooks]`.
 Its JSON has the measured steps' wall per step and, beside it, the stepping thread's and the whole
@@ -49,6 +56,7 @@ the worker turns perf's sampling on for its measured steps only.
 """
 
 import argparse
+import contextlib
 import csv
 import json
 import os
@@ -354,6 +362,43 @@ def kernel_names(trace_file):
     return names
 
 
+def watched_blocks(step, steps, size, device, synchronize):
+    """launchwatch's own share of the step, measured inside one process: `steps` steps in blocks of
+    `size`, watched and unwatched in turn (each pair in the other order than the one before, so a
+    drift falls on both alike). Unwatched: cudaProfilerStop, which under `launchwatch run
+    --capture-range cuda-profiler-api` leaves each launch at CUPTI's callback and kernel record
+    and a counter, and the module hooks out of torch's registries; watched: cudaProfilerStart and
+    the hooks back. Each block's time per step, and their ratio pair by pair (its median and
+    range): what launchwatch adds over CUPTI's floor, free of the spread between processes, which
+    on the H200's hosts is larger than the ratio itself."""
+    import torch
+
+    profiler = torch.cuda.profiler if device.type == "cuda" else None
+    pairs = max(1, steps // (2 * size))
+    watched, unwatched = [], []
+    for pair in range(pairs):
+        for watching in ((True, False) if pair % 2 == 0 else (False, True)):
+            if profiler:
+                (profiler.start if watching else profiler.stop)()
+            hooks = sys.modules.get("launchwatch.torch")
+            unwatched_hooks = (hooks._hooks_suspended() if hooks and not watching
+                               else contextlib.nullcontext())
+            with unwatched_hooks:
+                start = time.perf_counter()
+                for _ in range(size):
+                    step()
+                synchronize()
+            (watched if watching else unwatched).append(
+                (time.perf_counter() - start) * 1e3 / size)
+    if profiler:
+        profiler.start()  # as the process began: in the range, for what follows
+    ratios = sorted(w / u for w, u in zip(watched, unwatched))
+    return dict(block_steps=size, block_pairs=pairs, watched_ms=statistics.median(watched),
+                unwatched_ms=statistics.median(unwatched),
+                watched_over_unwatched=statistics.median(ratios),
+                watched_over_unwatched_range=[ratios[0], ratios[-1]])
+
+
 class PerfControl:
     """perf record's control FIFOs (`perf record -D -1 --control fifo:CTL,ACK`), named by
     LAUNCHWATCH_BENCH_PERF_CTL as "CTL,ACK": the worker enables sampling for its measured steps
@@ -396,6 +441,8 @@ def worker(args):
     for _ in range(warmup):
         step()
     synchronize()
+    if args.blocks:
+        result.update(watched_blocks(step, steps, args.blocks, device, synchronize))
     perf = PerfControl(os.environ.get("LAUNCHWATCH_BENCH_PERF_CTL"))
     perf.command("enable")
     start = time.perf_counter()
@@ -630,6 +677,59 @@ def run_variants(model, args, me, folder, steps):
         json.dump(steps, f, indent=1)
 
 
+def run_blocks(model, args, me, folder):
+    """--blocks: launchwatch's own share of the step inside one process, as many processes as
+    --variant-rounds: each `launchwatch run --torch modules --capture-range cuda-profiler-api`
+    with the worker timing its steps in watched and unwatched blocks (watched_blocks). Returns
+    {"rounds": [each process's paired median ratio], "processes": [each process's result]}."""
+    out = {"rounds": [], "processes": []}
+    for round_index in range(max(1, args.variant_rounds)):
+        if out_of_budget(args):
+            out.setdefault("error", "not run: --budget spent")
+            break
+        result_json = os.path.join(folder, f"blocks-{round_index}.json")
+        command = ([args.launchwatch, "run", "--torch", "modules", "--capture-range",
+                    "cuda-profiler-api", "--out", os.path.join(folder, f"run-blocks-{round_index}"),
+                    "--"] + me + ["--blocks", str(args.blocks), "--json", result_json])
+        try:
+            timed(command, dict(os.environ), args.timeout)
+            with open(result_json) as f:
+                measured = json.load(f)
+            out["rounds"].append(measured["watched_over_unwatched"])
+            out["processes"].append({k: measured[k] for k in (
+                "watched_ms", "unwatched_ms", "watched_over_unwatched",
+                "watched_over_unwatched_range", "block_steps", "block_pairs", "step_ms")})
+        except Exception as failure:  # the other rows stand
+            out.setdefault("error", f"{type(failure).__name__}: {failure}"[:2000])
+    return out
+
+
+def print_blocks(results):
+    """The --blocks rows: one per model, each process's ratio of watched to unwatched blocks."""
+    rows = [(m, r["blocks"]) for m, r in results.items() if "blocks" in r]
+    if not rows:
+        return
+    print("\n# launchwatch's own share inside one process: watched / unwatched blocks of steps\n")
+    print("| model | watched / unwatched, median of processes | each process: watched ms / "
+          "unwatched ms (ratio [range over block pairs]) |")
+    print("| --- | --- | --- |")
+    for model, b in rows:
+        if not b["rounds"]:
+            print(f"| {model} | failed: {b.get('error', '?').splitlines()[0][:80]} | |")
+            continue
+        each = "; ".join(
+            f"{p['watched_ms']:.2f} / {p['unwatched_ms']:.2f} ({p['watched_over_unwatched']:.3f}x "
+            f"[{p['watched_over_unwatched_range'][0]:.3f}-{p['watched_over_unwatched_range'][1]:.3f}])"
+            for p in b["processes"])
+        print(f"| {model} | {statistics.median(b['rounds']):.3f}x | {each} |")
+    print("\nUnder `launchwatch run --torch modules --capture-range cuda-profiler-api`; unwatched "
+          "blocks run after cudaProfilerStop with the module hooks out of torch's registries, so "
+          "each launch pays CUPTI's callback and kernel record and a counter (the floor any "
+          "CUPTI-timed tool pays), and the optimizer's and backward()'s one scope a step stay. "
+          "The ratio is launchwatch's own share over that floor, paired block by block in one "
+          "process.")
+
+
 def compare(model, args, package):
     folder = os.path.join(args.out, model)
     os.makedirs(folder, exist_ok=True)
@@ -691,6 +791,8 @@ def compare(model, args, package):
         end_to_report=lw_exit - watched["end"], export_s=profiled.get("export_s", 0.0),
         outside=[(p, ns) for p, ns in sorted(ours.items(), key=lambda kv: -kv[1])
                  if not (set(plain["roots"]) | {"optimizer"}) & set(p.split("/"))][:3])
+    if args.blocks:
+        out["blocks"] = run_blocks(model, args, me, folder)
     if model in args.variants:
         out["variants"] = {}
         try:
@@ -758,6 +860,10 @@ def main():
     parser.add_argument("--steps", type=int, help="measured steps of every model (default: each "
                         "model's own, 20 for most: a host-bound step of a few ms wants a few "
                         "hundred for its ratios to settle)")
+    parser.add_argument("--blocks", type=int, help="for each model, also --variant-rounds "
+                        "processes under run --capture-range cuda-profiler-api whose steps are "
+                        "timed in blocks of N, watched and unwatched in turn: launchwatch's own "
+                        "share inside one process (watched_blocks); in the worker, that timing")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--json", help=argparse.SUPPRESS)
     parser.add_argument("--profile", action="store_true", help=argparse.SUPPRESS)
@@ -830,6 +936,7 @@ def main():
           "reference); its step time includes them. Kernels: those that ran (launchwatch's "
           "launches less those captured into graphs).")
     print_variants(results)
+    print_blocks(results)
     return 0
 
 

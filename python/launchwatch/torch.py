@@ -36,6 +36,7 @@ Outside `launchwatch run` (no sink active) `install` and `annotate` install noth
 Thread safety: hooks may run on any threads at once; each thread has its own ranges.
 """
 
+import contextlib
 import functools
 import threading
 import weakref
@@ -591,6 +592,19 @@ _hidden = threading.local()
 _our_hooks = []  # (registry dict, hook id): the global hooks install() registered
 
 
+@contextlib.contextmanager
+def _hooks_suspended():
+    """The global module hooks out of torch's registries while it lasts, put back after, also
+    when it raises: while a compiled module runs (below), and for a benchmark's steps that must
+    run unwatched in a watched process (bench/torch/modules_table.py --blocks)."""
+    saved = [(registry, key, registry.pop(key)) for registry, key in _our_hooks if key in registry]
+    try:
+        yield
+    finally:
+        for registry, key, hook in saved:
+            registry[key] = hook
+
+
 def _install_compiled_scope():
     """A `torch.compile`d module: one scope `<class> [compiled]`, the global hooks hidden from
     Dynamo while it runs (Dynamo would graph-break at each module's backward hooks)."""
@@ -605,15 +619,12 @@ def _install_compiled_scope():
         if not sink.active or getattr(_hidden, "depth", 0) > 0 or _compiling():
             return original(self, *args, **kwargs)
         _forward_pre(self, args)
-        saved = [(registry, key, registry.pop(key))
-                 for registry, key in _our_hooks if key in registry]
         _hidden.depth = 1
         try:
-            result = original(self, *args, **kwargs)
+            with _hooks_suspended():
+                result = original(self, *args, **kwargs)
         finally:
             _hidden.depth = 0
-            for registry, key, hook in saved:
-                registry[key] = hook
             entry = _close_forward(self)
         if entry is not None and entry[3] is not None:
             _hook_graph(entry[1].path, entry[3], result)

@@ -403,3 +403,13 @@ def test_the_c_hooks_record_the_same_ranges_as_the_python_hooks(sink):
     assert ("step", "backward", "Tricky", "block", "conv1") in [p for _, p in c_opened]
     assert c_opened == python_opened
     assert c_closed == python_closed
+
+
+def test_suspended_hooks_leave_a_module_call_unrecorded_and_record_again_after(hooks):
+    net = nn.Linear(4, 4)
+    with pytest.raises(RuntimeError), lwtorch._hooks_suspended():
+        net(inputs())
+        raise RuntimeError("the hooks come back also after an exception")
+    assert hooks.paths() == []
+    net(inputs())
+    assert hooks.paths() == ["Linear"]

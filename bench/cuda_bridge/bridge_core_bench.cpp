@@ -32,7 +32,10 @@
 //
 // Usage: launchwatch_cuda_bridge_core_bench [launches per row, default 200000] [rounds, default 15]
 //        [submission ns, default 0: busy time between ENTER and EXIT, standing in for the driver]
-//        [only this row, 0-5, for a profiler; default all]
+//        [only this row, 0-5, for a profiler; default all; -1 all]
+//        [fold: auto, thread or inline; default auto: run's rule, a fold thread where the process
+//         may run on 4 cores (attribute/fold_thread.hpp); thread or inline force it, so either way
+//         can be measured on any machine]
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -55,6 +58,7 @@
 #include <launchwatch/cuda_bridge.hpp>
 #include <launchwatch/observe.hpp>
 
+#include "attribute/fold_thread.hpp"
 #include "cuda_bridge/bridge_core.hpp"
 #include "support/launch_observers.hpp"
 
@@ -312,10 +316,15 @@ int main(int argc, char** argv) {
   const int rounds = argc > 2 ? std::atoi(argv[2]) : 15;
   const std::chrono::nanoseconds submission{argc > 3 ? std::atoll(argv[3]) : 0};
   const int only = argc > 4 ? std::atoi(argv[4]) : -1;
-  if (launches <= 0 || rounds <= 0) {
-    std::fprintf(stderr, "usage: %s [launches per row] [rounds] [submission ns]\n", argv[0]);
+  const std::string fold = argc > 5 ? argv[5] : "auto";
+  if (launches <= 0 || rounds <= 0 || (fold != "auto" && fold != "thread" && fold != "inline")) {
+    std::fprintf(stderr,
+                 "usage: %s [launches per row] [rounds] [submission ns] [only row, -1 all] "
+                 "[fold: auto|thread|inline]\n",
+                 argv[0]);
     return 2;
   }
+  if (fold != "auto") launchwatch::detail::fold_thread::decide_for_testing(fold == "thread");
   // Pairs: a deferred row and the names-only row it is compared with.
   constexpr int row_count = 6;
   // Freed memory stays with the process: a row's first touches of pages another row freed are the
@@ -353,8 +362,11 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "CUDA bridge core on the CPU (fake CUPTI), host ns per launch, %d launches x %d "
-      "rounds, %lld ns of submission (medians)\n\n",
-      launches, rounds, static_cast<long long>(submission.count()));
+      "rounds, %lld ns of submission, run's fold %s (medians)\n\n",
+      launches, rounds, static_cast<long long>(submission.count()),
+      fold == "auto"     ? "as run decides"
+      : fold == "thread" ? "on a thread"
+                         : "inline");
   std::printf("%-22s %10s %12s %10s %12s %12s %10s  %s\n", "row", "ns/launch", "minus names",
               "cpu ns", "cpu - names", "delivered", "missing", "per round");
   for (int which = 0; which < row_count; ++which) {

@@ -368,7 +368,9 @@ struct thread_log {
   const attribution_clock clock;
   const std::shared_ptr<recorder_pools> pools;
 
-  std::mutex fold_mutex;
+  // What the launching thread writes at every launch comes first, under `mutex`; what the fold
+  // thread writes as it folds starts on a cache line of its own (`fold_mutex`): sharing a line, the
+  // two threads took it from each other's cache at every launch.
   std::mutex mutex;
   chunk_list<launch_entry> launches;
   chunk_list<interval_entry> intervals;
@@ -388,7 +390,11 @@ struct thread_log {
   chunk_list<launch_entry> handed;
   std::size_t handed_launches = 0;
   bool fold_queued = false;
+  /// Aggregate-only, under `mutex`: what this thread left out of the trace prefix this pass.
+  std::size_t left_out_launches = 0;
+  std::size_t left_out_intervals = 0;
 
+  alignas(64) std::mutex fold_mutex;
   /// Aggregate-only, under `fold_mutex`: the totals of the launches folded so far this pass, what
   /// was lost reading their measurements, and the folds' scratch list of kernels on the timeline
   /// (kept to be reused).
@@ -402,11 +408,8 @@ struct thread_log {
   lost_measurements aggregate_lost;
   std::vector<std::tuple<std::string_view, int, std::uint64_t, instant, instant>> placed_scratch;
   /// Aggregate-only: the folded launches of the trace prefix, under `fold_mutex` (their scope
-  /// intervals are in `intervals`), and what this thread left out of the prefix this pass, under
-  /// `mutex`.
+  /// intervals are in `intervals`).
   std::vector<prefix_launch> prefix;
-  std::size_t left_out_launches = 0;
-  std::size_t left_out_intervals = 0;
 
   /// Takes every launch handed over to be folded, oldest first, and resets what counts and
   /// queues them. The caller holds `mutex`.

@@ -276,12 +276,15 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
 
   const std::unique_ptr<slot[]> ring_{new slot[ring_size]};
   /// The counts launching threads change, on a cache line of their own (the delivering thread
-  /// changes `settled_`, on another). Entries awaited so far (each entry's sequence); entries
-  /// adopted, or ended before they were (awaits_ - adopted_: launches between ENTER and EXIT);
-  /// measurements delivered (record_counts::delivered).
+  /// changes `settled_`, and readers `delivered_`, each on another). Entries awaited so far (each
+  /// entry's sequence); entries adopted, or ended before they were (awaits_ - adopted_: launches
+  /// between ENTER and EXIT).
   alignas(64) std::atomic<std::uint64_t> awaits_{0};
   std::atomic<std::uint64_t> adopted_{0};
-  std::atomic<std::uint64_t> delivered_{0};
+  /// Measurements delivered (record_counts::delivered): changed by whoever reads them, which under
+  /// `launchwatch run` is the attribution's fold thread while the launching thread goes on. On the
+  /// launching threads' line it made each of their awaits wait for the line to come back.
+  alignas(64) std::atomic<std::uint64_t> delivered_{0};
   /// Entries whose record arrived or was given up, or that ended before either: awaits_ - settled_
   /// are outstanding, and the collector flushes while there are any.
   alignas(64) std::atomic<std::uint64_t> settled_{0};

@@ -34,9 +34,13 @@
 #            Vulkan loader: DEBS names the carried folder of Debian's .debs that script describes);
 #            VULKAN_STEPS picks its steps (default all: tests demo launch timing)
 #   long     runtimes_table.py --long-run ${LONG:-450} (issue 23; a command of its own)
-# Usage: OUT=dir [BUILD=build/gpu] [STEPS="probe toggle ..."] scripts/device_session.sh
+#   corebench bench/cuda_bridge/bridge_core_bench on this host's CPU, three runs each with run's
+#            fold as run decides (a thread where 4 cores are allowed) and inline, in turn: the
+#            attribution's part of a launch, names-only and deferred (issue 24)
+# Usage: OUT=dir [BUILD=build/gpu] [STEPS="probe toggle ..."] [PACK=1] scripts/device_session.sh
 # (STEPS=build only builds.)
-# Prints a row per step last; every log is under $OUT.
+# Prints a row per step last; every log is under $OUT. PACK=1 then packs $OUT into one file,
+# $OUT/session.tar.gz, in place of what it holds: the device tool returns at most 8 files.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/device-out}
@@ -54,7 +58,8 @@ targets=(launchwatch launchwatch_inject launchwatch_child_graph_probe
          launchwatch_activity_toggle_stress launchwatch_kernel_counter launchwatch_runtime_forms
          launchwatch_bridge_exit_program launchwatch_gpu_launch_path_bench
          launchwatch_launch_cost_bench launchwatch_deferred_timing_bench launchwatch_cuda_bridge_test
-         launchwatch_cuda_bridge_run_exit_test launchwatch_cuda_bridge_bench)
+         launchwatch_cuda_bridge_run_exit_test launchwatch_cuda_bridge_bench
+         launchwatch_cuda_bridge_core_bench)
 source scripts/find_cupti.sh
 if cmake --preset cuda -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES=90 "${cupti_args[@]}" \
      >"$OUT/build.log" 2>&1 && ninja -C "$BUILD" -j"$JOBS" "${targets[@]}" >>"$OUT/build.log" 2>&1; then
@@ -109,11 +114,19 @@ want counts && step counts 290 env OUT="$OUT/counts" BUILD="$BUILD" SKIP_BUILD=1
   COUNTER="$BUILD/bench/runtimes/liblaunchwatch_kernel_counter.so" bench/torch/modules_table.sh
 want vulkan && step vulkan 240 env OUT="$OUT/vulkan" DEBS="${DEBS:-}" \
   STEPS="${VULKAN_STEPS:-tests demo launch timing}" scripts/device_vulkan.sh
+want corebench && step corebench 200 bash -c "for round in 1 2 3; do for fold in auto inline; do \
+  echo \"== round \$round, fold \$fold\"; \
+  '$BUILD/bench/cuda_bridge/launchwatch_cuda_bridge_core_bench' 60000 15 0 -1 \$fold; done; done"
 want long && step long 560 env OUT="$OUT/long" BUILD="$BUILD" \
   scripts/device_runtimes.sh --only none --long-run "${LONG:-450}"
 
 echo "==== device_session ===="
 printf '%s\n' "${rows[@]}"
-for name in probe toggle hostcost native windows split vulkan; do
+for name in probe toggle hostcost native windows split vulkan corebench; do
   [ -f "$OUT/$name.log" ] && { echo "== $name"; tail -40 "$OUT/$name.log"; }
 done
+if [ -n "${PACK:-}" ]; then
+  packed=$(mktemp --suffix=.tar.gz)
+  tar czf "$packed" -C "$OUT" . && rm -rf "${OUT:?}"/* && mv "$packed" "$OUT/session.tar.gz"
+  echo "packed: $OUT/session.tar.gz"
+fi

@@ -187,16 +187,33 @@ void timeline::add(std::string_view backend, int device, std::uint64_t stream, i
       stream_key key{std::string{backend}, device, stream};
       found_stream = streams_.emplace(std::move(key), interval_union{window_}).first;
     }
-    auto found_device = devices_.find(std::tuple{backend, device});
-    if (found_device == devices_.end()) {
-      found_device =
-          devices_.emplace(device_key{std::string{backend}, device}, interval_union{window_}).first;
-    }
-    last_ = last_stream{std::get<0>(found_stream->first), device, stream, &found_stream->second,
-                        &found_device->second};
+    interval_union& stream_union = found_stream->second;
+    last_ = last_stream{std::get<0>(found_stream->first), device, stream, &stream_union,
+                        device_union_of(backend, device, stream_union)};
   }
   last_.stream_union->add(start, end);
-  last_.device_union->add(start, end);
+  if (last_.device_union != nullptr) last_.device_union->add(start, end);
+}
+
+interval_union* timeline::device_union_of(std::string_view backend, int device,
+                                          interval_union& stream_union) {
+  if (const auto own = devices_.find(std::tuple{backend, device}); own != devices_.end()) {
+    return &own->second;
+  }
+  const auto sole = sole_streams_.find(std::tuple{backend, device});
+  if (sole == sole_streams_.end()) {
+    sole_streams_.emplace(device_key{std::string{backend}, device}, &stream_union);
+    return nullptr;
+  }
+  if (sole->second == &stream_union) return nullptr;
+  // A second stream: the device's union so far is its first stream's, copied, and its own from now.
+  auto made = devices_.emplace(sole->first, *sole->second).first;
+  sole_streams_.erase(sole);
+  return &made->second;
+}
+
+void timeline::add_sole_streams(std::map<device_key, interval_union, key_less>& devices) const {
+  for (const auto& [key, stream_union] : sole_streams_) devices.emplace(key, *stream_union);
 }
 
 void timeline::add(const stream_info& stream, instant start, instant end) {
@@ -208,6 +225,8 @@ std::pair<std::map<stream_key, interval_union, key_less>,
 timeline::take() {
   // The remembered unions leave with the maps.
   last_ = {};
+  add_sole_streams(devices_);
+  sole_streams_.clear();
   auto taken = std::pair{std::exchange(streams_, {}), std::exchange(devices_, {})};
   for (auto& [key, u] : taken.first) u.finish();
   for (auto& [key, u] : taken.second) u.finish();
@@ -218,6 +237,7 @@ std::pair<std::map<stream_key, interval_union, key_less>,
           std::map<device_key, interval_union, key_less>>
 timeline::snapshot() const {
   auto copied = std::pair{streams_, devices_};
+  add_sole_streams(copied.second);
   for (auto& [key, u] : copied.first) u.finish();
   for (auto& [key, u] : copied.second) u.finish();
   return copied;

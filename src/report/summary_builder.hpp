@@ -168,8 +168,10 @@ class timeline {
   timeline(const timeline&) = delete;
   timeline& operator=(const timeline&) = delete;
 
-  /// Places a kernel on its stream's and its device's union. Cost: two interval_union::add, and
-  /// two map lookups unless the kernel is on the stream (and so the device) of the one before it.
+  /// Places a kernel on its stream's and its device's union. Cost: one interval_union::add while
+  /// its device has had one stream (the device's union is then the stream's, made when take() or
+  /// snapshot() asks for it or a second stream comes), two after; and two map lookups unless the
+  /// kernel is on the stream (and so the device) of the one before it.
   void add(const stream_info& stream, instant start, instant end);
   void add(std::string_view backend, int device, std::uint64_t stream, instant start, instant end);
   /// Finishes every union; the timeline reads as empty afterwards for the next pass.
@@ -186,7 +188,8 @@ class timeline {
  private:
   /// The stream the last kernel was placed on, and its stream's and device's unions (map nodes,
   /// whose addresses hold until take() hands the maps over): kernels come in runs on one stream.
-  /// `backend` views the key held in the stream's node.
+  /// `backend` views the key held in the stream's node. `device_union` is null while the device
+  /// has had only this stream.
   struct last_stream {
     std::string_view backend;
     int device = 0;
@@ -195,9 +198,20 @@ class timeline {
     interval_union* device_union = nullptr;
   };
 
+  /// The device's union of `stream_union`'s stream, the device's only one so far: null when the
+  /// device has a union of its own (in devices_) or is new.
+  interval_union* device_union_of(std::string_view backend, int device,
+                                  interval_union& stream_union);
+  /// `devices` with the unions of the devices that had one stream added: copies of their stream's.
+  void add_sole_streams(std::map<device_key, interval_union, key_less>& devices) const;
+
   std::size_t window_;
   std::map<stream_key, interval_union, key_less> streams_;
+  /// The unions of the devices that have had more than one stream.
   std::map<device_key, interval_union, key_less> devices_;
+  /// The devices that have had one stream, and that stream's union: the device's own would get
+  /// every interval the stream's gets, so it is made only when needed.
+  std::map<device_key, const interval_union*, key_less> sole_streams_;
   last_stream last_;
 };
 

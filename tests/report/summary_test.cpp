@@ -464,6 +464,50 @@ TEST(Timeline, PutsEachKernelOnItsOwnStreamAndDeviceWhenTheyAlternate) {
   EXPECT_EQ(devices.at(detail::device_key{"cpu", 0}).busy(), 1ns);
 }
 
+TEST(Timeline, GivesADeviceTheUnionOfEveryIntervalOfItsStreamsBeforeAndAfterItsSecondStream) {
+  // The device's union stands in for its first stream's until a second stream comes: what it
+  // reports must be what a union fed every interval of the device would, reorder window included.
+  detail::timeline t{2};
+  detail::interval_union every{2};
+  const auto place = [&](std::uint64_t stream, std::chrono::nanoseconds from,
+                         std::chrono::nanoseconds to) {
+    t.add("cuda", 0, stream, instant_at(from), instant_at(to));
+    every.add(instant_at(from), instant_at(to));
+  };
+  place(1, 0ns, 10ns);
+  place(1, 30ns, 40ns);
+  place(1, 20ns, 25ns);  // late, inside the window
+  place(1, 60ns, 70ns);
+  place(2, 5ns, 35ns);  // the second stream: late for the device's window
+  place(1, 80ns, 90ns);
+  place(2, 85ns, 100ns);
+  const auto [streams, devices] = t.take();
+  every.finish();
+  const auto& device = devices.at(detail::device_key{"cuda", 0});
+  EXPECT_EQ(device.busy(), every.busy());
+  EXPECT_EQ(device.span(), every.span());
+  EXPECT_EQ(device.length_sum(), every.length_sum());
+  EXPECT_EQ(device.out_of_order(), every.out_of_order());
+  EXPECT_EQ(streams.at(detail::stream_key{"cuda", 0, 1}).length_sum(),
+            10ns + 10ns + 5ns + 10ns + 10ns);
+}
+
+TEST(Timeline, GivesADeviceOfOneStreamThatStreamsUnionInATakeAndASnapshot) {
+  detail::timeline t{4};
+  t.add("cuda", 0, 7, instant_at(0ns), instant_at(10ns));
+  t.add("cuda", 0, 7, instant_at(20ns), instant_at(25ns));
+  const auto [snapshot_streams, snapshot_devices] = t.snapshot();
+  EXPECT_EQ(snapshot_devices.at(detail::device_key{"cuda", 0}).busy(), 15ns);
+  EXPECT_EQ(snapshot_devices.at(detail::device_key{"cuda", 0}).span(), 25ns);
+  t.add("cuda", 0, 7, instant_at(30ns), instant_at(32ns));
+  const auto [streams, devices] = t.take();
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_EQ(devices.at(detail::device_key{"cuda", 0}).busy(), 17ns);
+  EXPECT_EQ(streams.at(detail::stream_key{"cuda", 0, 7}).busy(), 17ns);
+  const auto [next_streams, next_devices] = t.take();
+  EXPECT_TRUE(next_devices.empty()) << "the next pass starts with no device";
+}
+
 TEST(Timeline, StartsTheNextPassEmptyOnTheStreamItUsedLast) {
   detail::timeline t{4};
   t.add("cuda", 0, 1, instant_at(0ns), instant_at(10ns));

@@ -198,7 +198,10 @@ struct cuda_bridge_stats {
 /// RAII because the bridge holds a process-wide resource (CUPTI has one subscriber) that must be
 /// given back exactly: the destructor turns records off after the device is idle, unsubscribes and
 /// calls cuptiFinalize, so launches after it are as fast as before it (without cuptiFinalize they
-/// stay slower for the rest of the process).
+/// stay slower for the rest of the process). That holds for a few bridges; CUPTI itself leaves a
+/// little behind each time: after one CUPTI session a launch took 4.06 µs against 4.05 before it,
+/// after 30 to 60 sessions in one process 4.4-5.2 µs (H200, driver 580, docs/benchmarks.md). Keep
+/// one bridge for the process's life rather than making one per phase.
 ///
 /// What it reports: each kernel launch CUDA's driver sees (runtime `<<<>>>`, cudaLaunchKernel[Ex],
 /// cooperative launches, direct cuLaunchKernel[Ex], libraries that bypass the runtime), once, on the

@@ -374,13 +374,13 @@ def watched_blocks(step, steps, size, device, synchronize):
     import torch
 
     profiler = torch.cuda.profiler if device.type == "cuda" else None
+    hooks = sys.modules.get("launchwatch.torch")  # installed by run's sitecustomize, if at all
     pairs = max(1, steps // (2 * size))
     watched, unwatched = [], []
     for pair in range(pairs):
         for watching in ((True, False) if pair % 2 == 0 else (False, True)):
             if profiler:
                 (profiler.start if watching else profiler.stop)()
-            hooks = sys.modules.get("launchwatch.torch")
             unwatched_hooks = (hooks._hooks_suspended() if hooks and not watching
                                else contextlib.nullcontext())
             with unwatched_hooks:
@@ -391,7 +391,7 @@ def watched_blocks(step, steps, size, device, synchronize):
             (watched if watching else unwatched).append(
                 (time.perf_counter() - start) * 1e3 / size)
     if profiler:
-        profiler.start()  # as the process began: in the range, for what follows
+        profiler.start()  # the measured steps that follow run watched, as the table's run
     ratios = sorted(w / u for w, u in zip(watched, unwatched))
     return dict(block_steps=size, block_pairs=pairs, watched_ms=statistics.median(watched),
                 unwatched_ms=statistics.median(unwatched),

@@ -369,9 +369,10 @@ struct thread_log {
   const std::shared_ptr<recorder_pools> pools;
 
   // What the launching thread writes at every launch comes first, under `mutex`; what the fold
-  // thread writes as it folds starts on a cache line of its own (`fold_mutex`), so the two threads
-  // never take a line from each other's cache while both run (the prefix's left-out count, written
-  // at every launch once the prefix is full, used to share one with the fold's scratch list).
+  // thread writes at every launch it folds starts on a cache line of its own (`fold_mutex`), so
+  // neither writes into a line the other is writing at the same time (the prefix's left-out count,
+  // written at every launch once the prefix is full, used to share one with the fold's scratch
+  // list).
   std::mutex mutex;
   chunk_list<launch_entry> launches;
   chunk_list<interval_entry> intervals;

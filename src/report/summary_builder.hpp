@@ -198,8 +198,9 @@ class timeline {
     interval_union* device_union = nullptr;
   };
 
-  /// The device's union of `stream_union`'s stream, the device's only one so far: null when the
-  /// device has a union of its own (in devices_) or is new.
+  /// The union a kernel on `stream_union`'s stream also goes to for its device: the device's own
+  /// (in devices_, made here from its first stream's when this is its second), or null while this
+  /// stream is the device's only one (sole_streams_ then names it).
   interval_union* device_union_of(std::string_view backend, int device,
                                   interval_union& stream_union);
   /// `devices` with the unions of the devices that had one stream added: copies of their stream's.

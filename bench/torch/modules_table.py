@@ -362,7 +362,7 @@ def kernel_names(trace_file):
     return names
 
 
-def watched_blocks(step, steps, size, device, synchronize):
+def watched_blocks(step, steps, size, device, synchronize, hooks_stay=False):
     """launchwatch's own share of the step, measured inside one process: `steps` steps in blocks of
     `size`, watched and unwatched in turn (each pair in the other order than the one before, so a
     drift falls on both alike). Unwatched: cudaProfilerStop, which under `launchwatch run
@@ -370,7 +370,10 @@ def watched_blocks(step, steps, size, device, synchronize):
     and a counter, and the module hooks out of torch's registries; watched: cudaProfilerStart and
     the hooks back. Each block's time per step, and their ratio pair by pair (its median and
     range): what launchwatch adds over CUPTI's floor, free of the spread between processes, which
-    on the H200's hosts is larger than the ratio itself."""
+    on the H200's hosts is larger than the ratio itself. With `hooks_stay` the unwatched blocks keep
+    the module hooks (their Python and their ranges, which launchwatch still keeps): the ratio is
+    then the launches' attribution and timing alone, and the hooks' share is the ratio without it
+    over this one."""
     import torch
 
     profiler = torch.cuda.profiler if device.type == "cuda" else None
@@ -381,7 +384,7 @@ def watched_blocks(step, steps, size, device, synchronize):
         for watching in ((True, False) if pair % 2 == 0 else (False, True)):
             if profiler:
                 (profiler.start if watching else profiler.stop)()
-            unwatched_hooks = (hooks._hooks_suspended() if hooks and not watching
+            unwatched_hooks = (hooks._hooks_suspended() if hooks and not watching and not hooks_stay
                                else contextlib.nullcontext())
             with unwatched_hooks:
                 start = time.perf_counter()
@@ -393,7 +396,8 @@ def watched_blocks(step, steps, size, device, synchronize):
     if profiler:
         profiler.start()  # the measured steps that follow run watched, as the table's run
     ratios = sorted(w / u for w, u in zip(watched, unwatched))
-    return dict(block_steps=size, block_pairs=pairs, watched_ms=statistics.median(watched),
+    return dict(block_steps=size, block_pairs=pairs, hooks_stay=hooks_stay,
+                watched_ms=statistics.median(watched),
                 unwatched_ms=statistics.median(unwatched),
                 watched_over_unwatched=statistics.median(ratios),
                 watched_over_unwatched_range=[ratios[0], ratios[-1]])
@@ -442,7 +446,8 @@ def worker(args):
         step()
     synchronize()
     if args.blocks:
-        result.update(watched_blocks(step, steps, args.blocks, device, synchronize))
+        result.update(watched_blocks(step, steps, args.blocks, device, synchronize,
+                                     args.blocks_hooks_stay))
     perf = PerfControl(os.environ.get("LAUNCHWATCH_BENCH_PERF_CTL"))
     perf.command("enable")
     start = time.perf_counter()
@@ -690,7 +695,8 @@ def run_blocks(model, args, me, folder):
         result_json = os.path.join(folder, f"blocks-{round_index}.json")
         command = ([args.launchwatch, "run", "--torch", "modules", "--capture-range",
                     "cuda-profiler-api", "--out", os.path.join(folder, f"run-blocks-{round_index}"),
-                    "--"] + me + ["--blocks", str(args.blocks), "--json", result_json])
+                    "--"] + me + ["--blocks", str(args.blocks), "--json", result_json] +
+                   (["--blocks-hooks-stay"] if args.blocks_hooks_stay else []))
         try:
             timed(command, dict(os.environ), args.timeout)
             with open(result_json) as f:
@@ -864,6 +870,9 @@ def main():
                         "processes under run --capture-range cuda-profiler-api whose steps are "
                         "timed in blocks of N, watched and unwatched in turn: launchwatch's own "
                         "share inside one process (watched_blocks); in the worker, that timing")
+    parser.add_argument("--blocks-hooks-stay", action="store_true",
+                        help="with --blocks, the unwatched blocks keep the module hooks: their "
+                        "ratio is then the launches' attribution and timing alone")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--json", help=argparse.SUPPRESS)
     parser.add_argument("--profile", action="store_true", help=argparse.SUPPRESS)

@@ -4,10 +4,10 @@
 #include <cupti.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <mutex>
 #include <vector>
 
+#include "activity_buffer_pool.hpp"
 #include "cupti_functions.hpp"
 
 namespace launchwatch::detail::cuda_bridge {
@@ -16,22 +16,29 @@ namespace {
 // Per-thread buffers are CUPTI 13's default, so each launching thread holds one of these while it
 // launches timed work: 2 MiB holds about 8 000 kernel records, a pass's worth between two flushes.
 constexpr std::size_t buffer_bytes = std::size_t{2} << 20;
-constexpr std::size_t record_alignment = 8;  // ACTIVITY_RECORD_ALIGNMENT
+// Zeroed buffers kept between uses (activity_buffer_pool.hpp): one per launching thread and those
+// a flush has in hand, 16 MiB at most; `ready_at_start` of them made before the first launch.
+constexpr std::size_t buffers_kept = 8;
+constexpr std::size_t ready_at_start = 4;
 
-// The buffer callbacks carry no user data: they find the table of the live bridge here. Never
-// destroyed: CUPTI's own exit handler may hand buffers over after the process's statics are gone
-// (review 2026-12-01b, U4), and must then find a live lock and no table rather than freed memory.
+// The buffer callbacks carry no user data: they find the table of the live bridge here, and the
+// buffers. Never destroyed: CUPTI's own exit handler may hand buffers over after the process's
+// statics are gone (review 2026-12-01b, U4), and must then find a live lock and no table rather
+// than freed memory.
 struct delivery {
   std::mutex mutex;
   std::shared_ptr<kernel_records> records;
+  activity_buffer_pool buffers{buffer_bytes, buffers_kept};
 };
 delivery& active() {
   static delivery* const where = new delivery;
   return *where;
 }
 
+/// On the launching thread, inside a launch: a zeroed buffer from the pool, so CUPTI need not zero
+/// it there (zeroed_buffers_given() told it so).
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
-  *buffer = static_cast<uint8_t*>(std::aligned_alloc(record_alignment, buffer_bytes));
+  *buffer = active().buffers.take();
   *size = *buffer != nullptr ? buffer_bytes : 0;
   *max_records = 0;  // as many as fit
 }
@@ -62,7 +69,7 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
     }
     records->on_records(kernels, dropped);
   }
-  std::free(buffer);
+  active().buffers.give_back(buffer, valid_size);
 }
 
 /// The steady clock in nanoseconds, for CUPTI's timestamps: records then carry `instant`s, with no
@@ -73,9 +80,20 @@ uint64_t CUPTIAPI steady_nanoseconds() {
                                    .count());
 }
 
+/// Tells CUPTI that the buffers it is given are zero already, so it does not zero each one on the
+/// launching thread (activity_buffer_pool.hpp says what that cost). A CUPTI without the attribute
+/// refuses it and zeroes them itself, as before: not an error.
+void zeroed_buffers_given() noexcept {
+  std::uint8_t zeroed = 1;
+  std::size_t size = sizeof zeroed;
+  (void)cupti().activity_set_attribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size,
+                                       &zeroed);
+}
+
 /// The steady clock and the buffers above, as CUPTI's (process-wide) timestamp and buffer
 /// callbacks.
 CUptiResult register_callbacks() noexcept {
+  zeroed_buffers_given();
   if (const CUptiResult r = cupti().activity_register_timestamp_callback(&steady_nanoseconds);
       r != CUPTI_SUCCESS) {
     return r;
@@ -86,6 +104,7 @@ CUptiResult register_callbacks() noexcept {
 }  // namespace
 
 int deliver_activity_to(std::shared_ptr<kernel_records> records) {
+  active().buffers.fill(ready_at_start);
   if (const CUptiResult r = register_callbacks(); r != CUPTI_SUCCESS) return r;
   std::lock_guard lock{active().mutex};
   active().records = std::move(records);

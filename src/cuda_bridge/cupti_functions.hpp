@@ -13,23 +13,24 @@
 namespace launchwatch::detail::cuda_bridge {
 
 // Every CUPTI function the bridge calls, once: X(member, CUPTI's name).
-#define LAUNCHWATCH_CUPTI_FUNCTIONS(X)                                       \
-  X(get_version, cuptiGetVersion)                                            \
-  X(get_result_string, cuptiGetResultString)                                 \
-  X(subscribe, cuptiSubscribe_v2)                                            \
-  X(unsubscribe, cuptiUnsubscribe)                                           \
-  X(finalize, cuptiFinalize)                                                 \
-  X(enable_callback, cuptiEnableCallback)                                    \
-  X(activity_enable, cuptiActivityEnable)                                    \
-  X(activity_disable, cuptiActivityDisable)                                  \
-  X(activity_flush_all, cuptiActivityFlushAll)                               \
-  X(activity_get_next_record, cuptiActivityGetNextRecord)                    \
-  X(activity_get_num_dropped_records, cuptiActivityGetNumDroppedRecords)     \
-  X(activity_register_callbacks, cuptiActivityRegisterCallbacks)             \
+#define LAUNCHWATCH_CUPTI_FUNCTIONS(X)                                            \
+  X(get_version, cuptiGetVersion)                                                 \
+  X(get_result_string, cuptiGetResultString)                                      \
+  X(subscribe, cuptiSubscribe_v2)                                                 \
+  X(unsubscribe, cuptiUnsubscribe)                                                \
+  X(finalize, cuptiFinalize)                                                      \
+  X(enable_callback, cuptiEnableCallback)                                         \
+  X(activity_enable, cuptiActivityEnable)                                         \
+  X(activity_disable, cuptiActivityDisable)                                       \
+  X(activity_flush_all, cuptiActivityFlushAll)                                    \
+  X(activity_get_next_record, cuptiActivityGetNextRecord)                         \
+  X(activity_get_num_dropped_records, cuptiActivityGetNumDroppedRecords)          \
+  X(activity_register_callbacks, cuptiActivityRegisterCallbacks)                  \
   X(activity_register_timestamp_callback, cuptiActivityRegisterTimestampCallback) \
-  X(get_device_id, cuptiGetDeviceId)                                         \
-  X(get_graph_id, cuptiGetGraphId)                                           \
-  X(get_graph_exec_id, cuptiGetGraphExecId)                                  \
+  X(activity_set_attribute, cuptiActivitySetAttribute)                            \
+  X(get_device_id, cuptiGetDeviceId)                                              \
+  X(get_graph_id, cuptiGetGraphId)                                                \
+  X(get_graph_exec_id, cuptiGetGraphExecId)                                       \
   X(get_graph_node_id, cuptiGetGraphNodeId)
 
 /// The loaded CUPTI: each function the bridge calls, and where the library came from.

@@ -15,7 +15,9 @@
 //   CUPTI floor    no bridge: the bench's own CUPTI subscriber, with the same driver launch
 //                  callbacks as the bridge's (returning at once) and concurrent-kernel records on,
 //                  buffers handed back unread: what any CUPTI tool pays for deferred kernel times,
-//                  so `deferred` minus this is the bridge's own share
+//                  so `deferred` minus this is the bridge's own share. Its buffers come zeroed from
+//                  a pool, as the bridge's do, with CUPTI told so (it would otherwise zero each
+//                  fresh buffer on the launching thread, a cost no careful tool need pay)
 //   CUPTI callbacks the same without the records: what any CUPTI tool pays to be called at each
 //                  launch, so `names only` minus this is the bridge's own share of a names-only one
 //   CUPTI floor, read  the floor with each buffer's records read (cuptiActivityGetNextRecord) as
@@ -36,6 +38,7 @@
 #include <launchwatch/cuda_bridge.hpp>
 #include <launchwatch/launchwatch.hpp>
 
+#include "cuda_bridge/activity_buffer_pool.hpp"
 #include "support/launch_observers.hpp"
 
 #include <cuda_runtime.h>
@@ -114,15 +117,29 @@ class resolver final : public launchwatch::launch_observer {
 
 void CUPTIAPI floor_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
 
+/// The floor's buffers: zeroed ones from a pool, with CUPTI told so (set_zeroed_buffers), as the
+/// bridge gives them (activity_buffer_pool.hpp), so the floor is the cheapest CUPTI-records tool
+/// and not one paying CUPTI's zeroing of each fresh buffer on the launching thread.
+launchwatch::detail::cuda_bridge::activity_buffer_pool& floor_buffers() {
+  static auto* const pool =
+      new launchwatch::detail::cuda_bridge::activity_buffer_pool{std::size_t{2} << 20, 8};
+  return *pool;
+}
+
+void set_zeroed_buffers() {
+  std::uint8_t zeroed = 1;
+  std::size_t size = sizeof zeroed;
+  (void)cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &zeroed);
+}
+
 void CUPTIAPI floor_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
-  constexpr std::size_t bytes = std::size_t{2} << 20;  // the bridge's buffer size
-  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, bytes));
-  *size = *buffer != nullptr ? bytes : 0;
+  *buffer = floor_buffers().take();
+  *size = *buffer != nullptr ? floor_buffers().buffer_bytes() : 0;
   *max_records = 0;
 }
 
-void CUPTIAPI floor_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t) {
-  std::free(buffer);
+void CUPTIAPI floor_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  floor_buffers().give_back(buffer, valid);
 }
 
 /// What floor_buffer_read read: kept, so the reading is not optimised out.
@@ -141,7 +158,7 @@ void CUPTIAPI floor_buffer_read(CUcontext, uint32_t, uint8_t* buffer, size_t, si
   }
   floor_records_read.fetch_add(kernels, std::memory_order_relaxed);
   floor_checksum.fetch_xor(sum, std::memory_order_relaxed);
-  std::free(buffer);
+  floor_buffers().give_back(buffer, valid);
 }
 
 /// What the floor's CUPTI subscriber does beside returning from its launch callbacks.
@@ -165,6 +182,8 @@ double cupti_floor_loop(cudaStream_t stream, int count, floor_kind kind) {
       CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz};
   for (const auto id : ids) (void)cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
   if (kind.records) {
+    floor_buffers().fill(4);
+    set_zeroed_buffers();
     (void)cuptiActivityRegisterCallbacks(&floor_buffer_requested,
                                          kind.read ? &floor_buffer_read : &floor_buffer_completed);
     const auto start = clock_type::now();

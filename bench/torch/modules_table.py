@@ -43,9 +43,11 @@ each moved by ±15% on a host-bound model on the H200).
 `--blocks N` measures, for each model, launchwatch's own share of the step inside one process,
 where the spread between processes cannot reach it: --variant-rounds processes under
 `launchwatch run --torch modules --capture-range cuda-profiler-api`, each timing its steps in
-blocks of N, watched and unwatched in turn (unwatched: after cudaProfilerStop, the module hooks out
-of torch's registries, so each launch pays only CUPTI's callback and kernel record: the floor of
-any CUPTI-timed tool), and a third table with each process's ratio, paired block by block.
+blocks of N, watched and unwatched in turn (unwatched: after cudaProfilerStop, so each launch pays
+only CUPTI's callback and kernel record, the floor of any CUPTI-timed tool; in one process of each
+round also with the module hooks out of torch's registries, in the other with them kept), and a
+third table with each process's ratio, paired block by block: launchwatch's whole share, and the
+launches' attribution and timing alone.
 
 Internally the same file is the worker:
 `modules_table.py --worker MODEL --json FILE [--profile] [--sink noop|ctypes|python-hooks]`.
@@ -683,57 +685,70 @@ def run_variants(model, args, me, folder, steps):
 
 
 def run_blocks(model, args, me, folder):
-    """--blocks: launchwatch's own share of the step inside one process, as many processes as
-    --variant-rounds: each `launchwatch run --torch modules --capture-range cuda-profiler-api`
-    with the worker timing its steps in watched and unwatched blocks (watched_blocks). Returns
-    {"rounds": [each process's paired median ratio], "processes": [each process's result]}."""
-    out = {"rounds": [], "processes": []}
+    """--blocks: launchwatch's own share of the step inside one process, in --variant-rounds
+    rounds of two processes each, in turn: `launchwatch run --torch modules --capture-range
+    cuda-profiler-api` with the worker timing its steps in watched and unwatched blocks
+    (watched_blocks), the unwatched blocks without the module hooks (launchwatch's whole share)
+    and with them (the launches' attribution and timing alone). Returns {"out": ..., "stay": ...},
+    each {"rounds": [each process's paired median ratio], "processes": [each process's result]}."""
+    kinds = {"out": {"rounds": [], "processes": []}, "stay": {"rounds": [], "processes": []}}
     for round_index in range(max(1, args.variant_rounds)):
-        if out_of_budget(args):
-            out.setdefault("error", "not run: --budget spent")
-            break
-        result_json = os.path.join(folder, f"blocks-{round_index}.json")
-        command = ([args.launchwatch, "run", "--torch", "modules", "--capture-range",
-                    "cuda-profiler-api", "--out", os.path.join(folder, f"run-blocks-{round_index}"),
-                    "--"] + me + ["--blocks", str(args.blocks), "--json", result_json] +
-                   (["--blocks-hooks-stay"] if args.blocks_hooks_stay else []))
-        try:
-            timed(command, dict(os.environ), args.timeout)
-            with open(result_json) as f:
-                measured = json.load(f)
-            out["rounds"].append(measured["watched_over_unwatched"])
-            out["processes"].append({k: measured[k] for k in (
-                "watched_ms", "unwatched_ms", "watched_over_unwatched",
-                "watched_over_unwatched_range", "block_steps", "block_pairs", "step_ms")})
-        except Exception as failure:  # the other rows stand
-            out.setdefault("error", f"{type(failure).__name__}: {failure}"[:2000])
-    return out
+        for kind in (("out", "stay") if round_index % 2 == 0 else ("stay", "out")):
+            out = kinds[kind]
+            if out_of_budget(args):
+                out.setdefault("error", "not run: --budget spent")
+                continue
+            result_json = os.path.join(folder, f"blocks-{kind}-{round_index}.json")
+            command = ([args.launchwatch, "run", "--torch", "modules", "--capture-range",
+                        "cuda-profiler-api", "--out",
+                        os.path.join(folder, f"run-blocks-{kind}-{round_index}"), "--"] + me +
+                       ["--blocks", str(args.blocks), "--json", result_json] +
+                       (["--blocks-hooks-stay"] if kind == "stay" else []))
+            try:
+                timed(command, dict(os.environ), args.timeout)
+                with open(result_json) as f:
+                    measured = json.load(f)
+                out["rounds"].append(measured["watched_over_unwatched"])
+                out["processes"].append({k: measured[k] for k in (
+                    "watched_ms", "unwatched_ms", "watched_over_unwatched",
+                    "watched_over_unwatched_range", "block_steps", "block_pairs", "step_ms")})
+            except Exception as failure:  # the other rows stand
+                out.setdefault("error", f"{type(failure).__name__}: {failure}"[:2000])
+    return kinds
 
 
 def print_blocks(results):
-    """The --blocks rows: one per model, each process's ratio of watched to unwatched blocks."""
+    """The --blocks rows: two per model (unwatched blocks without the module hooks, and with
+    them), each process's ratio of watched to unwatched blocks."""
     rows = [(m, r["blocks"]) for m, r in results.items() if "blocks" in r]
     if not rows:
         return
     print("\n# launchwatch's own share inside one process: watched / unwatched blocks of steps\n")
-    print("| model | watched / unwatched, median of processes | each process: watched ms / "
-          "unwatched ms (ratio [range over block pairs]) |")
-    print("| --- | --- | --- |")
-    for model, b in rows:
-        if not b["rounds"]:
-            print(f"| {model} | failed: {b.get('error', '?').splitlines()[0][:80]} | |")
-            continue
-        each = "; ".join(
-            f"{p['watched_ms']:.2f} / {p['unwatched_ms']:.2f} ({p['watched_over_unwatched']:.3f}x "
-            f"[{p['watched_over_unwatched_range'][0]:.3f}-{p['watched_over_unwatched_range'][1]:.3f}])"
-            for p in b["processes"])
-        print(f"| {model} | {statistics.median(b['rounds']):.3f}x | {each} |")
+    print("| model | unwatched blocks | watched / unwatched, median of processes | each process: "
+          "watched ms / unwatched ms (ratio [range over block pairs]) |")
+    print("| --- | --- | --- | --- |")
+    labels = {"out": "hooks out (launchwatch's whole share)",
+              "stay": "hooks kept (the launches' attribution and timing alone)"}
+    for model, kinds in rows:
+        for kind, label in labels.items():
+            b = kinds[kind]
+            if not b["rounds"]:
+                print(f"| {model} | {label} | failed: "
+                      f"{b.get('error', '?').splitlines()[0][:80]} | |")
+                continue
+            each = "; ".join(
+                f"{p['watched_ms']:.2f} / {p['unwatched_ms']:.2f} "
+                f"({p['watched_over_unwatched']:.3f}x [{p['watched_over_unwatched_range'][0]:.3f}-"
+                f"{p['watched_over_unwatched_range'][1]:.3f}])" for p in b["processes"])
+            print(f"| {model} | {label} | {statistics.median(b['rounds']):.3f}x | {each} |")
     print("\nUnder `launchwatch run --torch modules --capture-range cuda-profiler-api`; unwatched "
-          "blocks run after cudaProfilerStop with the module hooks out of torch's registries, so "
-          "each launch pays CUPTI's callback and kernel record and a counter (the floor any "
-          "CUPTI-timed tool pays), and the optimizer's and backward()'s one scope a step stay. "
-          "The ratio is launchwatch's own share over that floor, paired block by block in one "
-          "process.")
+          "blocks run after cudaProfilerStop, so each launch pays CUPTI's callback and kernel "
+          "record and a counter (the floor any CUPTI-timed tool pays), and the optimizer's and "
+          "backward()'s one scope a step stay; with the hooks out they also run with the module "
+          "hooks out of torch's registries. The ratio is launchwatch's share over that floor, "
+          "paired block by block in one process: whole with the hooks out, the launches' "
+          "attribution and timing alone with them kept (the hooks' share is the ratio of the "
+          "two).")
 
 
 def compare(model, args, package):
@@ -869,10 +884,10 @@ def main():
     parser.add_argument("--blocks", type=int, help="for each model, also --variant-rounds "
                         "processes under run --capture-range cuda-profiler-api whose steps are "
                         "timed in blocks of N, watched and unwatched in turn: launchwatch's own "
-                        "share inside one process (watched_blocks); in the worker, that timing")
-    parser.add_argument("--blocks-hooks-stay", action="store_true",
-                        help="with --blocks, the unwatched blocks keep the module hooks: their "
-                        "ratio is then the launches' attribution and timing alone")
+                        "share inside one process (watched_blocks), with the unwatched blocks "
+                        "without the module hooks and, in a second process each round, with "
+                        "them; in the worker, that timing (--blocks-hooks-stay: the hooks kept)")
+    parser.add_argument("--blocks-hooks-stay", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--json", help=argparse.SUPPRESS)
     parser.add_argument("--profile", action="store_true", help=argparse.SUPPRESS)

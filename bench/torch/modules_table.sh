@@ -13,7 +13,7 @@
 # counter library (--counter: a fourth process per model, counted by CUPTI alone, and with VARIANTS
 # the variant timed by CUPTI's kernel records alone); MEASURED_STEPS: the measured steps of every
 # model (--steps; default each model's own); BLOCKS: --blocks (launchwatch's own share inside one
-# process, VARIANT_ROUNDS processes of it per model); TIMEOUT: seconds
+# process, VARIANT_ROUNDS rounds of two processes of it per model); TIMEOUT: seconds
 # per process (240); TABLE_TIMEOUT: seconds for the whole table (540), BUDGET: seconds after which
 # it starts no more processes (modules_table.py --budget). SKIP_BUILD=1 runs the table
 # on an earlier build, so the build and the table can be two commands of a machine that limits

@@ -10,6 +10,7 @@
 
 #include "core/interface/diagnostics.hpp"
 #include "core/interface/fork_generation.hpp"
+#include "core/interface/thread_name.hpp"
 
 namespace launchwatch::detail {
 namespace {
@@ -61,7 +62,10 @@ bool fold_thread::queue(thread_log& log) noexcept {
     if (!state_->thread.joinable()) {
       // Room for a few logs now, so that queueing does not allocate in the steady state.
       state_->queued.reserve(16);
-      state_->thread = std::thread{[this] { run(); }};
+      state_->thread = std::thread{[this] {
+        name_this_thread("lw-fold");
+        run();
+      }};
     }
     state_->queued.push_back(&log);
   } catch (...) {

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/interface/diagnostics.hpp"
+#include "core/interface/thread_name.hpp"
 
 namespace launchwatch::detail::cuda_bridge {
 profile_ticks steady_window(std::uint64_t start, std::uint64_t end) noexcept {
@@ -38,7 +39,12 @@ kernel_records::~kernel_records() {
   if (collector_.joinable()) collector_.join();
 }
 
-void kernel_records::start() { collector_ = std::thread{[this] { collect(); }}; }
+void kernel_records::start() {
+  collector_ = std::thread{[this] {
+    name_this_thread("lw-records");
+    collect();
+  }};
+}
 
 std::uint64_t kernel_records::outstanding() const noexcept {
   // settled_ first: every entry counted settled was counted awaited before (its slot or map entry

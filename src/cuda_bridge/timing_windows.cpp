@@ -5,6 +5,8 @@
 
 #include <launchwatch/errors.hpp>
 
+#include "core/interface/thread_name.hpp"
+
 namespace launchwatch::detail::cuda_bridge {
 
 void require_positive(const cuda_timing_windows& windows) {
@@ -18,7 +20,10 @@ void require_positive(const cuda_timing_windows& windows) {
 timing_windows::timing_windows(bridge_core& core, const cuda_timing_windows& windows)
     : core_{core}, windows_{windows} {
   require_positive(windows_);
-  thread_ = std::thread{[this] { alternate(); }};
+  thread_ = std::thread{[this] {
+    name_this_thread("lw-windows");
+    alternate();
+  }};
 }
 
 timing_windows::~timing_windows() { stop(); }

@@ -34,8 +34,9 @@
 #include <launchwatch/cuda_bridge.hpp>
 #include <launchwatch/errors.hpp>
 
-#include "cuda_bridge/live_bridge.hpp"
+#include "core/interface/thread_name.hpp"
 #include "cuda_bridge/inside_cuda_init.hpp"
+#include "cuda_bridge/live_bridge.hpp"
 
 namespace launchwatch::detail {
 namespace {
@@ -161,6 +162,7 @@ void catch_stop_signals() {
   }
   if (!any) return;
   std::thread{[] {
+    name_this_thread("lw-stop-signal");
     while (::sem_wait(&stop_requested) != 0 && errno == EINTR) {
     }
     const int signal_number = stop_signal.load();
@@ -172,6 +174,7 @@ void catch_stop_signals() {
 
 /// The snapshot thread: every `snapshot_every`, the summary so far into summary.json.
 void take_snapshots() {
+  name_this_thread("lw-snapshots");
   auto& s = *the_session;
   std::unique_lock lock{s.snapshot_mutex};
   bool said = false;

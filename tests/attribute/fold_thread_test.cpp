@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "attribute/fold_thread.hpp"
+#include "support/thread_names.hpp"
 
 namespace launchwatch {
 namespace {
@@ -194,6 +195,19 @@ TEST(AggregateFold, FoldsOnTheLaunchingThreadWhereNoCoreIsToSpare) {
   const auto readers = reads.readers();
   ASSERT_EQ(readers.size(), 1u);
   EXPECT_EQ(readers.count(std::this_thread::get_id()), 1u);
+  EXPECT_EQ(observer->collect_summary().launches, static_cast<std::size_t>(fold_every + 1));
+}
+
+TEST(AggregateFold, TheFoldThreadIsNamedLwFoldForTheToolsThatWatchTheProcess) {
+  if (testing::thread_names().empty()) GTEST_SKIP() << "no /proc/self/task here";
+  const fold_thread_decided threaded{true};
+  auto observer = std::make_shared<attribution>(aggregate_only());
+  measurement_reads reads;
+  launch_observation watching{observer};
+  for (int i = 0; i < fold_every + 1; ++i) launch_measured(reads, i == 0);
+  ASSERT_TRUE(reads.wait_for_a_read(30s)) << "no fold read the handed-over launches";
+  EXPECT_TRUE(testing::has_thread_named("lw-fold"));
+  // Collected before `reads` goes: the fold thread may still be reading its measurements.
   EXPECT_EQ(observer->collect_summary().launches, static_cast<std::size_t>(fold_every + 1));
 }
 

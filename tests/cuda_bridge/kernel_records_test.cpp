@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "cuda_bridge/kernel_records.hpp"
+#include "support/thread_names.hpp"
 
 namespace launchwatch {
 namespace {
@@ -183,6 +184,20 @@ TEST(KernelRecords,
   const auto began = std::chrono::steady_clock::now();
   table->flush_until_delivered(10s, table->mark());
   EXPECT_LT(std::chrono::steady_clock::now() - began, 1s) << "a forgotten entry stayed awaited";
+  table->close();
+}
+
+TEST(KernelRecords, TheCollectorThreadIsNamedLwRecordsForTheToolsThatWatchTheProcess) {
+  if (testing::thread_names().empty()) GTEST_SKIP() << "no /proc/self/task here";
+  EXPECT_FALSE(testing::has_thread_named("lw-records"));
+  stress_device device;
+  const auto table = device.make_table();
+  // The thread names itself as it starts: wait for it a little.
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (!testing::has_thread_named("lw-records") && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_TRUE(testing::has_thread_named("lw-records"));
   table->close();
 }
 

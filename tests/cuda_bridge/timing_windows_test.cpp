@@ -19,6 +19,7 @@
 
 #include "cuda_bridge/timing_windows.hpp"
 #include "fake_cupti.hpp"
+#include "support/thread_names.hpp"
 
 namespace launchwatch {
 namespace {
@@ -63,6 +64,18 @@ TEST(TimingWindows, LaunchesBetweenWindowsAreReportedAndCountedWithoutAMeasureme
   EXPECT_TRUE(observer->take_profiles().empty());
   EXPECT_EQ(cupti.core().stats().untimed_outside_windows, 5u);
   EXPECT_EQ(cupti.core().stats().launches_reported, 5u);
+}
+
+TEST(TimingWindows, TheWindowsThreadIsNamedLwWindowsForTheToolsThatWatchTheProcess) {
+  if (testing::thread_names().empty()) GTEST_SKIP() << "no /proc/self/task here";
+  fake_cupti cupti{windows_of(200ms, 800ms)};
+  detail::cuda_bridge::timing_windows windows{cupti.core(),
+                                              *windows_of(200ms, 800ms).timing_windows};
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (!testing::has_thread_named("lw-windows") && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_TRUE(testing::has_thread_named("lw-windows"));
 }
 
 TEST(TimingWindows, LaunchesInsideAWindowAreEachMeasuredFromTheirRecord) {

@@ -23,6 +23,7 @@
 #include "host_gpu_runtime.hpp"
 #include "support/capturing_sink.hpp"
 #include "support/recording_observer.hpp"
+#include "support/thread_names.hpp"
 
 namespace launchwatch {
 namespace {
@@ -60,6 +61,21 @@ TEST(HostGpu, ADeferredMeasurementIsTheDevicesWindowInsideItsLaunchAndSync) {
   // window ends by the sync, give or take an anchor's uncertainty (an exchange's half round trip).
   EXPECT_LE(ticks->end(), after + 1ms);
   EXPECT_GE(ticks->length(), 0ns);
+}
+
+TEST(HostGpu, ItsTimingCollectorAndClockKeeperThreadsAreNamedForTheToolsThatWatchTheProcess) {
+  if (testing::thread_names().empty()) GTEST_SKIP() << "no /proc/self/task here";
+  auto client = host_gpu::open_client();
+  auto values = client.empty<int>(64);
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
+  {
+    launch_observation watching{keeps};
+    client.launch(fill{values.view(), 3}, cube_count{1}, cube_dim{64});
+  }
+  client.sync();
+  ASSERT_EQ(keeps->take_profiles().size(), 1u);
+  EXPECT_TRUE(testing::has_thread_named("lw-timing"));
+  EXPECT_TRUE(testing::has_thread_named("lw-clock"));
 }
 
 TEST(HostGpu, DeferredLaunchesOverManyBatchesAreEachMeasuredInIssueOrder) {

@@ -23,6 +23,7 @@
 #include <gtest/gtest.h>
 
 #include "support/recording_observer.hpp"
+#include "support/thread_names.hpp"
 
 namespace launchwatch {
 namespace {
@@ -92,6 +93,17 @@ TEST(CpuBackend, SpreadsALaunchsCubesOverSeveralThreads) {
   client.sync();
   EXPECT_GT(threads.size(), 1u);
   EXPECT_EQ(threads.count(std::this_thread::get_id()), 0u) << "a cube ran on the issuing thread";
+}
+
+TEST(CpuBackend, ItsStreamWorkerAndPoolThreadsAreNamedForTheToolsThatWatchTheProcess) {
+  if (testing::thread_names().empty()) GTEST_SKIP() << "no /proc/self/task here";
+  auto client = client::cpu();
+  std::mutex mutex;
+  std::set<std::thread::id> threads;
+  client.launch(note_threads{&mutex, &threads}, cube_count{32}, cube_dim{256});
+  client.sync();
+  EXPECT_TRUE(testing::has_thread_named("lw-cpu-stream"));
+  EXPECT_TRUE(testing::has_thread_named("lw-cpu-pool"));
 }
 
 /// Launches a gated kernel and opens the gate only once `launch` has returned: a launch that

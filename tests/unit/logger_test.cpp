@@ -28,6 +28,7 @@
 
 #include "support/capturing_sink.hpp"
 #include "support/golden.hpp"
+#include "support/thread_names.hpp"
 
 namespace launchwatch {
 namespace {
@@ -337,6 +338,15 @@ TEST_F(ProfilingLogger, DisabledWritesNothing) {
   logger().record(launch("k"), lasting(1us));
   logger().write_summary();
   EXPECT_EQ(written(), "");
+}
+
+TEST_F(ProfilingLogger, ItsWriterThreadIsNamedLwLogForTheToolsThatWatchTheProcess) {
+  if (testing::thread_names().empty()) GTEST_SKIP() << "no /proc/self/task here";
+  logger().set_level(profile_level::execution_only);
+  logger().start();
+  logger().record_execution(launch("k"));
+  EXPECT_EQ(written(), "launch k on cpu:0 stream 3\n");
+  EXPECT_TRUE(testing::has_thread_named("lw-log"));
 }
 
 TEST_F(ProfilingLogger, ExecutionOnlyWritesALinePerLaunchWithoutTiming) {

@@ -6,6 +6,7 @@
 
 #include "core/interface/fork_generation.hpp"
 #include "core/interface/fork_locks.hpp"
+#include "core/interface/thread_name.hpp"
 
 namespace launchwatch::detail {
 namespace {
@@ -94,7 +95,10 @@ std::mutex& cpu_pool::starting_lock() noexcept { return current_pool::get().mute
 cpu_pool::cpu_pool(std::size_t threads) {
   workers_.reserve(threads);
   for (std::size_t i = 0; i < threads; ++i) {
-    workers_.emplace_back([this] { work(); });
+    workers_.emplace_back([this] {
+      name_this_thread("lw-cpu-pool");
+      work();
+    });
     // Never joined: the pool lives as long as the process, and its threads end with it.
     workers_.back().detach();
   }

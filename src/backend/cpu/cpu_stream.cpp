@@ -14,6 +14,7 @@
 #include "backend/cpu/cpu_graph.hpp"
 #include "backend/cpu/cpu_pool.hpp"
 #include "core/interface/fork_generation.hpp"
+#include "core/interface/thread_name.hpp"
 
 namespace launchwatch::detail {
 namespace {
@@ -213,7 +214,12 @@ std::uint64_t cpu_stream::enqueue(work_item item) {
     point = item.point = ++submitted_;
     queue_.push_back(std::move(item));
     // Started on first use, so a thread that only reads or syncs never costs a worker.
-    if (!worker_.joinable()) worker_ = std::thread{[this] { run_worker(); }};
+    if (!worker_.joinable()) {
+      worker_ = std::thread{[this] {
+        name_this_thread("lw-cpu-stream");
+        run_worker();
+      }};
+    }
   }
   work_ready_.notify_one();
   return point;

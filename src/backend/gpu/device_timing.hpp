@@ -18,6 +18,7 @@
 
 #include <launchwatch/profile.hpp>
 
+#include "core/interface/thread_name.hpp"
 #include "device_clock.hpp"
 #include "device_health.hpp"
 #include "timing_slots.hpp"
@@ -104,7 +105,10 @@ device_timing<R>::device_timing(int index, std::shared_ptr<device_health<R>> dev
   // No anchor is taken here: the first timed launch would wait for the device (behind a
   // persistent kernel, forever). The keeper anchors as soon as timing starts, and a read that
   // comes first takes the anchor itself.
-  keeper_ = std::thread{[this] { keep(); }};
+  keeper_ = std::thread{[this] {
+    name_this_thread("lw-clock");
+    keep();
+  }};
   auto& registry = keeper_registry::get();
   std::lock_guard lock{registry.mutex};
   // Registered after the runtime started, so this runs before the runtime's own teardown at exit.

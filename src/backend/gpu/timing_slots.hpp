@@ -28,6 +28,7 @@
 #include <launchwatch/detail/device_entry.hpp>
 #include <launchwatch/profile.hpp>
 
+#include "core/interface/thread_name.hpp"
 #include "device_guard.hpp"
 #include "device_health.hpp"
 #include "timing_batch_state.hpp"
@@ -299,7 +300,10 @@ timing_collector<R>::timing_collector(int device, std::shared_ptr<device_health<
              device_);
     free_staged_.push_back(i);
   }
-  collector_ = std::thread{[this] { run(); }};
+  collector_ = std::thread{[this] {
+    name_this_thread("lw-timing");
+    run();
+  }};
 }
 
 template <class R>

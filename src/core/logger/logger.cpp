@@ -29,6 +29,7 @@
 
 #include "core/interface/diagnostics.hpp"
 #include "core/interface/fork_locks.hpp"
+#include "core/interface/thread_name.hpp"
 #include "core/launch_watch_writer.hpp"
 #include "core/logger/environment.hpp"
 #include "core/logger/lines.hpp"
@@ -200,6 +201,7 @@ void handle(logger_state& state, queued& entry, std::shared_ptr<spdlog::logger>&
 }
 
 void run_writer(logger_state& state, std::shared_ptr<spdlog::logger> current) {
+  name_this_thread("lw-log");
   std::vector<queued> batch;
   std::unique_lock lock{state.mutex};
   for (;;) {

@@ -17,7 +17,8 @@ namespace {
 // launches timed work: 2 MiB holds about 8 000 kernel records, a pass's worth between two flushes.
 constexpr std::size_t buffer_bytes = std::size_t{2} << 20;
 // Zeroed buffers kept between uses (activity_buffer_pool.hpp): one per launching thread and those
-// a flush has in hand, 16 MiB at most; `ready_at_start` of them made before the first launch.
+// a flush has in hand, 16 MiB at most; `ready_at_start` of them made as the records are turned on
+// (none while the bridge only names launches).
 constexpr std::size_t buffers_kept = 8;
 constexpr std::size_t ready_at_start = 4;
 
@@ -104,7 +105,6 @@ CUptiResult register_callbacks() noexcept {
 }  // namespace
 
 int deliver_activity_to(std::shared_ptr<kernel_records> records) {
-  active().buffers.fill(ready_at_start);
   if (const CUptiResult r = register_callbacks(); r != CUPTI_SUCCESS) return r;
   std::lock_guard lock{active().mutex};
   active().records = std::move(records);
@@ -115,6 +115,14 @@ int take_activity_back(bool kernel_records_were_on) noexcept {
   if (const CUptiResult r = register_callbacks(); r != CUPTI_SUCCESS) return r;
   if (!kernel_records_were_on) return CUPTI_SUCCESS;
   return cupti().activity_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+}
+
+void ready_activity_buffers() noexcept {
+  try {
+    active().buffers.fill(ready_at_start);
+  } catch (...) {
+    // No buffer made ahead: CUPTI's first requests allocate them, as they would have.
+  }
 }
 
 void stop_delivering_to(const kernel_records& records) noexcept {

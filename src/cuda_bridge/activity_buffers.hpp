@@ -20,6 +20,12 @@ int deliver_activity_to(std::shared_ptr<kernel_records> records);
 /// and its timestamps would be on the steady clock.
 int take_activity_back(bool kernel_records_were_on) noexcept;
 
+/// Makes the first zeroed buffers CUPTI will ask for, so the launches after the kernel records are
+/// turned on find them ready (activity_buffer_pool.hpp). Call before turning the records on; again
+/// is cheap (a lock, once they are made). Cost: the first time, four 2 MiB buffers allocated and
+/// zeroed (about a millisecond) on the calling thread.
+void ready_activity_buffers() noexcept;
+
 /// Stops delivering to `records` (after its close(): the last buffers went there).
 void stop_delivering_to(const kernel_records& records) noexcept;
 

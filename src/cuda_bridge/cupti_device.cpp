@@ -3,9 +3,10 @@
 
 #include <cupti.h>
 
+#include "activity_buffers.hpp"
+#include "core/interface/diagnostics.hpp"
 #include "cupti_calls.hpp"
 #include "cupti_functions.hpp"
-#include "core/interface/diagnostics.hpp"
 #include "resolved_timing.hpp"
 
 namespace launchwatch::detail::cuda_bridge {
@@ -44,6 +45,7 @@ bool cupti_device::kernel_records_on() noexcept {
   if (kernel_records_failed_) return false;
   // Turned on at the first launch that wants device time, and off only at teardown or at the end
   // of a timing window (cuda_timing_windows).
+  ready_activity_buffers();
   const CUptiResult r = cupti().activity_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   if (r != CUPTI_SUCCESS) {
     kernel_records_failed_ = true;

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# perf over a PyTorch model's measured steps only, one process per configuration, on a GPU machine:
+# where a watched step's time goes (docs/benchmarks.md, "CUPTI zeroed each buffer on the launching
+# thread"). Each configuration runs bench/torch/modules_table.py's worker under `perf record
+# --control`, which the worker turns on for its measured steps alone (LAUNCHWATCH_BENCH_PERF_CTL),
+# and leaves the step's wall and CPU times (JSON) and perf's reports by thread and library, by
+# library and symbol (with sample counts), in $OUT/perf-steps. The GPU machine has no perf: carry
+# the kit scripts/perf_kit.sh makes (the device tool's `carry: ["build/perfkit"]`).
+#
+# CONFIGS (default "plain hooks modules_untimed modules"):
+#   plain            the worker alone
+#   hooks            the module hooks with a no-op Python sink, no tool
+#   modules_untimed  launchwatch run --torch modules --timing none
+#   modules          launchwatch run --torch modules
+#   modules_g        the same with call graphs and Python's perf trampolines (PYTHONPERFSUPPORT=1)
+# Usage: OUT=dir [BUILD=build/gpu] [MODEL=resnet18-train] [STEPS=200] [CONFIGS=...]
+#        [PERF_KIT=build/perfkit] [PYTHON=python3] [DEVICE=cuda] scripts/perf_steps.sh
+set -u
+cd "$(dirname "$0")/.." || exit 1
+OUT=${OUT:-build/device-out}
+BUILD=${BUILD:-build/gpu}
+perf=${PERF_KIT:-build/perfkit}/run_perf.sh
+launchwatch=$BUILD/apps/launchwatch/launchwatch
+worker="${PYTHON:-python3} bench/torch/modules_table.py --worker ${MODEL:-resnet18-train} --python-package $BUILD/python --device ${DEVICE:-cuda} --steps ${STEPS:-200}"
+export NCCL_NVLS_ENABLE=0
+out=$OUT/perf-steps
+mkdir -p "$out"
+fifos=$(mktemp -d)
+for config in ${CONFIGS:-plain hooks modules_untimed modules}; do
+  rm -f "$fifos/ctl" "$fifos/ack"
+  mkfifo "$fifos/ctl" "$fifos/ack"
+  graph=""
+  case $config in
+    plain) command="$worker --json $out/$config.json" ;;
+    hooks) command="$worker --sink noop --json $out/$config.json" ;;
+    modules_untimed) command="$launchwatch run --torch modules --timing none --out $fifos/run-$config -- $worker --json $out/$config.json" ;;
+    modules) command="$launchwatch run --torch modules --out $fifos/run-$config -- $worker --json $out/$config.json" ;;
+    modules_g) graph="-g"
+      command="env PYTHONPERFSUPPORT=1 $launchwatch run --torch modules --out $fifos/run-$config -- $worker --json $out/$config.json" ;;
+    *) echo "unknown configuration $config"; continue ;;
+  esac
+  # shellcheck disable=SC2086  # the commands are word lists
+  LAUNCHWATCH_BENCH_PERF_CTL=$fifos/ctl,$fifos/ack timeout 150 "$perf" record $graph -e cpu-clock \
+    -F 2999 -D -1 --control "fifo:$fifos/ctl,$fifos/ack" -o "$fifos/$config.data" -- $command \
+    >/dev/null 2>"$out/$config.err"
+  echo "$config $(python3 -c "import json; d = json.load(open('$out/$config.json')); print('step %.2f ms, stepping thread CPU %.2f ms, process CPU %.2f ms' % (d['step_ms'], d['step_thread_cpu_ms'], d['step_process_cpu_ms']))" 2>/dev/null || echo failed: see "$out/$config.err")"
+  report() { "$perf" report -i "$fifos/$config.data" --stdio "$@" 2>/dev/null | grep -v '^#' | grep -v '^$'; }
+  if [ -z "$graph" ]; then
+    report --no-children --sort comm,dso | head -30 >"$out/$config.comm_dso.txt"
+    report --no-children --sort comm,dso,sym | head -150 >"$out/$config.sym.txt"
+    report --no-children --sort dso,sym -n | head -200 >"$out/$config.dsosym.txt"
+  else
+    report --children --sort sym -g none | head -250 >"$out/$config.children.txt"
+  fi
+done
+rm -rf "$fifos"

@@ -206,7 +206,7 @@ TEST(AggregateFold, TheFoldThreadIsNamedLwFoldForTheToolsThatWatchTheProcess) {
   launch_observation watching{observer};
   for (int i = 0; i < fold_every + 1; ++i) launch_measured(reads, i == 0);
   ASSERT_TRUE(reads.wait_for_a_read(30s)) << "no fold read the handed-over launches";
-  EXPECT_TRUE(testing::has_thread_named("lw-fold"));
+  EXPECT_TRUE(testing::thread_named_within("lw-fold"));
   // Collected before `reads` goes: the fold thread may still be reading its measurements.
   EXPECT_EQ(observer->collect_summary().launches, static_cast<std::size_t>(fold_every + 1));
 }

@@ -74,8 +74,8 @@ TEST(HostGpu, ItsTimingCollectorAndClockKeeperThreadsAreNamedForTheToolsThatWatc
   }
   client.sync();
   ASSERT_EQ(keeps->take_profiles().size(), 1u);
-  EXPECT_TRUE(testing::has_thread_named("lw-timing"));
-  EXPECT_TRUE(testing::has_thread_named("lw-clock"));
+  EXPECT_TRUE(testing::thread_named_within("lw-timing"));
+  EXPECT_TRUE(testing::thread_named_within("lw-clock"));
 }
 
 TEST(HostGpu, DeferredLaunchesOverManyBatchesAreEachMeasuredInIssueOrder) {

@@ -102,8 +102,8 @@ TEST(CpuBackend, ItsStreamWorkerAndPoolThreadsAreNamedForTheToolsThatWatchThePro
   std::set<std::thread::id> threads;
   client.launch(note_threads{&mutex, &threads}, cube_count{32}, cube_dim{256});
   client.sync();
-  EXPECT_TRUE(testing::has_thread_named("lw-cpu-stream"));
-  EXPECT_TRUE(testing::has_thread_named("lw-cpu-pool"));
+  EXPECT_TRUE(testing::thread_named_within("lw-cpu-stream"));
+  EXPECT_TRUE(testing::thread_named_within("lw-cpu-pool"));
 }
 
 /// Launches a gated kernel and opens the gate only once `launch` has returned: a launch that

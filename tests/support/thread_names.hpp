@@ -4,9 +4,11 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace launchwatch::testing {
@@ -27,6 +29,18 @@ inline std::vector<std::string> thread_names() {
 inline bool has_thread_named(const std::string& name) {
   const auto names = thread_names();
   return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+/// Whether a thread of this process is named `name` within `patience`: a thread names itself as
+/// it starts, which can be a moment after the call that started it returned.
+inline bool thread_named_within(const std::string& name,
+                                std::chrono::milliseconds patience = std::chrono::seconds{10}) {
+  const auto until = std::chrono::steady_clock::now() + patience;
+  while (!has_thread_named(name)) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds{1});
+  }
+  return true;
 }
 
 }  // namespace launchwatch::testing

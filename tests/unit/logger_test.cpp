@@ -346,7 +346,7 @@ TEST_F(ProfilingLogger, ItsWriterThreadIsNamedLwLogForTheToolsThatWatchTheProces
   logger().start();
   logger().record_execution(launch("k"));
   EXPECT_EQ(written(), "launch k on cpu:0 stream 3\n");
-  EXPECT_TRUE(testing::has_thread_named("lw-log"));
+  EXPECT_TRUE(testing::thread_named_within("lw-log"));
 }
 
 TEST_F(ProfilingLogger, ExecutionOnlyWritesALinePerLaunchWithoutTiming) {

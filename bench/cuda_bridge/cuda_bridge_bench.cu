@@ -139,7 +139,7 @@ void CUPTIAPI floor_buffer_requested(uint8_t** buffer, size_t* size, size_t* max
 }
 
 void CUPTIAPI floor_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
-  floor_buffers().give_back(buffer, valid);
+  if (!floor_buffers().give_back(buffer, valid)) std::free(buffer);
 }
 
 /// What floor_buffer_read read: kept, so the reading is not optimised out.
@@ -158,7 +158,7 @@ void CUPTIAPI floor_buffer_read(CUcontext, uint32_t, uint8_t* buffer, size_t, si
   }
   floor_records_read.fetch_add(kernels, std::memory_order_relaxed);
   floor_checksum.fetch_xor(sum, std::memory_order_relaxed);
-  floor_buffers().give_back(buffer, valid);
+  if (!floor_buffers().give_back(buffer, valid)) std::free(buffer);
 }
 
 /// What the floor's CUPTI subscriber does beside returning from its launch callbacks.

@@ -22,12 +22,26 @@ activity_buffer_pool::~activity_buffer_pool() {
   for (std::uint8_t* buffer : ready_) std::free(buffer);
 }
 
-std::uint8_t* activity_buffer_pool::allocate_zeroed() const noexcept {
+std::uint8_t* activity_buffer_pool::allocate_zeroed() noexcept {
   auto* buffer = static_cast<std::uint8_t*>(std::aligned_alloc(record_alignment, buffer_bytes_));
+  if (buffer == nullptr) return nullptr;
   // Written through, not calloc'd: a fresh mapping's pages would fault in at CUPTI's first
   // record on the launching thread, which is what the pool is for avoiding.
-  if (buffer != nullptr) std::memset(buffer, 0, buffer_bytes_);
+  std::memset(buffer, 0, buffer_bytes_);
+  try {
+    std::lock_guard lock{mutex_};
+    owned_.insert(buffer);
+    ++allocated_;
+  } catch (...) {
+    std::free(buffer);  // not known as ours, it could not come back: none rather than a stray
+    return nullptr;
+  }
   return buffer;
+}
+
+void activity_buffer_pool::release(std::uint8_t* buffer) noexcept {
+  owned_.erase(buffer);
+  std::free(buffer);
 }
 
 void activity_buffer_pool::fill(std::size_t count) {
@@ -40,9 +54,8 @@ void activity_buffer_pool::fill(std::size_t count) {
     std::uint8_t* buffer = allocate_zeroed();
     if (buffer == nullptr) return;
     std::lock_guard lock{mutex_};
-    ++allocated_;
     if (ready_.size() >= kept_) {
-      std::free(buffer);
+      release(buffer);
       return;
     }
     ready_.push_back(buffer);
@@ -58,21 +71,16 @@ std::uint8_t* activity_buffer_pool::take() noexcept {
       return buffer;
     }
   }
-  std::uint8_t* buffer = allocate_zeroed();
-  if (buffer != nullptr) {
-    std::lock_guard lock{mutex_};
-    ++allocated_;
-  }
-  return buffer;
+  return allocate_zeroed();
 }
 
-void activity_buffer_pool::give_back(std::uint8_t* buffer, std::size_t used) noexcept {
-  if (buffer == nullptr) return;
+bool activity_buffer_pool::give_back(std::uint8_t* buffer, std::size_t used) noexcept {
   {
     std::lock_guard lock{mutex_};
+    if (buffer == nullptr || !owned_.contains(buffer)) return false;
     if (ready_.size() >= kept_) {
-      std::free(buffer);
-      return;
+      release(buffer);
+      return true;
     }
   }
   // CUPTI appends records from the start; `used` is where the last complete one ends. A page past
@@ -82,10 +90,11 @@ void activity_buffer_pool::give_back(std::uint8_t* buffer, std::size_t used) noe
   std::memset(buffer, 0, std::min(written, buffer_bytes_));
   std::lock_guard lock{mutex_};
   if (ready_.size() >= kept_) {
-    std::free(buffer);
-    return;
+    release(buffer);
+    return true;
   }
   ready_.push_back(buffer);
+  return true;
 }
 
 std::size_t activity_buffer_pool::ready() const noexcept {

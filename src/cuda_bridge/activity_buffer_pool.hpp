@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <unordered_set>
 #include <vector>
 
 namespace launchwatch::detail::cuda_bridge {
@@ -42,9 +43,11 @@ class activity_buffer_pool {
   /// A buffer of buffer_bytes() bytes, every one zero, or nullptr when memory ran out.
   [[nodiscard]] std::uint8_t* take() noexcept;
 
-  /// `buffer` (from take()) is done with, its first `used` bytes possibly written: zeroed again
-  /// and kept, or freed when `kept` are already kept. Null is ignored.
-  void give_back(std::uint8_t* buffer, std::size_t used) noexcept;
+  /// `buffer` is done with, its first `used` bytes possibly written: zeroed again and kept, or
+  /// freed when `kept` are already kept; true. False, and nothing done, for a buffer this pool did
+  /// not hand out (null, or another CUPTI client's that CUPTI handed to the bridge's callback after
+  /// the client gave CUPTI back: of a size and an allocator the pool does not know).
+  [[nodiscard]] bool give_back(std::uint8_t* buffer, std::size_t used) noexcept;
 
   [[nodiscard]] std::size_t buffer_bytes() const noexcept { return buffer_bytes_; }
   /// Buffers kept ready now.
@@ -54,13 +57,17 @@ class activity_buffer_pool {
   [[nodiscard]] std::size_t allocated() const noexcept;
 
  private:
-  [[nodiscard]] std::uint8_t* allocate_zeroed() const noexcept;
+  /// A new zeroed buffer, counted and known as this pool's; nullptr when memory ran out.
+  [[nodiscard]] std::uint8_t* allocate_zeroed() noexcept;
+  /// Frees one of this pool's buffers. Caller holds mutex_.
+  void release(std::uint8_t* buffer) noexcept;
 
   const std::size_t buffer_bytes_;
   const std::size_t kept_;
   mutable std::mutex mutex_;
   std::vector<std::uint8_t*> ready_;  // under mutex_, reserved to kept_ so push_back cannot throw
-  std::size_t allocated_ = 0;         // under mutex_
+  std::unordered_set<std::uint8_t*> owned_;  // under mutex_: every live buffer this pool made
+  std::size_t allocated_ = 0;                // under mutex_
 };
 
 }  // namespace launchwatch::detail::cuda_bridge

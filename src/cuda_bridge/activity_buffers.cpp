@@ -4,6 +4,7 @@
 #include <cupti.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <mutex>
 #include <vector>
 
@@ -70,7 +71,9 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
     }
     records->on_records(kernels, dropped);
   }
-  active().buffers.give_back(buffer, valid_size);
+  // Another CUPTI client's buffer (given to CUPTI while it held the records, handed here after the
+  // bridge took them back) is freed, as every buffer was before the pool.
+  if (!active().buffers.give_back(buffer, valid_size)) std::free(buffer);
 }
 
 /// The steady clock in nanoseconds, for CUPTI's timestamps: records then carry `instant`s, with no

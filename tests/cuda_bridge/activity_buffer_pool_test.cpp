@@ -27,7 +27,7 @@ TEST(ActivityBufferPool, ABufferTakenFromAnEmptyPoolIsZeroThroughout) {
   ASSERT_NE(buffer, nullptr);
   EXPECT_TRUE(all_zero(buffer, pool.buffer_bytes()));
   EXPECT_EQ(pool.allocated(), 1u);
-  pool.give_back(buffer, 0);
+  EXPECT_TRUE(pool.give_back(buffer, 0));
 }
 
 TEST(ActivityBufferPool, ABufferGivenBackIsZeroAgainWhereItWasWrittenAndPastItsLastRecord) {
@@ -38,13 +38,13 @@ TEST(ActivityBufferPool, ABufferGivenBackIsZeroAgainWhereItWasWrittenAndPastItsL
   constexpr std::size_t used = 10'000;
   std::memset(buffer, 0xab, used);
   std::memset(buffer + used, 0xcd, 200);
-  pool.give_back(buffer, used);
+  EXPECT_TRUE(pool.give_back(buffer, used));
 
   std::uint8_t* again = pool.take();
   EXPECT_EQ(again, buffer) << "the buffer given back was not reused";
   EXPECT_TRUE(all_zero(again, pool.buffer_bytes()));
   EXPECT_EQ(pool.allocated(), 1u);
-  pool.give_back(again, 0);
+  EXPECT_TRUE(pool.give_back(again, 0));
 }
 
 TEST(ActivityBufferPool, ABufferWrittenToItsEndIsZeroThroughoutWhenTakenAgain) {
@@ -52,10 +52,10 @@ TEST(ActivityBufferPool, ABufferWrittenToItsEndIsZeroThroughoutWhenTakenAgain) {
   std::uint8_t* buffer = pool.take();
   ASSERT_NE(buffer, nullptr);
   std::memset(buffer, 0xff, pool.buffer_bytes());
-  pool.give_back(buffer, pool.buffer_bytes());
+  EXPECT_TRUE(pool.give_back(buffer, pool.buffer_bytes()));
   std::uint8_t* again = pool.take();
   EXPECT_TRUE(all_zero(again, pool.buffer_bytes()));
-  pool.give_back(again, 0);
+  EXPECT_TRUE(pool.give_back(again, 0));
 }
 
 TEST(ActivityBufferPool, BuffersFilledBeforeTheFirstLaunchAreTakenWithoutAllocating) {
@@ -69,7 +69,7 @@ TEST(ActivityBufferPool, BuffersFilledBeforeTheFirstLaunchAreTakenWithoutAllocat
   for (std::uint8_t* buffer : taken) {
     ASSERT_NE(buffer, nullptr);
     EXPECT_TRUE(all_zero(buffer, pool.buffer_bytes()));
-    pool.give_back(buffer, 0);
+    EXPECT_TRUE(pool.give_back(buffer, 0));
   }
 }
 
@@ -84,8 +84,18 @@ TEST(ActivityBufferPool, BuffersBeyondThoseKeptAreFreedWhenTheyComeBack) {
   std::vector<std::uint8_t*> taken;
   for (int i = 0; i < 5; ++i) taken.push_back(pool.take());
   EXPECT_EQ(pool.allocated(), 5u);
-  for (std::uint8_t* buffer : taken) pool.give_back(buffer, 100);
+  for (std::uint8_t* buffer : taken) EXPECT_TRUE(pool.give_back(buffer, 100));
   EXPECT_EQ(pool.ready(), 2u);
+}
+
+TEST(ActivityBufferPool, ABufferItDidNotHandOutIsRefusedAndLeftUntouched) {
+  activity_buffer_pool pool{small_buffer, 4};
+  // Another CUPTI client's buffer, smaller than the pool's: zeroing or reusing it would overrun it.
+  std::vector<std::uint8_t> foreign(100, 0xab);
+  EXPECT_FALSE(pool.give_back(foreign.data(), 50));
+  EXPECT_EQ(foreign, std::vector<std::uint8_t>(100, 0xab));
+  EXPECT_FALSE(pool.give_back(nullptr, 0));
+  EXPECT_EQ(pool.ready(), 0u);
 }
 
 TEST(ActivityBufferPool, ThreadsTakingAndGivingBackAtOnceAlwaysTakeZeroedBuffers) {
@@ -106,7 +116,7 @@ TEST(ActivityBufferPool, ThreadsTakingAndGivingBackAtOnceAlwaysTakeZeroedBuffers
         const std::size_t used = static_cast<std::size_t>((t * 997 + i * 131) % 20'000) + 8;
         if (!all_zero(buffer, used + 64)) dirty.fetch_add(1);
         std::memset(buffer, 0x5a, used);
-        pool.give_back(buffer, used);
+        if (!pool.give_back(buffer, used)) failed.fetch_add(1);
       }
     });
   }

@@ -23,10 +23,10 @@ namespace launchwatch::detail::cuda_bridge {
 
 /// Zeroed buffers of one size, handed out and taken back from any thread.
 ///
-/// Thread safety: every member is safe from any thread. Cost: take() and give_back() hold a lock
-/// for a few loads and stores; take() allocates and zeroes only when the pool is empty, and
-/// give_back() zeroes what the buffer's user wrote (its `used` bytes, rounded up, and a page past
-/// them in case a record was begun there).
+/// Thread safety: every member is safe from any thread. Cost: take() holds a lock for a few loads
+/// and stores, and allocates and zeroes only when the pool is empty; give_back() holds it for a
+/// hash lookup (is the buffer this pool's?) and zeroes what the buffer's user wrote (its `used`
+/// bytes, rounded up, and a page past them in case a record was begun there).
 class activity_buffer_pool {
  public:
   /// Buffers of `buffer_bytes` (a multiple of 8, CUPTI's record alignment); at most `kept` are

@@ -1,5 +1,6 @@
-// CUPTI's side of the kernel records: the buffers CUPTI fills, read into the awaited table
-// (kernel_records.hpp), the steady-clock timestamps, and the flushes the table asks for.
+// CUPTI's side of the kernel records: the buffers CUPTI fills (zeroed ones from a pool,
+// activity_buffer_pool.hpp, with CUPTI told so), read into the awaited table (kernel_records.hpp),
+// the steady-clock timestamps, and the flushes the table asks for.
 #pragma once
 
 #include <memory>

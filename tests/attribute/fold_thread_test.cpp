@@ -108,13 +108,18 @@ void launch_measured(measurement_reads& reads, bool first) {
   launch_path::notify_profiled("k", reads.measurement(first));
 }
 
+/// One fold's worth of launches and the launch that hands it over (the first one's read waits at
+/// `reads`' gate, if closed); nothing else folds until a collect.
+void hand_one_fold_over(measurement_reads& reads) {
+  for (int i = 0; i < fold_every + 1; ++i) launch_measured(reads, i == 0);
+}
+
 TEST(AggregateFold, ReadsALaunchingThreadsMeasurementsOnAnotherThread) {
   const fold_thread_decided threaded{true};
   auto observer = std::make_shared<attribution>(aggregate_only());
   measurement_reads reads;
   launch_observation watching{observer};
-  // One fold's worth and the launch that hands it over: nothing else folds (no collect yet).
-  for (int i = 0; i < fold_every + 1; ++i) launch_measured(reads, i == 0);
+  hand_one_fold_over(reads);
   ASSERT_TRUE(reads.wait_for_a_read(30s)) << "no fold read the handed-over launches";
   const auto readers = reads.readers();
   EXPECT_EQ(readers.count(std::this_thread::get_id()), 0u)
@@ -167,7 +172,7 @@ TEST(AggregateFold, ACollectWhileTheFoldThreadIsBehindCountsEveryLaunchOnce) {
     // the next two stay handed over. Launched in one go, a fold thread slow to start (a loaded
     // machine) left three handed over, past the backlog, and the launching thread folded them
     // itself, waiting at the closed gate for good.
-    for (int i = 0; i <= fold_every; ++i) launch_measured(reads, i == 0);
+    hand_one_fold_over(reads);
     const bool reading = reads.wait_for_a_read(30s);
     if (!reading) reads.open();
     ASSERT_TRUE(reading) << "the fold thread never read the first fold";
@@ -204,7 +209,7 @@ TEST(AggregateFold, TheFoldThreadIsNamedLwFoldForTheToolsThatWatchTheProcess) {
   auto observer = std::make_shared<attribution>(aggregate_only());
   measurement_reads reads;
   launch_observation watching{observer};
-  for (int i = 0; i < fold_every + 1; ++i) launch_measured(reads, i == 0);
+  hand_one_fold_over(reads);
   ASSERT_TRUE(reads.wait_for_a_read(30s)) << "no fold read the handed-over launches";
   EXPECT_TRUE(testing::thread_named_within("lw-fold"));
   // Collected before `reads` goes: the fold thread may still be reading its measurements.

@@ -12,7 +12,8 @@
 #   hooks            the module hooks with a no-op Python sink, no tool
 #   modules_untimed  launchwatch run --torch modules --timing none
 #   modules          launchwatch run --torch modules
-#   modules_g        the same with call graphs and Python's perf trampolines (PYTHONPERFSUPPORT=1)
+#   NAME_g           any of these with call graphs and Python's perf trampolines
+#                    (PYTHONPERFSUPPORT=1): perf names each Python function (modules_g, hooks_g)
 # Usage: OUT=dir [BUILD=build/gpu] [MODEL=resnet18-train] [STEPS=200] [CONFIGS=...]
 #        [PERF_KIT=build/perfkit] [PYTHON=python3] [DEVICE=cuda] scripts/perf_steps.sh
 set -u
@@ -29,14 +30,15 @@ fifos=$(mktemp -d)
 for config in ${CONFIGS:-plain hooks modules_untimed modules}; do
   rm -f "$fifos/ctl" "$fifos/ack"
   mkfifo "$fifos/ctl" "$fifos/ack"
-  graph=""
+  graph="" prefix=""
   case $config in
-    plain) command="$worker --json $out/$config.json" ;;
-    hooks) command="$worker --sink noop --json $out/$config.json" ;;
-    modules_untimed) command="$launchwatch run --torch modules --timing none --out $fifos/run-$config -- $worker --json $out/$config.json" ;;
-    modules) command="$launchwatch run --torch modules --out $fifos/run-$config -- $worker --json $out/$config.json" ;;
-    modules_g) graph="-g"
-      command="env PYTHONPERFSUPPORT=1 $launchwatch run --torch modules --out $fifos/run-$config -- $worker --json $out/$config.json" ;;
+    *_g) graph="-g" prefix="env PYTHONPERFSUPPORT=1" ;;
+  esac
+  case ${config%_g} in
+    plain) command="$prefix $worker --json $out/$config.json" ;;
+    hooks) command="$prefix $worker --sink noop --json $out/$config.json" ;;
+    modules_untimed) command="$prefix $launchwatch run --torch modules --timing none --out $fifos/run-$config -- $worker --json $out/$config.json" ;;
+    modules) command="$prefix $launchwatch run --torch modules --out $fifos/run-$config -- $worker --json $out/$config.json" ;;
     *) echo "unknown configuration $config"; continue ;;
   esac
   # shellcheck disable=SC2086  # the commands are word lists

@@ -25,7 +25,8 @@ configuration: `hook_cost.py --measure plain|noop|ctypes|run-ctypes|run [--hooks
 
 `--split ROUNDS` instead splits the ResNet-like stack's step in one process under `launchwatch run`,
 the configurations taken in turn each round (a shared machine's load falls on all alike): plain,
-torch's hook dispatch (empty global hooks), the forward ranges, then the graph-node hooks for
+torch's slow path for comparison (two empty global hooks, the design before the wrapper), the wrapped
+Module.__call__ around empty hooks, the forward ranges, then the graph-node hooks for
 backward (the hooks whole, recording nothing), each for the Python hooks and the C hooks (for the
 C ones also torch's part of the graph-node hooks alone: registered and called, returning at
 once), then (the C hooks) the C API through the extension and through ctypes.
@@ -170,8 +171,7 @@ def split(rounds):
 
         sinks["extension"] = injection
         sinks["ctypes"] = _sink.InjectionSink(ctypes.CDLL(os.environ["NVTX_INJECTION64_PATH"]))
-    pre_hooks = torch.nn.modules.module._global_forward_pre_hooks
-    ours = list(hooks._our_hooks)
+    torch_call, watching_call = hooks._module_call
     hook_graph = hooks._hook_graph
     c_api = sys.modules.get("launchwatch._c_api") if hooks._c_hooks else None
 
@@ -190,6 +190,8 @@ def split(rounds):
     def empty_post(module, args, result):
         return None
 
+    empty_hooks = hooks._Implementation("empty", empty_pre, empty_post, None)
+    global_hooks = []
     scoped_backward = torch.autograd.backward
 
     def configure(name):
@@ -197,34 +199,41 @@ def split(rounds):
         # once: what torch's part (registering the hooks, the engine calling them) costs.
         torch.autograd.backward = (scoped_backward.__wrapped__ if name == "nodes-c"
                                    else scoped_backward)
-        for registry, key in ours:
-            registry.pop(key, None)
-        _sink.set_sink(_sink.NullSink() if name in ("plain", "dispatch")
+        while global_hooks:
+            global_hooks.pop().remove()
+        _sink.set_sink(_sink.NullSink() if name in ("plain", "global", "dispatch")
                        else sinks.get(name, nothing))
+        torch.nn.Module.__call__ = torch_call if name in ("plain", "global") else watching_call
         if name == "plain":
+            return
+        if name == "global":  # the design before the wrapper: torch's slow path, every call
+            registries = torch.nn.modules.module
+            global_hooks.append(registries.register_module_forward_pre_hook(empty_pre))
+            global_hooks.append(registries.register_module_forward_hook(empty_post))
             return
         c_hooks = c_api is not None and name in ("forward-c", "nodes-c", "hooks-c", "extension",
                                                  "ctypes")
         hooks._use_hooks("c" if c_hooks else "python")
-        for registry, key in ours:
-            pre = registry is pre_hooks
-            registry[key] = ((empty_pre if pre else empty_post) if name == "dispatch"
-                             else hooks._hooks.pre if pre else hooks._hooks.post)
+        if name == "dispatch":
+            hooks._hooks = empty_hooks
         hooks._hook_graph = (lambda *args: None) if name == "forward" else hook_graph
         if c_api is not None:
             c_setup((lambda: False) if name == "forward-c" else torch.is_grad_enabled)
 
     # Each configuration and the one its "added" column is against.
-    against = {"plain": None, "dispatch": "plain", "forward": "dispatch", "hooks": "forward"}
+    against = {"plain": None, "global": "plain", "dispatch": "plain", "forward": "dispatch",
+               "hooks": "forward"}
     if c_api is not None:
         against.update({"forward-c": "dispatch", "nodes-c": "forward-c", "hooks-c": "nodes-c"})
         against.update({name: "hooks-c" for name in sinks if name != "hooks"})
     names = tuple(against)
     what = {"plain": "plain (no hooks)",
-            "dispatch": "torch's hook dispatch (two empty global hooks)",
+            "global": "torch's slow path: two empty global module hooks (not launchwatch's: "
+                      "what the wrapper avoids)",
+            "dispatch": "the wrapped Module.__call__ around two empty hooks",
             "forward": "+ the forward ranges, Python hooks (no graph-node hooks)",
             "hooks": "+ the graph-node hooks for backward (the Python hooks whole; no tool)",
-            "forward-c": "the forward ranges, C hooks (against the dispatch)",
+            "forward-c": "the forward ranges, C hooks (against the empty wrapper)",
             "nodes-c": "+ the graph nodes' hooks registered and called, returning at once (torch's "
                        "part: no backward scope)",
             "hooks-c": "+ the graph-node hooks' work and the backward scope (the C hooks whole; "

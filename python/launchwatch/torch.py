@@ -1,9 +1,10 @@
 """PyTorch's modules and optimizer steps as launchwatch scopes (docs/design.md section 12).
 
 `install(mode)` (what `launchwatch run --torch modules|ops` does, through the package's
-sitecustomize, once the program imports torch) installs torch's global hooks; `annotate(module)`
-does the same for one model. Each hook opens or closes a range on the NVTX domain `launchwatch`
-(_sink.py), so every kernel a module's forward or backward launches is in that module's scope:
+sitecustomize, once the program imports torch) wraps `torch.nn.Module.__call__`; `annotate(module)`
+does the same for one model with torch's per-module hooks. Each hook opens or closes a range on the
+NVTX domain `launchwatch` (_sink.py), so every kernel a module's forward or backward launches is in
+that module's scope:
 
 - forward: the root module's class name, then each child's attribute name in its parent, so the
   path is the module's `named_modules()` path (`ResNet/layer1/0/conv1`), nested inside whatever
@@ -21,10 +22,17 @@ does the same for one model. Each hook opens or closes a range on the NVTX domai
   `backward/[loss]`; `backward` itself holds only the initial gradient (torch's ones_like).
 - optimizer: each step under `optimizer/<class name>` (global step hooks on torch >= 2.0, a
   wrapped `step` before).
+- why a wrapped `Module.__call__` and not torch's global module hooks: with any global hook torch
+  takes its slow path for every module call (`Module._call_impl` builds its hook lists, and on
+  torch 2 a closure and an import per call), which on ResNet-18's host-bound training step cost
+  more than the hooks' own work (docs/benchmarks.md, "The module hooks without torch's slow
+  path"). The wrapper leaves torch's fast path as it is unwatched, runs around the module's own
+  hooks (so what they launch is the module's), and closes its range when the forward raises.
 - torch.compile: a module compiled with `torch.compile(module)` is one scope, `<class name>
-  [compiled]`, holding its compiled (Triton) kernels, forward and backward; the global hooks are
-  hidden from Dynamo while it runs, so it compiles the module as it would unwatched. Eager code a
-  graph break leaves runs its modules' hooks as usual, inside that scope.
+  [compiled]`, holding its compiled (Triton) kernels, forward and backward; torch's own
+  `Module.__call__` is put back while it runs, so Dynamo compiles the module as it would unwatched.
+  Eager code a graph break leaves runs its modules' hooks as usual, inside that scope. Where Dynamo
+  traces a module call (in a compiled function), the wrapper only calls torch's.
 - ops mode adds a range per aten op (`aten::addmm`), through a TorchDispatchMode: in eager code,
   on torch >= 1.13, at a measured extra cost (docs/benchmarks.md).
 
@@ -564,8 +572,9 @@ def _install_optimizer_hooks():
 
 
 def _install_exception_closing():
-    """Where global forward hooks cannot be always called (torch < 2.1), a forward that raises
-    would skip its post hook: Module.__call__ closes the ranges of the calls it left open."""
+    """Where torch cannot always call a module's forward hooks (torch < 2.1), a forward that
+    raises would skip annotate()'s post hook: Module.__call__ closes the ranges of the calls it
+    left open (install()'s wrapper does that itself)."""
     module_type = torch.nn.Module
     original = module_type.__call__
     if getattr(original, "_launchwatch", False):
@@ -589,28 +598,37 @@ def _install_exception_closing():
 # ---- torch.compile --------------------------------------------------------------------------
 
 _hidden = threading.local()
-_our_hooks = []  # (registry dict, hook id): the global hooks install() registered
 
 
 @contextlib.contextmanager
 def _hooks_suspended():
-    """The global module hooks out of torch's registries while it lasts, put back after, also
-    when it raises: while a compiled module runs (below), and for a benchmark's steps that must
-    run unwatched in a watched process (bench/torch/modules_table.py --blocks)."""
-    saved = [(registry, key, registry.pop(key)) for registry, key in _our_hooks if key in registry]
+    """torch's own `Module.__call__` back in place while it lasts, launchwatch's put back after,
+    also when it raises: while a compiled module runs (below), and for a benchmark's steps that
+    must run unwatched in a watched process (bench/torch/modules_table.py --blocks). Nothing where
+    install() wrapped nothing, or where someone else replaced the wrapper since."""
+    if not _module_call:
+        yield
+        return
+    module_type = torch.nn.Module
+    original, ours = _module_call
+    swapped = module_type.__dict__.get("__call__") is ours
+    if swapped:
+        module_type.__call__ = original
     try:
         yield
     finally:
-        for registry, key, hook in saved:
-            registry[key] = hook
+        if swapped and module_type.__dict__.get("__call__") is original:
+            module_type.__call__ = ours
 
 
-def _install_compiled_scope():
-    """A `torch.compile`d module: one scope `<class> [compiled]`, the global hooks hidden from
-    Dynamo while it runs (Dynamo would graph-break at each module's backward hooks)."""
+def _install_compiled_scope(module_call):
+    """A `torch.compile`d module: one scope `<class> [compiled]`, torch's own `Module.__call__` in
+    place while it runs (Dynamo would otherwise trace launchwatch's for each module).
+    `module_call` is torch's `Module.__call__`, the one OptimizedModule inherits where it has none
+    of its own."""
     if _OptimizedModule is None:
         return
-    original = _OptimizedModule.__call__
+    original = _OptimizedModule.__dict__.get("__call__", module_call)
     if getattr(original, "_launchwatch", False):
         return
 
@@ -686,9 +704,7 @@ class _Implementation:
 
 
 def _c_implementation():
-    """The C hooks, or None where the extension does not load. Where torch has Dynamo, each
-    forward hook is a Python function that returns at once while Dynamo traces it (a C function
-    would be a graph break) and calls the C hook otherwise."""
+    """The C hooks, or None where the extension does not load."""
     try:
         from . import _c_api
 
@@ -699,21 +715,7 @@ def _c_implementation():
             grad_enabled=_grad_enabled, tensor=_Tensor, compiling=_dynamo_check)
     except Exception:  # not built, another Python, or a build without the hooks: Python's
         return None
-    pre, post = _c_api.forward_pre, _c_api.forward_post
-    if _dynamo_check is not None:
-        c_pre, c_post = pre, post
-
-        def pre(module, args):
-            if _compiling():
-                return None
-            return c_pre(module, args)
-
-        def post(module, args, result):
-            if _compiling():
-                return None
-            return c_post(module, args, result)
-
-    return _Implementation("c", pre, post, _c_api.NodeHook)
+    return _Implementation("c", _c_api.forward_pre, _c_api.forward_post, _c_api.NodeHook)
 
 
 _python_hooks = _Implementation("python", _forward_pre, _forward_post, _NodeHook)
@@ -722,21 +724,73 @@ _hooks = _c_hooks or _python_hooks  # the implementation in use
 
 
 def _use_hooks(via):
-    """Makes the hooks `via` ("c" or "python") the ones in use, those install() registered
-    included (benchmarks and tests compare the two); returns the one it replaces. ValueError
-    for "c" where the extension did not load."""
+    """Makes the hooks `via` ("c" or "python") the ones in use, by the wrapped `Module.__call__`
+    too (benchmarks and tests compare the two); returns the one it replaces. ValueError for "c"
+    where the extension did not load."""
     global _hooks
     chosen = {"c": _c_hooks, "python": _python_hooks}.get(via)
     if chosen is None:
         raise ValueError(f"launchwatch.torch: no {via!r} hooks here; use "
                          + ("'c' or 'python'" if _c_hooks else "'python' (the C ones did not load)"))
     previous = _hooks
-    pre_hooks = getattr(torch.nn.modules.module, "_global_forward_pre_hooks", None)
-    for registry, key in _our_hooks:
-        if key in registry:
-            registry[key] = chosen.pre if registry is pre_hooks else chosen.post
     _hooks = chosen
     return previous.via
+
+
+def _checked_by_dynamo(hook):
+    """`hook` behind a Python function that returns at once while Dynamo traces it (a C hook
+    there would be a graph break): for torch's per-module hooks, which Dynamo traces."""
+    if _dynamo_check is None:
+        return hook
+
+    def checked(*args):
+        if _compiling():
+            return None
+        return hook(*args)
+
+    return checked
+
+
+# ---- the wrapped Module.__call__ ---------------------------------------------------------------
+
+_module_call = []  # (torch's Module.__call__, launchwatch's) once install() has wrapped it
+
+
+def _watching_call(original):
+    """`Module.__call__` with the forward hooks in use (`_hooks`) around `original`: the pre hook,
+    the call (torch's fast path when the module has no hooks of its own), the post hook, which
+    also runs, with no result, when the call raises. Where torch has Dynamo, a call Dynamo traces
+    is `original`'s alone (the check is a function Dynamo knows, so it compiles to nothing).
+    Cost: two C calls and, on torch 2, Dynamo's check, over torch's own call."""
+
+    def __call__(self, *args, **kwargs):
+        if _dynamo_check is not None and _dynamo_check():
+            return original(self, *args, **kwargs)
+        hooks = _hooks
+        hooks.pre(self, args)
+        try:
+            result = original(self, *args, **kwargs)
+        except BaseException:
+            hooks.post(self, args, None)
+            raise
+        hooks.post(self, args, result)
+        return result
+
+    __call__.__wrapped__ = original
+    __call__.__name__ = getattr(original, "__name__", "__call__")
+    __call__.__doc__ = getattr(original, "__doc__", None)
+    __call__._launchwatch = True
+    return __call__
+
+
+def _wrap_module_call():
+    module_type = torch.nn.Module
+    original = module_type.__call__
+    if getattr(original, "_launchwatch", False):
+        return
+    ours = _watching_call(original)
+    _module_call[:] = [original, ours]
+    module_type.__call__ = ours
 
 
 # ---- installing -----------------------------------------------------------------------------
@@ -744,31 +798,10 @@ def _use_hooks(via):
 _installed = []
 
 
-def _register_global_hooks():
-    hooks = torch.nn.modules.module
-    handles = [hooks.register_module_forward_pre_hook(_hooks.pre)]
-    always_call = False
-    try:
-        handles.append(hooks.register_module_forward_hook(_hooks.post, always_call=True))
-        always_call = True
-    except TypeError:  # torch < 2.1
-        handles.append(hooks.register_module_forward_hook(_hooks.post))
-    for handle in handles:
-        for registry in _hook_registries(hooks):
-            if handle.id in registry:
-                _our_hooks.append((registry, handle.id))
-    return always_call
-
-
-def _hook_registries(hooks):
-    names = ("_global_forward_pre_hooks", "_global_forward_hooks",
-             "_global_forward_hooks_always_called")
-    return [getattr(hooks, name) for name in names if isinstance(getattr(hooks, name, None), dict)]
-
-
 def install(mode="modules"):
-    """Installs the global hooks (`launchwatch run --torch modules|ops` calls this once torch is
-    imported): every module's forward and backward and every optimizer step, and with
+    """Wraps `Module.__call__` and installs the backward and optimizer hooks (`launchwatch run
+    --torch modules|ops` calls this once torch is imported): every module's forward and backward
+    and every optimizer step, and with
     mode="ops" every aten op, as scopes. Returns a list of what could not be installed (empty
     when everything was). Installs nothing outside `launchwatch run`; a second call does nothing.
     """
@@ -778,12 +811,10 @@ def install(mode="modules"):
         return []
     _installed.append(mode)
     missing = []
-    always_call = _register_global_hooks()
-    if not always_call:
-        _install_exception_closing()
+    _install_compiled_scope(torch.nn.Module.__call__)
+    _wrap_module_call()
     _install_backward_scope()
     _install_optimizer_hooks()
-    _install_compiled_scope()
     if mode == "ops":
         why = _install_op_ranges()
         if why:
@@ -795,18 +826,22 @@ def annotate(module):
     """Makes one model's modules scopes, as `launchwatch run --torch modules` does for all: its
     forward and backward by module path (the root is `module`'s class name), and the `backward`
     scope where backward() is called. For a program run with `--torch off`, or to name one model
-    only. Returns `module`. Outside `launchwatch run` it installs nothing."""
+    only. Returns `module`. Outside `launchwatch run`, or after install() (every module is a
+    scope already), it installs nothing."""
     if not isinstance(module, torch.nn.Module):
         raise TypeError(
             f"launchwatch.torch.annotate takes an nn.Module, not {type(module).__name__}")
     if not _sink.get().active or getattr(module, "_launchwatch_annotated", False):
         return module
+    if _module_call:  # install() wrapped Module.__call__: every module is a scope already
+        return module
+    pre, post = _checked_by_dynamo(_hooks.pre), _checked_by_dynamo(_hooks.post)
     for child in module.modules():
-        child.register_forward_pre_hook(_hooks.pre)
+        child.register_forward_pre_hook(pre)
         try:
-            child.register_forward_hook(_hooks.post, always_call=True)
+            child.register_forward_hook(post, always_call=True)
         except TypeError:  # torch < 2.1: Module.__call__ closes what a raising forward left open
-            child.register_forward_hook(_hooks.post)
+            child.register_forward_hook(post)
             _install_exception_closing()
     object.__setattr__(module, "_launchwatch_annotated", True)
     _install_backward_scope()

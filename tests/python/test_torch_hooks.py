@@ -339,16 +339,84 @@ def test_install_refuses_an_unknown_mode():
         lwtorch.install("layers")
 
 
+def test_install_leaves_torchs_module_hook_registries_empty_so_its_fast_path_stays(hooks):
+    """Any global module hook sends every module call down torch's slow path: the forward
+    scopes come from a wrapped Module.__call__ instead."""
+    module = torch.nn.modules.module
+    for name in ("_global_forward_pre_hooks", "_global_forward_hooks",
+                 "_global_backward_pre_hooks", "_global_backward_hooks"):
+        assert not getattr(module, name, {}), name
+    assert getattr(torch.nn.Module.__call__, "_launchwatch", False)
+    Net()(inputs())
+    assert "Net/fc" in hooks.paths()
+
+
+def test_a_modules_own_forward_hooks_run_inside_its_scope(hooks):
+    """What a module's own hooks launch (a user's forward hook) is that module's."""
+    net = Net()
+    seen = []
+
+    def own_hook(module, args, result):
+        with launchwatch.scope("own_hook"):
+            seen.append(module)
+
+    handle = net.fc.register_forward_hook(own_hook)
+    try:
+        net(inputs())
+    finally:
+        handle.remove()
+    assert seen == [net.fc]
+    assert "Net/fc/own_hook" in hooks.paths()
+
+
+def test_annotate_in_a_process_without_install_uses_torchs_per_module_hooks():
+    """annotate() alone (a program run with --torch off): its own per-module hooks name the
+    model's modules and close the ranges of a forward that raised."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    script = """
+import json, sys
+import torch
+from torch import nn
+import launchwatch.torch as lwtorch
+from launchwatch import _sink
+from fake_sink import FakeSink
+from test_torch_hooks import Fails
+sink = FakeSink()
+_sink.set_sink(sink)
+model = lwtorch.annotate(Fails())
+try:
+    model(torch.zeros(3, 4))
+except RuntimeError:
+    pass
+nn.Linear(4, 4)(torch.zeros(3, 4))  # not annotated: no scope
+print(json.dumps({"paths": sink.paths(), "open": len(sink.open_ranges())}))
+"""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["paths"] == ["Fails", "Fails/fc"]
+    assert result["open"] == 0
+
+
+class Fails(nn.Module):
+    """A model whose forward raises after its first module ran."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        self.fc(x)
+        raise RuntimeError("bad batch")
+
+
 def test_annotate_names_one_models_modules_and_closes_a_forward_that_raised(sink):
-    class Fails(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.fc = nn.Linear(4, 4)
-
-        def forward(self, x):
-            self.fc(x)
-            raise RuntimeError("bad batch")
-
     model = lwtorch.annotate(Fails())
     with pytest.raises(RuntimeError):
         model(inputs())
@@ -413,3 +481,39 @@ def test_suspended_hooks_leave_a_module_call_unrecorded_and_record_again_after(h
     assert hooks.paths() == []
     net(inputs())
     assert hooks.paths() == ["Linear"]
+
+
+def _dynamo():
+    dynamo = pytest.importorskip("torch._dynamo", reason="this torch has no Dynamo (torch < 2.0)")
+    dynamo.reset()
+    return dynamo
+
+
+def test_a_compiled_function_calling_watched_modules_compiles_without_a_graph_break(hooks):
+    """Dynamo traces the wrapped Module.__call__ of each module a compiled function calls: the
+    wrapper's check makes it torch's call alone, so nothing breaks the graph, and the compiled
+    code records no module scope of its own."""
+    dynamo = _dynamo()
+    net = Net()
+
+    def step(x):
+        return net(x).relu().sum()
+
+    explained = dynamo.explain(step)(inputs())
+    assert explained.graph_break_count == 0, explained.break_reasons
+    expected = step(inputs())
+    compiled = torch.compile(step, backend="eager")
+    hooks.opened.clear()
+    assert torch.allclose(compiled(inputs()), expected)
+    assert hooks.paths() == []
+
+
+def test_a_compiled_module_is_one_scope_and_compiles_as_it_would_unwatched(hooks):
+    dynamo = _dynamo()
+    net = Net()
+    compiled = torch.compile(net, backend="eager")
+    hooks.opened.clear()
+    compiled(inputs())
+    assert hooks.paths() == ["Net [compiled]"]
+    assert getattr(torch.nn.Module.__call__, "_launchwatch", False)  # put back after the call
+    assert dynamo.explain(net)(inputs()).graph_break_count == 0

@@ -15,8 +15,9 @@ from torch import nn  # noqa: E402
 
 @pytest.fixture(params=["c", "python"])
 def hooks(sink, request):
-    """The global hooks, installed once for the process (they read the sink when they run), in
-    each implementation: C (the package's extension) and Python (where it does not load)."""
+    """install()'s hooks (the wrapped Module.__call__ and the rest), installed once for the
+    process (they read the sink when they run), in each implementation: C (the package's
+    extension) and Python (where it does not load)."""
     if request.param == "c" and lwtorch._c_hooks is None:
         pytest.skip("launchwatch._c_api was not built (no Python headers at configure time)")
     assert lwtorch.install("modules") == []

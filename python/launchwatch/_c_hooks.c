@@ -182,7 +182,8 @@ static PyObject* input_nodes(PyObject* args) {
   return PyObject_CallFunctionObjArgs(ctx.input_nodes, args, NULL);
 }
 
-/* torch.py's _forward_pre (the registered hook checks Dynamo first, where torch has it). */
+/* torch.py's _forward_pre (its caller, the wrapped Module.__call__ or annotate()'s per-module hook,
+   checks Dynamo first, where torch has it). */
 static PyObject* forward_pre(PyObject* self, PyObject* const* argv, Py_ssize_t argc) {
   (void)self;
   if (argc != 2) {

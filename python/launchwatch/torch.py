@@ -784,10 +784,12 @@ def _watching_call(original):
 
 
 def _wrap_module_call():
+    """Wraps `Module.__call__` once; what is there already is what it calls (torch's, another
+    library's wrapper, or annotate()'s closing of raised calls on torch < 2.1)."""
+    if _module_call:
+        return
     module_type = torch.nn.Module
     original = module_type.__call__
-    if getattr(original, "_launchwatch", False):
-        return
     ours = _watching_call(original)
     _module_call[:] = [original, ours]
     module_type.__call__ = ours

@@ -370,14 +370,24 @@ def test_a_modules_own_forward_hooks_run_inside_its_scope(hooks):
     assert "Net/fc/own_hook" in hooks.paths()
 
 
-def test_annotate_in_a_process_without_install_uses_torchs_per_module_hooks():
-    """annotate() alone (a program run with --torch off): its own per-module hooks name the
-    model's modules and close the ranges of a forward that raised."""
+def _in_a_fresh_process(script):
+    """Runs `script` in a Python process of its own (nothing installed yet) with this one's path;
+    returns the JSON its last line printed."""
     import json
     import os
     import subprocess
     import sys
 
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_annotate_in_a_process_without_install_uses_torchs_per_module_hooks():
+    """annotate() alone (a program run with --torch off): its own per-module hooks name the
+    model's modules and close the ranges of a forward that raised."""
     script = """
 import json, sys
 import torch
@@ -396,11 +406,7 @@ except RuntimeError:
 nn.Linear(4, 4)(torch.zeros(3, 4))  # not annotated: no scope
 print(json.dumps({"paths": sink.paths(), "open": len(sink.open_ranges())}))
 """
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = _in_a_fresh_process(script)
     assert result["paths"] == ["Fails", "Fails/fc"]
     assert result["open"] == 0
 
@@ -518,3 +524,26 @@ def test_a_compiled_module_is_one_scope_and_compiles_as_it_would_unwatched(hooks
     assert hooks.paths() == ["Net [compiled]"]
     assert getattr(torch.nn.Module.__call__, "_launchwatch", False)  # put back after the call
     assert dynamo.explain(net)(inputs()).graph_break_count == 0
+
+
+def test_install_after_annotate_still_makes_every_module_a_scope():
+    """annotate() first (on torch < 2.1 it wraps Module.__call__ to close raised calls), then
+    install(): modules annotate() never saw are scopes too, and nothing is left open."""
+    script = """
+import json
+import torch
+from torch import nn
+import launchwatch.torch as lwtorch
+from launchwatch import _sink
+from fake_sink import FakeSink
+sink = FakeSink()
+_sink.set_sink(sink)
+annotated = lwtorch.annotate(nn.Sequential(nn.Linear(4, 4)))
+assert lwtorch.install("modules") == []
+nn.Linear(4, 4)(torch.zeros(3, 4))
+annotated(torch.zeros(3, 4))
+print(json.dumps({"paths": sink.paths(), "open": len(sink.open_ranges())}))
+"""
+    result = _in_a_fresh_process(script)
+    assert result["paths"] == ["Linear", "Sequential", "Sequential/0"]
+    assert result["open"] == 0

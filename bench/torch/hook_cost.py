@@ -274,7 +274,7 @@ def split(rounds):
 
 def pieces(hooks):
     """The hooks' pieces per call, each implementation's side by side, with the process's sink
-    (under launchwatch run: the extension's): a module call's forward hooks (torch's dispatch
+    (under launchwatch run: the extension's): a module call's forward hooks (the call itself
     left out), a graph node's hook closing one module's backward range and opening another's,
     and torch's own part of a graph node's hook (registering it, the engine calling it)."""
     import threading
@@ -337,7 +337,7 @@ def pieces(hooks):
     kind = getattr(_sink_of(hooks), "via", None) or "a Python sink recording nothing"
     print(f"| per call, best of 7, sink: {kind} | Python hooks | C hooks |")
     print("| --- | --- | --- |")
-    print("| a module call's forward pre and post hooks (torch's dispatch left out) | "
+    print("| a module call's forward pre and post hooks (the call itself left out) | "
           + " | ".join(f"{ns:.0f} ns" for ns in rows["forward"]) + " |")
     print("| a graph node's hook: one module's backward range closed, the next one's opened | "
           + " | ".join(f"{ns:.0f} ns" for ns in rows["node"]) + " |")

@@ -25,8 +25,8 @@ configuration: `hook_cost.py --measure plain|noop|ctypes|run-ctypes|run [--hooks
 
 `--split ROUNDS` instead splits the ResNet-like stack's step in one process under `launchwatch run`,
 the configurations taken in turn each round (a shared machine's load falls on all alike): plain,
-torch's slow path for comparison (two empty global hooks, the design before the wrapper), the wrapped
-Module.__call__ around empty hooks, the forward ranges, then the graph-node hooks for
+torch's slow path for comparison (two empty global hooks, the design before the wrapper), the
+wrapped Module.__call__ around empty hooks, the forward ranges, then the graph-node hooks for
 backward (the hooks whole, recording nothing), each for the Python hooks and the C hooks (for the
 C ones also torch's part of the graph-node hooks alone: registered and called, returning at
 once), then (the C hooks) the C API through the extension and through ctypes.
@@ -201,7 +201,7 @@ def split(rounds):
                                    else scoped_backward)
         while global_hooks:
             global_hooks.pop().remove()
-        _sink.set_sink(_sink.NullSink() if name in ("plain", "global", "dispatch")
+        _sink.set_sink(_sink.NullSink() if name in ("plain", "global", "wrapper")
                        else sinks.get(name, nothing))
         torch.nn.Module.__call__ = torch_call if name in ("plain", "global") else watching_call
         if name == "plain":
@@ -214,23 +214,23 @@ def split(rounds):
         c_hooks = c_api is not None and name in ("forward-c", "nodes-c", "hooks-c", "extension",
                                                  "ctypes")
         hooks._use_hooks("c" if c_hooks else "python")
-        if name == "dispatch":
+        if name == "wrapper":
             hooks._hooks = empty_hooks
         hooks._hook_graph = (lambda *args: None) if name == "forward" else hook_graph
         if c_api is not None:
             c_setup((lambda: False) if name == "forward-c" else torch.is_grad_enabled)
 
     # Each configuration and the one its "added" column is against.
-    against = {"plain": None, "global": "plain", "dispatch": "plain", "forward": "dispatch",
+    against = {"plain": None, "global": "plain", "wrapper": "plain", "forward": "wrapper",
                "hooks": "forward"}
     if c_api is not None:
-        against.update({"forward-c": "dispatch", "nodes-c": "forward-c", "hooks-c": "nodes-c"})
+        against.update({"forward-c": "wrapper", "nodes-c": "forward-c", "hooks-c": "nodes-c"})
         against.update({name: "hooks-c" for name in sinks if name != "hooks"})
     names = tuple(against)
     what = {"plain": "plain (no hooks)",
             "global": "torch's slow path: two empty global module hooks (not launchwatch's: "
                       "what the wrapper avoids)",
-            "dispatch": "the wrapped Module.__call__ around two empty hooks",
+            "wrapper": "the wrapped Module.__call__ around two empty hooks",
             "forward": "+ the forward ranges, Python hooks (no graph-node hooks)",
             "hooks": "+ the graph-node hooks for backward (the Python hooks whole; no tool)",
             "forward-c": "the forward ranges, C hooks (against the empty wrapper)",

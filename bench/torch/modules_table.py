@@ -1007,8 +1007,9 @@ def print_variants(results):
                 cells.append(f"{ms:.2f} ({ms / plain:.3f}x)")
         print("| " + " | ".join(cells) + " |")
     print("\nhooks, no-op sink: the hooks (the wrapped Module.__call__ and the graph-node "
-          "hooks), no tool. --timing none: kernels counted, not timed (CUPTI's launch callbacks only). Their differences "
-          "split launchwatch's extra step time into the bridge's, the timing's and the hooks'. "
+          "hooks), no tool. --timing none: kernels counted, not timed (CUPTI's launch callbacks "
+          "only). Their differences split launchwatch's extra step time into the bridge's, the "
+          "timing's and the hooks'. "
           "CUPTI's kernel records alone: the floor of any tool that times kernels through CUPTI "
           "(--counter's injection, nothing of launchwatch).")
 

@@ -6,6 +6,7 @@
 // Host time per launch over batches of launches, median of the batches; a batch ends with a
 // synchronisation outside the timed loop (resolved timing waits inside it, by definition).
 // Usage: launchwatch_launch_cost_bench [--quick]
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -75,9 +76,43 @@ int main(int argc, char** argv) {
   cudaStream_t raw_stream = nullptr;
   check(cudaStreamCreateWithFlags(&raw_stream, cudaStreamNonBlocking), "cudaStreamCreate");
 
-  enum variant { raw, raw_entry, idle, names, deferred, resolved, count };
+  // The driver's own entry point with the function looked up once: what the runtime's
+  // cudaLaunchKernel adds on top of it (finding the function of a host stub, each launch).
+  cudaFunction_t plain_function = nullptr;
+  cudaFunction_t entry_function = nullptr;
+  check(cudaGetFuncBySymbol(&plain_function, reinterpret_cast<const void*>(&plain_empty)),
+        "cudaGetFuncBySymbol");
+  check(cudaGetFuncBySymbol(&entry_function,
+                            reinterpret_cast<const void*>(&lw::detail::cuda_entry<empty_kernel>)),
+        "cudaGetFuncBySymbol");
+  lw::detail::cuda_timing_target stamping;  // one slot, stamped by every launch of its row
+  check(cudaMalloc(reinterpret_cast<void**>(&stamping.slot), sizeof(*stamping.slot)), "cudaMalloc");
+  check(cudaMemset(stamping.slot, 0, sizeof(*stamping.slot)), "cudaMemset");
+  const auto driver_launch = [&](cudaFunction_t function, void** args) {
+    if (cuLaunchKernel(reinterpret_cast<CUfunction>(function), 1, 1, 1, 1, 1, 1, 0,
+                       reinterpret_cast<CUstream>(raw_stream), args, nullptr) != CUDA_SUCCESS) {
+      std::fprintf(stderr, "cuLaunchKernel failed\n");
+      std::exit(1);
+    }
+  };
+
+  enum variant {
+    raw,
+    raw_entry,
+    raw_entry_stamping,
+    driver_plain,
+    driver_entry,
+    idle,
+    names,
+    deferred,
+    resolved,
+    count
+  };
   const char* labels[count] = {"raw cudaLaunchKernel (plain empty kernel)",
                                "raw cudaLaunchKernel (launchwatch's entry)",
+                               "raw cudaLaunchKernel (entry, stamping a slot)",
+                               "cuLaunchKernel, function cached (plain)",
+                               "cuLaunchKernel, function cached (entry)",
                                "client.launch, nothing observing",
                                "client.launch, names-only observer",
                                "client.launch, deferred timing",
@@ -111,6 +146,27 @@ int main(int argc, char** argv) {
                   "cudaLaunchKernel");
             break;
           }
+          case raw_entry_stamping: {
+            empty_kernel k;
+            void* args[] = {&k, &stamping};
+            check(cudaLaunchKernel(
+                      reinterpret_cast<const void*>(&lw::detail::cuda_entry<empty_kernel>), 1, 1,
+                      args, 0, raw_stream),
+                  "cudaLaunchKernel");
+            break;
+          }
+          case driver_plain: {
+            void* args[] = {nullptr};
+            driver_launch(plain_function, args);
+            break;
+          }
+          case driver_entry: {
+            empty_kernel k;
+            lw::detail::cuda_timing_target t;
+            void* args[] = {&k, &t};
+            driver_launch(entry_function, args);
+            break;
+          }
           default:
             client.launch(empty_kernel{}, lw::cube_count{1}, lw::cube_dim{1});
         }
@@ -133,5 +189,6 @@ int main(int argc, char** argv) {
     const double m = median(per_launch[v]);
     std::printf("%-44s | %9.3f | %5.2f\n", labels[v], m, m / base);
   }
+  check(cudaFree(stamping.slot), "cudaFree");
   return 0;
 }

@@ -6,14 +6,16 @@
 //      threads reading the global timer distort the kernel itself at 8+ cubes per SM).
 //   2. durations against CUPTI: the same kernels run untimed under CUPTI's concurrent-kernel
 //      records, then timed by launchwatch with CUPTI detached; the median difference per shape
-//      (0/5/50 µs x 1/132 cubes), and the grid overhead each shape implies (CUPTI's median minus the
-//      in-kernel window's): the figure grid_overhead.cpp's table holds for this device.
+//      (0/5/50 µs x 1/132 cubes), and the grid overhead each shape implies (CUPTI's median minus
+//      the in-kernel window's): the figure grid_overhead.cpp's table holds for this device.
 //   3. host cost per launch: raw cudaLaunchKernel of a plain kernel, client.launch untimed and
 //      deferred, interleaved in batches.
 //   4. with --long N: one attribute_pass of N deferred-timed launches, its device memory before and
 //      after, and how many measurements it got.
 //
 // Usage: launchwatch_deferred_timing_bench [--rounds R] [--long N] [--backend cuda|hip]
+// [--host-only]
+// (--host-only: part 3 alone, and the host breakdown)
 // Every figure is a median over rounds of this run; compare within the run only. --backend hip
 // measures the HIP backend through HIP's NVIDIA platform (a build of the hip-nvidia preset): the
 // same kernels, launched and timed by the HIP backend, against the same CUPTI records (a HIP kernel
@@ -435,10 +437,24 @@ int main(int argc, char** argv) {
   int rounds = 5;
   long long long_launches = 0;
   std::string backend = "cuda";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::max(1, std::atoi(argv[i + 1]));
-    if (std::strcmp(argv[i], "--long") == 0) long_launches = std::atoll(argv[i + 1]);
-    if (std::strcmp(argv[i], "--backend") == 0) backend = argv[i + 1];
+  bool host_only = false;
+  for (int i = 1; i < argc; ++i) {
+    const bool valued = i + 1 < argc;
+    if (std::strcmp(argv[i], "--host-only") == 0) {
+      host_only = true;
+    } else if (valued && std::strcmp(argv[i], "--rounds") == 0) {
+      rounds = std::max(1, std::atoi(argv[++i]));
+    } else if (valued && std::strcmp(argv[i], "--long") == 0) {
+      long_launches = std::atoll(argv[++i]);
+    } else if (valued && std::strcmp(argv[i], "--backend") == 0) {
+      backend = argv[++i];
+    } else {
+      std::fprintf(stderr,
+                   "unknown argument `%s`; usage: launchwatch_deferred_timing_bench [--rounds R] "
+                   "[--long N] [--backend cuda|hip] [--host-only]\n",
+                   argv[i]);
+      return 2;
+    }
   }
   if (backend != "cuda" && backend != "hip") {
     std::fprintf(stderr, "--backend takes cuda or hip, not `%s`\n", backend.c_str());
@@ -457,10 +473,10 @@ int main(int argc, char** argv) {
   std::printf("deferred timing, %s backend, on %s (sm_%d%d, %d SMs), clock64 %.0f cycles/us\n",
               backend.c_str(), props.name, props.major, props.minor, props.multiProcessorCount,
               cpus);
-  wall_ratios(c, cpus, rounds);
+  if (!host_only) wall_ratios(c, cpus, rounds);
   host_costs(c, rounds);
   if (backend == "cuda") host_breakdown(rounds);
-  fidelity(c, cpus);
+  if (!host_only) fidelity(c, cpus);
   if (long_launches > 0) long_pass(c, long_launches);
   return 0;
 }

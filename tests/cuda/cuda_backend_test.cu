@@ -23,10 +23,11 @@
 #include <launchwatch/observe.hpp>
 #include <launchwatch/runtime/client.hpp>
 
+#include "backend/cuda/entry_launch.hpp"
+#include "backend/cuda/grid_overhead.hpp"
 #include "conformance/conformance_kernels.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/host_only_launch.hpp"
-#include "backend/cuda/grid_overhead.hpp"
 #include "support/capturing_sink.hpp"
 #include "support/recording_observer.hpp"
 
@@ -103,6 +104,7 @@ using CudaFaults = CudaTest;
 using CudaCapture = CudaTest;
 using CudaValidation = CudaTest;
 using CudaMemory = CudaTest;
+using CudaLaunch = CudaTest;
 
 std::vector<profile_ticks> resolve_all(std::vector<testing::kept_profile> kept) {
   std::vector<profile_ticks> out;
@@ -149,6 +151,31 @@ TEST_F(CudaDevice, ALaunchLeavesTheThreadOnTheDeviceTheProgramMadeCurrent) {
   }}.join();
   EXPECT_EQ(current, 1);
   EXPECT_EQ(client().read(out), std::vector<int>(8, 3));
+}
+
+// ---- the launch call ------------------------------------------------------------------------
+
+TEST_F(CudaLaunch, AKernelsEntryIsLookedUpOnceThenLaunchedThroughTheDriver) {
+  auto out = client().empty<int>(8);
+  const std::size_t before = detail::cuda::entries_known();
+  client().launch(tagged_fill<9001>{out.view()}, cube_count{1}, cube_dim{8});
+  EXPECT_EQ(detail::cuda::entries_known(), before + 1) << "its first launch looks its entry up";
+  for (int i = 0; i < 10; ++i)
+    client().launch(tagged_fill<9001>{out.view()}, cube_count{1}, cube_dim{8});
+  EXPECT_EQ(detail::cuda::entries_known(), before + 1) << "later launches find it in the table";
+  EXPECT_EQ(client().read(out), std::vector<int>(8, 9001));
+}
+
+TEST_F(CudaLaunch, AThreadThatHasNeverCalledCudaLaunchesOnAPinnedClientsStream) {
+  // A pinned client's stream is made on this thread; the other thread's first CUDA call is the
+  // launch, so no context is current there until the runtime makes one (the driver's call alone
+  // would refuse it).
+  const launchwatch::client pinned = client().pinned();
+  auto out = pinned.empty<int>(8);
+  std::thread{[&] {
+    pinned.launch(tagged_fill<9002>{out.view()}, cube_count{1}, cube_dim{8});
+  }}.join();
+  EXPECT_EQ(pinned.read(out), std::vector<int>(8, 9002));
 }
 
 // ---- timing ---------------------------------------------------------------------------------

@@ -17,6 +17,7 @@
 #include "backend/gpu/runtime_api.hpp"
 #include "cuda_check.hpp"
 #include "cuda_common/capture_mode.hpp"
+#include "entry_launch.hpp"
 #include "grid_overhead.hpp"
 #include "runtime/backend.hpp"
 
@@ -184,11 +185,12 @@ struct cuda_runtime {
   static error function_get_attributes(function_attributes* out, const void* entry) noexcept {
     return cudaFuncGetAttributes(out, entry);
   }
+  /// Through the driver's call with the entry's handle found once (entry_launch.hpp).
   static error launch_kernel(const void* entry, const launch_geometry& geometry, void** arguments,
                              stream_handle s) noexcept {
     const dim3 grid{geometry.count.x, geometry.count.y, geometry.count.z};
     const dim3 block{geometry.dim.x, geometry.dim.y, geometry.dim.z};
-    return cudaLaunchKernel(entry, grid, block, arguments, 0, s);
+    return launch_entry(entry, grid, block, arguments, s);
   }
   /// Launches the clock probe (device_clock.cu) on `s`.
   static error launch_clock_probe(stream_handle s, gpu::clock_probe_mailbox* mailbox,

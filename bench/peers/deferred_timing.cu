@@ -14,8 +14,8 @@
 //      after, and how many measurements it got.
 //
 // Usage: launchwatch_deferred_timing_bench [--rounds R] [--long N] [--backend cuda|hip]
-// [--host-only]
-// (--host-only: part 3 alone, and the host breakdown)
+//                                          [--host-only]
+// --host-only runs part 3 alone, with the host breakdown.
 // Every figure is a median over rounds of this run; compare within the run only. --backend hip
 // measures the HIP backend through HIP's NVIDIA platform (a build of the hip-nvidia preset): the
 // same kernels, launched and timed by the HIP backend, against the same CUPTI records (a HIP kernel

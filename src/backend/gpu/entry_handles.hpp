@@ -23,7 +23,7 @@ namespace launchwatch::detail::gpu {
 /// runtime, which says why it cannot in its own terms). A null answer is kept too, so a failing
 /// entry is asked about once.
 ///
-/// Bounded: `capacity` entries. An entry that finds the table three-quarters full is not kept, and
+/// Bounded: `Capacity` entries. An entry that finds the table three-quarters full is not kept, and
 /// gets its handle from `Lookup` on each launch (correct, and slower), so that every search ends at
 /// an empty slot within a few steps.
 ///
@@ -39,10 +39,8 @@ class entry_handles {
   /// What find() says of an entry.
   struct found {
     bool known = false;     // looked up before
-    Handle handle = nullptr;  // null when known: the entry has no handle
+    Handle handle = nullptr;  // null when unknown, or known to have no handle
   };
-
-  static constexpr std::size_t capacity = Capacity;
 
   constexpr entry_handles() = default;
   entry_handles(const entry_handles&) = delete;

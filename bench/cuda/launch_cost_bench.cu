@@ -5,7 +5,9 @@
 //
 // Host time per launch over batches of launches, median of the batches; a batch ends with a
 // synchronisation outside the timed loop (resolved timing waits inside it, by definition).
-// Usage: launchwatch_launch_cost_bench [--quick]
+// Usage: launchwatch_launch_cost_bench [--quick] [--only ROW]
+// --only ROW launches through row ROW (its number in the table, from 0) alone for a few seconds and
+// prints nothing else: a steady loop for a profiler such as `perf record` to sample.
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -61,7 +63,18 @@ void check(cudaError_t status, const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  bool quick = false;
+  int only = -1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) {
+      quick = true;
+    } else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+      only = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: %s [--quick] [--only ROW]\n", argv[0]);
+      return 2;
+    }
+  }
   lw::client client = [] {
     try {
       return lw::client::cuda();
@@ -72,7 +85,7 @@ int main(int argc, char** argv) {
   }();
   std::printf("device: %s\n", client.device_name().c_str());
   const int batch = quick ? 200 : 1000;
-  const int batches = quick ? 5 : 21;
+  const int batches = only >= 0 ? 2000 : quick ? 5 : 21;
   cudaStream_t raw_stream = nullptr;
   check(cudaStreamCreateWithFlags(&raw_stream, cudaStreamNonBlocking), "cudaStreamCreate");
 
@@ -80,6 +93,8 @@ int main(int argc, char** argv) {
   // cudaLaunchKernel adds on top of it (finding the function of a host stub, each launch).
   cudaFunction_t plain_function = nullptr;
   cudaFunction_t entry_function = nullptr;
+  cudaKernel_t entry_kernel = nullptr;  // context-free: what the backend launches
+  check(cudaGetKernel(&entry_kernel, &lw::detail::cuda_entry<empty_kernel>), "cudaGetKernel");
   check(cudaGetFuncBySymbol(&plain_function, reinterpret_cast<const void*>(&plain_empty)),
         "cudaGetFuncBySymbol");
   check(cudaGetFuncBySymbol(&entry_function,
@@ -103,6 +118,7 @@ int main(int argc, char** argv) {
     raw_entry_stamping,
     driver_plain,
     driver_entry,
+    driver_entry_kernel,
     idle,
     names,
     deferred,
@@ -114,15 +130,21 @@ int main(int argc, char** argv) {
                                "raw cudaLaunchKernel (entry, stamping a slot)",
                                "cuLaunchKernel, function cached (plain)",
                                "cuLaunchKernel, function cached (entry)",
+                               "cuLaunchKernel, context-free kernel (entry)",
                                "client.launch, nothing observing",
                                "client.launch, names-only observer",
                                "client.launch, deferred timing",
                                "client.launch, resolved timing"};
   std::vector<double> per_launch[count];
+  if (only >= count) {
+    std::fprintf(stderr, "--only %d: there are %d rows, 0 to %d\n", only, int{count}, count - 1);
+    return 2;
+  }
 
   auto keeper = std::make_shared<keeps_unread>();
   for (int b = -2; b < batches; ++b) {  // two warm-up batches
     for (int v = 0; v < count; ++v) {
+      if (only >= 0 && v != only) continue;
       std::optional<lw::launch_observation> watching;
       if (v == names) watching.emplace(std::make_shared<names_only>());
       if (v == deferred) watching.emplace(keeper);
@@ -153,11 +175,14 @@ int main(int argc, char** argv) {
             driver_launch(plain_function, args);
             break;
           }
-          case driver_entry: {
+          case driver_entry:
+          case driver_entry_kernel: {
             empty_kernel k;
             lw::detail::cuda_timing_target t = no_slot;
             void* args[] = {&k, &t};
-            driver_launch(entry_function, args);
+            driver_launch(
+                v == driver_entry ? entry_function : reinterpret_cast<cudaFunction_t>(entry_kernel),
+                args);
             break;
           }
           default:
@@ -174,6 +199,7 @@ int main(int argc, char** argv) {
     }
   }
 
+  if (only >= 0) return 0;
   std::printf("\n==== launch cost per empty kernel (host, median of %d batches of %d) ====\n",
               batches, batch);
   std::printf("%-44s | %9s | %s\n", "path", "us/launch", "x raw");

@@ -96,6 +96,8 @@ int main(int argc, char** argv) {
   const nothing kernel{};
   const lw::detail::launch_geometry one{lw::cube_count{1}, lw::cube_dim{1}};
   const void* entry = reinterpret_cast<const void*>(&lw::detail::cpu_entry<nothing>);
+  runtime::function_handle function{};
+  (void)runtime::find_function(&function, entry);
 
   auto names = std::make_shared<lw::bench::names_only>();
   auto deferred = std::make_shared<lw::bench::keeps_unread>();
@@ -108,7 +110,7 @@ int main(int argc, char** argv) {
                     for (int i = 0; i < n; ++i) {
                       lw::detail::timing_target target{};
                       void* arguments[] = {const_cast<nothing*>(&kernel), &target};
-                      (void)runtime::launch_kernel(entry, one, arguments, stream);
+                      (void)runtime::launch_kernel(function, entry, one, arguments, stream);
                     }
                   },
                   [] {},
@@ -123,7 +125,7 @@ int main(int argc, char** argv) {
                     for (int i = 0; i < n; ++i) {
                       lw::detail::timing_target target{stamped};
                       void* arguments[] = {const_cast<nothing*>(&kernel), &target};
-                      (void)runtime::launch_kernel(entry, one, arguments, stream);
+                      (void)runtime::launch_kernel(function, entry, one, arguments, stream);
                     }
                   },
                   [&] { std::memset(static_cast<void*>(stamped), 0, sizeof *stamped); },

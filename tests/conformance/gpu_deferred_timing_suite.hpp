@@ -48,9 +48,10 @@ class device_held_full {
     std::uint64_t give_up_ns = 20'000'000'000;
     void* arguments[] = {&flag, &give_up_ns};
     const detail::launch_geometry grid{cube_count{65536}, cube_dim{1024}};
-    EXPECT_EQ(R::launch_kernel(reinterpret_cast<const void*>(&hold_every_multiprocessor), grid,
-                               arguments, stream_),
-              R::success);
+    const void* const entry = reinterpret_cast<const void*>(&hold_every_multiprocessor);
+    typename R::function_handle function{};
+    EXPECT_EQ(R::find_function(&function, entry), R::success);
+    EXPECT_EQ(R::launch_kernel(function, entry, grid, arguments, stream_), R::success);
   }
   ~device_held_full() {
     release();

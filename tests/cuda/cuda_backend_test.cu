@@ -155,15 +155,69 @@ TEST_F(CudaDevice, ALaunchLeavesTheThreadOnTheDeviceTheProgramMadeCurrent) {
 
 // ---- the launch call ------------------------------------------------------------------------
 
-TEST_F(CudaLaunch, AKernelsEntryIsLookedUpOnceThenLaunchedThroughTheDriver) {
+/// One launch_entry call and the runtime's last error right after it.
+struct entry_launched {
+  detail::cuda::entry_launch_result result;
+  cudaError_t last_error = cudaSuccess;
+};
+
+/// Launches tagged_fill<Tag> over `out` through launch_entry with `function`, on a stream of its
+/// own that it waits for.
+template <int Tag>
+entry_launched launch_tagged_entry(cudaFunction_t function, buffer<int>& out,
+                                   dim3 block = dim3{8}) {
+  cudaStream_t stream = nullptr;
+  EXPECT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  tagged_fill<Tag> kernel{out.view()};
+  detail::cuda_timing_target untimed{};
+  void* arguments[] = {&kernel, &untimed};
+  entry_launched launched;
+  launched.result = detail::cuda::launch_entry(
+      function, reinterpret_cast<const void*>(&detail::cuda_entry<tagged_fill<Tag>>), dim3{1},
+      block, arguments, stream);
+  launched.last_error = cudaGetLastError();
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+  return launched;
+}
+
+/// tagged_fill<Tag>'s function in the current device's context.
+template <int Tag>
+cudaFunction_t function_of_tagged() {
+  cudaFunction_t function = nullptr;
+  EXPECT_EQ(cudaGetFuncBySymbol(
+                &function, reinterpret_cast<const void*>(&detail::cuda_entry<tagged_fill<Tag>>)),
+            cudaSuccess);
+  return function;
+}
+
+TEST_F(CudaLaunch, AnEntrysFunctionLaunchesThroughTheDriver) {
   auto out = client().empty<int>(8);
-  const std::size_t before = detail::cuda::entries_known();
-  client().launch(tagged_fill<9001>{out.view()}, cube_count{1}, cube_dim{8});
-  EXPECT_EQ(detail::cuda::entries_known(), before + 1) << "its first launch looks its entry up";
-  for (int i = 0; i < 10; ++i)
-    client().launch(tagged_fill<9001>{out.view()}, cube_count{1}, cube_dim{8});
-  EXPECT_EQ(detail::cuda::entries_known(), before + 1) << "later launches find it in the table";
+  const auto launched = launch_tagged_entry<9001>(function_of_tagged<9001>(), out);
+  EXPECT_EQ(launched.result.status, cudaSuccess);
+  EXPECT_TRUE(launched.result.through_driver);
   EXPECT_EQ(client().read(out), std::vector<int>(8, 9001));
+}
+
+TEST_F(CudaLaunch, WithoutAFunctionTheRuntimeLaunchesTheEntry) {
+  auto out = client().empty<int>(8);
+  const auto launched = launch_tagged_entry<9003>(nullptr, out);
+  EXPECT_EQ(launched.result.status, cudaSuccess);
+  EXPECT_FALSE(launched.result.through_driver);
+  EXPECT_EQ(client().read(out), std::vector<int>(8, 9003));
+}
+
+TEST_F(CudaLaunch, ALaunchTheDriverRefusesFailsWithTheRuntimesOwnError) {
+  // Over the device's limit of units per cube: the driver refuses it, and the runtime's call,
+  // made alone, says what the runtime says, and sets the runtime's last error as it would.
+  auto out = client().empty<int>(8);
+  const dim3 too_large{4096};
+  const auto alone = launch_tagged_entry<9004>(nullptr, out, too_large);
+  const auto launched = launch_tagged_entry<9004>(function_of_tagged<9004>(), out, too_large);
+  ASSERT_NE(alone.result.status, cudaSuccess);
+  EXPECT_EQ(launched.result.status, alone.result.status);
+  EXPECT_FALSE(launched.result.through_driver);
+  EXPECT_EQ(launched.last_error, alone.last_error);
 }
 
 TEST_F(CudaLaunch, AThreadThatHasNeverCalledCudaLaunchesOnAPinnedClientsStream) {

@@ -388,8 +388,10 @@ R::error host_gpu_runtime::function_get_attributes(function_attributes* out,
   return success;
 }
 
-R::error host_gpu_runtime::launch_kernel(const void* entry, const detail::launch_geometry& geometry,
-                                         void** arguments, stream_handle s) noexcept {
+R::error host_gpu_runtime::launch_kernel(function_handle function, const void* entry,
+                                         const detail::launch_geometry& geometry, void** arguments,
+                                         stream_handle s) noexcept {
+  if (function != entry) return invalid_value;
   if (const int failing = next_failure.exchange(success); failing != success) {
     return static_cast<error>(failing);
   }

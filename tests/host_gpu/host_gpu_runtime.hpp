@@ -64,6 +64,7 @@ struct host_gpu_runtime {
     int numRegs = 32;
     std::size_t sharedSizeBytes = 0;
   };
+  using function_handle = const void*;
   /// Nothing to relax: no capture here is global.
   struct relaxed_capture_mode {
     relaxed_capture_mode() noexcept {}
@@ -155,7 +156,15 @@ struct host_gpu_runtime {
   /// Runs the kernel (`arguments[0]`) through its CPU entry over the whole grid, stamping the
   /// slot of `arguments[1]` (a timing_target) when it has one; counted into the graph instead
   /// while `s` captures.
-  static error launch_kernel(const void* entry, const detail::launch_geometry& geometry, void** arguments,
+  /// The entry's function here is the entry itself.
+  static error find_function(function_handle* out, const void* entry) noexcept {
+    *out = entry;
+    return success;
+  }
+  /// Refuses a function that is not `entry`'s own (as a driver refuses one of another context), so
+  /// the emulated runs check that the backend hands each launch its entry's function.
+  static error launch_kernel(function_handle function, const void* entry,
+                             const detail::launch_geometry& geometry, void** arguments,
                              stream_handle s) noexcept;
   /// Answers the clock probe's requests with the steady clock, on a thread of its own, until told
   /// to stop or out of budget; `s` is busy meanwhile.

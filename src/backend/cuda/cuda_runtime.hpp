@@ -32,6 +32,7 @@ struct cuda_runtime {
   using graph_exec_handle = cudaGraphExec_t;
   using pool_handle = cudaMemPool_t;
   using function_attributes = cudaFuncAttributes;
+  using function_handle = cudaFunction_t;
   using relaxed_capture_mode = cuda::relaxed_capture_mode;
 
   static constexpr error success = cudaSuccess;
@@ -185,12 +186,17 @@ struct cuda_runtime {
   static error function_get_attributes(function_attributes* out, const void* entry) noexcept {
     return cudaFuncGetAttributes(out, entry);
   }
-  /// Through the driver's call with the entry's handle found once (entry_launch.hpp).
-  static error launch_kernel(const void* entry, const launch_geometry& geometry, void** arguments,
+  /// The entry's function in the current device's context, for launch_kernel.
+  static error find_function(function_handle* out, const void* entry) noexcept {
+    return cudaGetFuncBySymbol(out, entry);
+  }
+  /// Through the driver's call with `function` where it can (entry_launch.hpp), else the runtime's.
+  static error launch_kernel(function_handle function, const void* entry,
+                             const launch_geometry& geometry, void** arguments,
                              stream_handle s) noexcept {
     const dim3 grid{geometry.count.x, geometry.count.y, geometry.count.z};
     const dim3 block{geometry.dim.x, geometry.dim.y, geometry.dim.z};
-    return launch_entry(entry, grid, block, arguments, s);
+    return launch_entry(function, entry, grid, block, arguments, s).status;
   }
   /// Launches the clock probe (device_clock.cu) on `s`.
   static error launch_clock_probe(stream_handle s, gpu::clock_probe_mailbox* mailbox,

@@ -3,27 +3,33 @@
 
 #include <cuda_runtime_api.h>
 
-#include <cstddef>
-
 namespace launchwatch::detail::cuda {
 
-/// Launches the kernel entry whose host stub is `entry` on `stream`, as cudaLaunchKernel would:
-/// through the driver's cuLaunchKernel with the entry's kernel handle, looked up once per entry
-/// (gpu::entry_handles says why: 0.2-0.4 µs a launch on an H200's host), and through
-/// cudaLaunchKernel itself where the driver's call is not available, the entry has no handle, or
-/// the driver refuses the launch. So a failed launch always returns the runtime's status for it
-/// (and leaves the runtime's last error as cudaLaunchKernel does), and a thread with no current
-/// context yet gets the one the runtime would make current.
+/// How launch_entry went: the runtime's status, and whether the driver's call launched it.
+struct entry_launch_result {
+  cudaError_t status = cudaSuccess;
+  /// False where cudaLaunchKernel launched it (or failed to): no function, or the driver refused.
+  bool through_driver = false;
+};
+
+/// Launches the kernel entry whose host stub is `entry` on `stream`, as cudaLaunchKernel would,
+/// but through the driver's cuLaunchKernel with `function`, the entry's function in the stream's
+/// context (cudaGetFuncBySymbol, looked up once per device and entry by the caller): the runtime's
+/// call finds that function again on every launch, 0.3-0.5 µs of an empty kernel's 3.5-4.5 µs on
+/// an H200's host, and a context-free cudaKernel_t handle still costs 0.26-0.34 µs of it
+/// (docs/benchmarks.md, "The runtime's launch call against the driver's").
+///
+/// cudaLaunchKernel itself launches it where the driver's call is not available, `function` is
+/// null, or the driver refuses the launch (no current context on a thread that never called CUDA,
+/// a function of another context, a fault): so a failed launch always returns the runtime's status
+/// for it (and leaves the runtime's last error as cudaLaunchKernel does), and a thread with no
+/// current context gets the one the runtime would make current.
 ///
 /// The driver's call is found through the runtime (cudaGetDriverEntryPointByVersion), never by
 /// linking the driver's library, so a program still starts on a machine without one.
-/// Thread safety: any thread. Cost: a table lookup (one hash and load) and the driver's call;
-/// an entry's first launch also asks the runtime for its handle (under a lock).
-cudaError_t launch_entry(const void* entry, dim3 grid, dim3 block, void** arguments,
-                         cudaStream_t stream) noexcept;
-
-/// How many entries have had their handle looked up (kept in the table), for tests: an entry's
-/// first launch through the driver adds one, and no launch after it does.
-std::size_t entries_known();
+/// Thread safety: any thread. Cost: the driver's call, after one load of the function-local static
+/// that holds it.
+entry_launch_result launch_entry(cudaFunction_t function, const void* entry, dim3 grid, dim3 block,
+                                 void** arguments, cudaStream_t stream) noexcept;
 
 }  // namespace launchwatch::detail::cuda

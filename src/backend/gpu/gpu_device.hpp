@@ -44,6 +44,13 @@ class gpu_device final : public device, public std::enable_shared_from_this<gpu_
   /// shared memory), loading the entry's module on first use. Throws invalid_launch.
   void check_attributes(const launch_descriptor& launch);
 
+  /// The entry's function on this device, for R::launch_kernel: looked up with its attributes by
+  /// the launch's check_attributes, so null only where the API has none for it.
+  /// Thread safety: any thread. Cost: a look into the calling thread's cache of recent kernels.
+  typename R::function_handle function_of(const launch_descriptor& launch) {
+    return known(launch).function;
+  }
+
   /// The timing state, created on first use (the clock's first anchor is taken then).
   const std::shared_ptr<device_timing<R>>& timing();
 
@@ -55,7 +62,12 @@ class gpu_device final : public device, public std::enable_shared_from_this<gpu_
   bool only_device() const noexcept { return only_device_; }
 
  private:
-  const typename R::function_attributes& attributes_of(const launch_descriptor& launch);
+  /// What a launch needs to know of an entry on this device, found once per entry.
+  struct known_kernel {
+    typename R::function_attributes attributes{};
+    typename R::function_handle function{};
+  };
+  const known_kernel& known(const launch_descriptor& launch);
   void finish_service_work(std::string_view call);
 
   int index_;
@@ -74,8 +86,8 @@ class gpu_device final : public device, public std::enable_shared_from_this<gpu_
   std::mutex release_mutex_;
   typename R::pool_handle pool_ = nullptr;
 
-  std::shared_mutex attributes_mutex_;
-  std::unordered_map<const void*, typename R::function_attributes> attributes_;
+  std::shared_mutex known_mutex_;
+  std::unordered_map<const void*, known_kernel> known_;
 
   std::chrono::nanoseconds grid_overhead_{0};
   std::uint32_t timing_slots_ = 0;

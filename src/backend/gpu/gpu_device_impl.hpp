@@ -148,18 +148,17 @@ std::shared_ptr<stream> gpu_device<R>::create_stream() {
 }
 
 template <class R>
-const typename R::function_attributes& gpu_device<R>::attributes_of(
-    const launch_descriptor& launch) {
-  // Each thread remembers where the attributes of the kernels it launched lately are, so a launch
+const typename gpu_device<R>::known_kernel& gpu_device<R>::known(const launch_descriptor& launch) {
+  // Each thread remembers where what it knows of the kernels it launched lately is, so a launch
   // takes no lock even when a program alternates between kernels (a layer's dozen ops, say), where
   // remembering only the last one would send nearly every launch through the shared lock, whose
   // count every launching thread writes. Direct-mapped by entry address: a collision costs a trip
-  // to the map. What is remembered never goes stale: an entry's attributes are set once, in a map
-  // whose elements never move or go, of a device that lives as long as the process.
+  // to the map. What is remembered never goes stale: an entry is found once, in a map whose
+  // elements never move or go, of a device that lives as long as the process.
   struct remembered {
     const gpu_device* device = nullptr;
     const void* entry = nullptr;
-    const typename R::function_attributes* attributes = nullptr;
+    const known_kernel* kernel = nullptr;
   };
   constexpr unsigned remembered_bits = 6;
   thread_local std::array<remembered, std::size_t{1} << remembered_bits> recent{};
@@ -168,19 +167,19 @@ const typename R::function_attributes& gpu_device<R>::attributes_of(
   remembered& slot = recent[static_cast<std::size_t>(
       (reinterpret_cast<std::uintptr_t>(entry) * std::uint64_t{0x9E3779B97F4A7C15}) >>
       (64 - remembered_bits))];
-  if (slot.device == this && slot.entry == entry) return *slot.attributes;
+  if (slot.device == this && slot.entry == entry) return *slot.kernel;
   {
-    std::shared_lock lock{attributes_mutex_};
-    if (auto found = attributes_.find(entry); found != attributes_.end()) {
+    std::shared_lock lock{known_mutex_};
+    if (auto found = known_.find(entry); found != known_.end()) {
       slot = {this, entry, &found->second};
       return found->second;
     }
   }
   device_guard<R> on{index_};
   typename R::relaxed_capture_mode relaxed;
-  typename R::function_attributes attributes{};
+  known_kernel kernel;
   // Loads the entry's module (modules load lazily), which is what a dry run prepares.
-  const typename R::error status = R::function_get_attributes(&attributes, entry);
+  const typename R::error status = R::function_get_attributes(&kernel.attributes, entry);
   if (R::lacks_code_for_device(status)) {
     R::clear_error();
     throw invalid_launch{launch_rejected(
@@ -189,8 +188,13 @@ const typename R::function_attributes& gpu_device<R>::attributes_of(
                     R::error_name(status), R::error_string(status), R::wording.architecture_hint))};
   }
   health_->check(status, "FuncGetAttributes", launch.name);
-  std::unique_lock lock{attributes_mutex_};
-  auto [at, inserted] = attributes_.emplace(entry, attributes);
+  // Without a function the API's launch by entry is used: slower, never wrong.
+  if (R::find_function(&kernel.function, entry) != R::success) {
+    R::clear_error();
+    kernel.function = {};
+  }
+  std::unique_lock lock{known_mutex_};
+  auto [at, inserted] = known_.emplace(entry, kernel);
   slot = {this, entry, &at->second};
   return at->second;
 }
@@ -200,7 +204,7 @@ void gpu_device<R>::check_attributes(const launch_descriptor& launch) {
   if (R::entry_of(launch) == nullptr) {
     throw invalid_launch{launch_rejected(launch.name, *this, R::wording.no_entry)};
   }
-  const typename R::function_attributes& attributes = attributes_of(launch);
+  const typename R::function_attributes& attributes = known(launch).attributes;
   const ::launchwatch::cube_dim dim = launch.geometry.dim;
   const std::uint64_t units = dim.total();
   if (units > static_cast<std::uint64_t>(attributes.maxThreadsPerBlock)) {

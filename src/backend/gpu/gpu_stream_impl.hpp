@@ -102,7 +102,8 @@ void gpu_stream<R>::launch(const launch_descriptor& launch, const timing_target&
   void* arguments[] = {const_cast<void*>(launch.kernel), &target};
   const typename R::error status = [&] {
     launch_path::reported_here own;  // reported by the launch path already: the bridge skips it
-    return R::launch_kernel(R::entry_of(launch), launch.geometry, arguments, stream_);
+    return R::launch_kernel(owner_->function_of(launch), R::entry_of(launch), launch.geometry,
+                            arguments, stream_);
   }();
   if (status != R::success) [[unlikely]] {
     owner_->health()->fail(status, "LaunchKernel", launch.name);

@@ -10,7 +10,9 @@
 //
 // A runtime class `R` provides (see cuda/cuda_runtime.hpp for the full list, each with its doc):
 // - types `error`, `stream_handle`, `event_handle`, `graph_handle`, `graph_exec_handle`,
-//   `pool_handle`, `function_attributes`, and the RAII `relaxed_capture_mode`;
+//   `pool_handle`, `function_attributes`, `function_handle` (an entry's function on one device,
+//   which `find_function` looks up once and `launch_kernel` launches), and the RAII
+//   `relaxed_capture_mode`;
 // - constants `success`, `not_ready`, `out_of_memory`, `capture_wrong_thread`,
 //   `capture_invalidated`, and `wording` (the API's name and the hints its messages give);
 // - static functions, one a call, named after the call without its prefix (`stream_synchronize`

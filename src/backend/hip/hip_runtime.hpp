@@ -67,6 +67,7 @@ struct hip_runtime {
   using graph_exec_handle = hipGraphExec_t;
   using pool_handle = hipMemPool_t;
   using function_attributes = hipFuncAttributes;
+  using function_handle = hipFunction_t;
   using relaxed_capture_mode = hip::relaxed_capture_mode;
 
   static constexpr error success = hipSuccess;
@@ -268,8 +269,14 @@ struct hip_runtime {
   static error function_get_attributes(function_attributes* out, const void* entry) noexcept {
     return hipFuncGetAttributes(out, entry);
   }
-  static error launch_kernel(const void* entry, const launch_geometry& geometry, void** arguments,
-                             stream_handle s) noexcept {
+  /// No function is looked up: HIP launches by the entry alone (hipModuleLaunchKernel with
+  /// hipGetFuncBySymbol's function, as CUDA's backend does, is not tried yet).
+  static error find_function(function_handle* out, const void*) noexcept {
+    *out = nullptr;
+    return hipSuccess;
+  }
+  static error launch_kernel(function_handle, const void* entry, const launch_geometry& geometry,
+                             void** arguments, stream_handle s) noexcept {
     const dim3 grid{geometry.count.x, geometry.count.y, geometry.count.z};
     const dim3 block{geometry.dim.x, geometry.dim.y, geometry.dim.z};
     return hipLaunchKernel(entry, grid, block, arguments, 0, s);

@@ -207,7 +207,7 @@ TEST_F(CudaLaunch, WithoutAFunctionTheRuntimeLaunchesTheEntry) {
   EXPECT_EQ(client().read(out), std::vector<int>(8, 9003));
 }
 
-TEST_F(CudaLaunch, ALaunchTheDriverRefusesFailsWithTheRuntimesOwnError) {
+TEST_F(CudaLaunch, ALaunchTheDriverRefusesIsTheRuntimesOwnFailure) {
   // Over the device's limit of units per cube: the driver refuses it, and the runtime's call,
   // made alone, says what the runtime says, and sets the runtime's last error as it would.
   auto out = client().empty<int>(8);

@@ -177,16 +177,16 @@ TEST(GridOverhead, RejectsAnythingElseNamingTheVariableAndWhatItAccepts) {
   }
 }
 
-TEST(TimingSlots, TheBudgetIsAMultipleOf64From64To65536) {
-  EXPECT_EQ(detail::cuda::parse_timing_slots("64"), 64u);
+TEST(TimingSlots, TheBudgetIsAMultipleOf512From512To65536) {
+  EXPECT_EQ(detail::cuda::parse_timing_slots("512"), 512u);
   EXPECT_EQ(detail::cuda::parse_timing_slots("65536"), 65536u);
-  for (const char* bad : {"", "0", "63", "100", "65600", "-64", "64k"}) {
+  for (const char* bad : {"", "0", "64", "511", "1000", "65600", "-512", "512k"}) {
     try {
       (void)detail::cuda::parse_timing_slots(bad);
       ADD_FAILURE() << "accepted `" << bad << "`";
     } catch (const configuration_error& error) {
       EXPECT_THAT(error.what(), ::testing::HasSubstr("LAUNCHWATCH_CUDA_TIMING_SLOTS"));
-      EXPECT_THAT(error.what(), ::testing::HasSubstr("multiple of 64"));
+      EXPECT_THAT(error.what(), ::testing::HasSubstr("multiple of 512"));
     }
   }
 }

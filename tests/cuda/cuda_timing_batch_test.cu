@@ -80,7 +80,8 @@ class CudaTimingBatch : public ::testing::Test {
 
 TEST_F(CudaTimingBatch, AReadOnAnotherThreadBetweenASlotAndItsKernelLosesNoMeasurement) {
   auto health = std::make_shared<detail::cuda::device_health>(0);
-  timing_collector collector{0, health, 64};  // one block: the next batch reuses this one's
+  // One block: the next batch reuses this one's.
+  timing_collector collector{0, health, timing_collector::block_slots};
   std::shared_ptr<timing_batch> open;
   const auto l0 = collector.acquire(open, stream_, std::chrono::steady_clock::now());
   ASSERT_TRUE(l0.has_value());

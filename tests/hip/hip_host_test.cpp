@@ -77,13 +77,13 @@ TEST(HipErrors, OutOfMemorySaysTheSizeAskedForAndWhatWasFree) {
 }
 
 TEST(HipTimingSlots, TheBudgetIsReadFromTheHipVariableAndABadOneIsNamed) {
-  EXPECT_EQ(detail::gpu::parse_timing_slots(hip_runtime::timing_slots_variable, "128"), 128u);
+  EXPECT_EQ(detail::gpu::parse_timing_slots(hip_runtime::timing_slots_variable, "1024"), 1024u);
   try {
     (void)detail::gpu::parse_timing_slots(hip_runtime::timing_slots_variable, "100");
     FAIL() << "accepted 100 slots";
   } catch (const configuration_error& error) {
     EXPECT_THAT(error.what(), ::testing::HasSubstr("LAUNCHWATCH_HIP_TIMING_SLOTS"));
-    EXPECT_THAT(error.what(), ::testing::HasSubstr("multiple of 64"));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("multiple of 512"));
   }
 }
 

@@ -25,12 +25,12 @@ std::optional<device_window> fold(const timing_slot& slot) {
 std::uint32_t parse_timing_slots(std::string_view variable, std::string_view value) {
   std::uint32_t slots = 0;
   const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), slots);
-  if (error != std::errc{} || end != value.data() + value.size() || slots < 64 || slots > 65536 ||
-      slots % timing_batch_capacity != 0) {
+  if (error != std::errc{} || end != value.data() + value.size() || slots < timing_batch_capacity ||
+      slots > 65536 || slots % timing_batch_capacity != 0) {
     throw configuration_error{fmt::format(
-        "{} is set to `{}`, which is not a number of timing slots: give a multiple of 64 from 64 "
+        "{} is set to `{}`, which is not a number of timing slots: give a multiple of {} from {} "
         "to 65536, the most timed launches a device keeps in flight (unset means {})",
-        variable, value, default_timing_slots)};
+        variable, value, timing_batch_capacity, timing_batch_capacity, default_timing_slots)};
   }
   return slots;
 }

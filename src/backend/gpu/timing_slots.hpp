@@ -35,10 +35,15 @@
 
 namespace launchwatch::detail::gpu {
 
-/// Timed launches a batch holds, and the slots of device memory a block of them takes.
-inline constexpr std::uint32_t timing_batch_capacity = 64;
-/// The slots deferred timing takes on one device unless the runtime's variable says otherwise.
-inline constexpr std::uint32_t default_timing_slots = 2048;
+/// Timed launches a batch holds, and the slots of device memory a block of them takes. Each batch
+/// costs a beacon on the launching thread and a wait, a copy back and a zeroing copy on the
+/// collector's, whose driver calls contend with the launches' for the driver's locks: on an H200's
+/// host, batches of 64 cost a deferred launch 3-6 points more than batches of 512
+/// (docs/benchmarks.md, "On the change").
+inline constexpr std::uint32_t timing_batch_capacity = 512;
+/// The slots deferred timing may take on one device unless the runtime's variable says otherwise:
+/// 32 blocks, so 32 streams can each hold an open batch before any launch goes untimed.
+inline constexpr std::uint32_t default_timing_slots = 32 * timing_batch_capacity;
 
 /// A launch's window as the device stamped it, in the device timer's nanoseconds.
 struct device_window {
@@ -127,7 +132,8 @@ struct timing_batch {
 /// may run as a kernel, on the user's SMs) and folds each slot's lanes into its record. Nothing is
 /// added between the user's kernels but one beacon per batch.
 ///
-/// Bounded: at most `max_blocks` blocks of device memory (8 MiB) however long the pass; when every
+/// Bounded: at most `max_blocks` blocks of device memory (64 MiB by default, taken a block at a
+/// time as launches get ahead of the device) however long the pass; when every
 /// block is in flight, acquire() says so and the launch goes untimed.
 ///
 /// Thread safety: every member may be called from any thread.
@@ -140,7 +146,7 @@ class timing_collector {
   static constexpr std::size_t block_bytes = sizeof(timing_slot) * block_slots;
   /// The slots deferred timing takes on one device unless the runtime's variable
   /// (LAUNCHWATCH_CUDA_TIMING_SLOTS, LAUNCHWATCH_HIP_TIMING_SLOTS) says otherwise: 32 blocks of
-  /// 256 KiB, 8 MiB, as many launches as CUDA queues on a stream and more.
+  /// 2 MiB, 64 MiB at most, as many launches as CUDA queues on a stream and more.
   static constexpr std::uint32_t default_slots = default_timing_slots;
 
   /// What a timed launch stamps into, and where its measurement will be. `filled` is the batch
@@ -263,9 +269,9 @@ class timing_collector {
   std::thread collector_;
 };
 
-/// `variable`=`value`: a multiple of 64 from 64 to 65536, the most timed launches a device keeps
-/// in flight (a test forces the budget's end with it). Throws configuration_error naming the
-/// variable, the value and what it accepts.
+/// `variable`=`value`: a multiple of timing_batch_capacity up to 65536, the most timed launches a
+/// device keeps in flight (a test forces the budget's end with it). Throws configuration_error
+/// naming the variable, the value and what it accepts.
 std::uint32_t parse_timing_slots(std::string_view variable, std::string_view value);
 
 /// `variable`'s value when set, else default_timing_slots. Throws as above.

@@ -39,7 +39,7 @@ namespace launchwatch::detail::gpu {
 /// costs a beacon on the launching thread and a wait, a copy back and a zeroing copy on the
 /// collector's, whose driver calls contend with the launches' for the driver's locks: on an H200's
 /// host, batches of 64 cost a deferred launch 3-6 points more than batches of 512
-/// (docs/benchmarks.md, "On the change").
+/// (docs/benchmarks.md, "Which per-batch work it is, and batches of 512").
 inline constexpr std::uint32_t timing_batch_capacity = 512;
 /// The slots deferred timing may take on one device unless the runtime's variable says otherwise:
 /// 32 blocks, so 32 streams can each hold an open batch before any launch goes untimed.

@@ -199,6 +199,7 @@ int main(int argc, char** argv) {
     }
   }
 
+  check(cudaFree(stamping.slot), "cudaFree");
   if (only >= 0) return 0;
   std::printf("\n==== launch cost per empty kernel (host, median of %d batches of %d) ====\n",
               batches, batch);
@@ -208,6 +209,5 @@ int main(int argc, char** argv) {
     const double m = median(per_launch[v]);
     std::printf("%-44s | %9.3f | %5.2f\n", labels[v], m, m / base);
   }
-  check(cudaFree(stamping.slot), "cudaFree");
   return 0;
 }

@@ -153,16 +153,16 @@ struct host_gpu_runtime {
   /// into a graph when captured: the API's call carries no kernel size.
   static const void* entry_of(const detail::launch_descriptor& launch) noexcept;
   static error function_get_attributes(function_attributes* out, const void* entry) noexcept;
-  /// Runs the kernel (`arguments[0]`) through its CPU entry over the whole grid, stamping the
-  /// slot of `arguments[1]` (a timing_target) when it has one; counted into the graph instead
-  /// while `s` captures.
   /// The entry's function here is the entry itself.
   static error find_function(function_handle* out, const void* entry) noexcept {
     *out = entry;
     return success;
   }
-  /// Refuses a function that is not `entry`'s own (as a driver refuses one of another context), so
-  /// the emulated runs check that the backend hands each launch its entry's function.
+  /// Runs the kernel (`arguments[0]`) through its CPU entry over the whole grid, stamping the
+  /// slot of `arguments[1]` (a timing_target) when it has one; counted into the graph instead
+  /// while `s` captures. Refuses a function that is not `entry`'s own (as a driver refuses one of
+  /// another context), so the emulated runs check that the backend hands each launch its entry's
+  /// function.
   static error launch_kernel(function_handle function, const void* entry,
                              const detail::launch_geometry& geometry, void** arguments,
                              stream_handle s) noexcept;

@@ -9,6 +9,8 @@
 // 3. The stream's time per kernel (each pass's wall over its kernels), untimed and deferred by each
 //    method, and each method's median duration over it: back to back, a duration longer than its
 //    kernel's share of the pass overlaps its neighbours.
+// 4. From each window's end to the next one's start, by each method: zero where a window was
+//    widened back to its predecessor's end (the widening then bounded by it, not by the overhead).
 //
 // A device's timing method is fixed when it is opened, so the parent runs each method in child
 // processes of this program, rounds alternating the order: `clock` (the default: the shader clock
@@ -27,6 +29,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -126,13 +129,24 @@ int run_child(const char* method, bool quick, int passes) {
           std::chrono::duration<double, std::nano>(clock_type::now() - start).count();
       std::printf("pass %s %.0f %.0f %d\n", s.name, untimed, deferred, s.kernels);
       std::string lengths;
+      std::string gaps;  // from each window's end to the next one's start (negative: overlap)
+      std::optional<lw::instant> previous_end;
       for (auto& profile : kept->kept_) {
         const bool system = profile.method() == lw::timing_method::system;
         if (const auto ticks = std::move(profile).resolve(); ticks && !system) {
           lengths += ' ' + std::to_string(ticks->length().count());
+          if (previous_end) {
+            gaps += ' ' + std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                             ticks->start() - *previous_end)
+                                             .count());
+          }
+          previous_end = ticks->end();
+        } else {
+          previous_end.reset();
         }
       }
       std::printf("durations %s%s\n", s.name, lengths.c_str());
+      std::printf("gaps %s%s\n", s.name, gaps.c_str());
     }
   }
   const auto counts = device->timed_counts();
@@ -152,6 +166,8 @@ int run_child(const char* method, bool quick, int passes) {
 struct method_results {
   std::map<std::string, std::vector<double>> ratios;     // by shape: deferred / untimed per pass
   std::map<std::string, std::vector<double>> durations;  // by shape: every kernel's, ns
+  // By shape: from each window's end to the next's start, ns (negative where they overlap).
+  std::map<std::string, std::vector<double>> gaps;
   // By shape: each pass's wall over its kernels, ns: the stream's time per kernel.
   std::map<std::string, std::vector<double>> untimed_period, deferred_period;
   std::uint64_t counts[3] = {0, 0, 0};
@@ -187,6 +203,9 @@ bool run_round(const std::string& self, const char* method, const char* environm
     } else if (what == "durations") {
       in >> shape_name;
       for (double ns = 0; in >> ns;) into.durations[shape_name].push_back(ns);
+    } else if (what == "gaps") {
+      in >> shape_name;
+      for (double ns = 0; in >> ns;) into.gaps[shape_name].push_back(ns);
     } else if (what == "counts") {
       for (auto& c : into.counts) {
         std::uint64_t n = 0;
@@ -323,6 +342,20 @@ int main(int argc, char** argv) {
                 spread(clock, "%.3f").c_str(), spread(queries, "%.3f").c_str(),
                 clock_duration / percentile(clock, 0.5),
                 queries_duration / percentile(untimed, 0.5));
+  }
+
+  // Where each method's windows lie against their neighbours: a window widened back to the end of
+  // the one before it shows a gap of zero, so the widening was bounded by it, not by the overhead.
+  std::printf(
+      "\n[from a window's end to the next one's start, us] consecutive kernels of each deferred "
+      "pass, median [p10-p90] (negative: overlapping)\n");
+  std::printf("  %-6s %-26s %-26s %s\n", "kernel", "shader clock", "timestamp queries",
+              "shader clock, raw window");
+  for (const char* s : shapes) {
+    std::printf("  %-6s %-26s %-26s %s\n", s,
+                spread(in_us(results["clock"].gaps[s]), "%.3f").c_str(),
+                spread(in_us(results["queries"].gaps[s]), "%.3f").c_str(),
+                spread(in_us(results["raw"].gaps[s]), "%.3f").c_str());
   }
   return 0;
 }

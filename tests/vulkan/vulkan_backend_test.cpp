@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -88,7 +89,7 @@ TEST_F(VulkanBackend, AKernelWithoutAShaderIsRejectedBeforeReportingSayingWhatTo
 TEST_F(VulkanBackend, MoreLaunchesThanABatchHoldsRunInOrder) {
   auto client = client::vulkan();
   auto values = client.empty<int>(64);
-  constexpr int launches = 1000;  // several batches of 256
+  constexpr int launches = 1000;  // batches of 32, 64, 128, then 256
   for (int i = 0; i < launches; ++i) client.launch(add_one{values.view()}, cube_count{1}, cube_dim{64});
   EXPECT_EQ(client.read(values), std::vector<int>(64, launches));
 }
@@ -125,6 +126,37 @@ TEST_F(VulkanBackend, ADeviceMeasurementLiesInsideTheHostWindowAroundItsLaunchAn
   EXPECT_GE(ticks->start(), before - 50us);
   EXPECT_LE(ticks->end(), after + 50us);
   EXPECT_GE(ticks->length(), 4ms);
+}
+
+// A stream with nothing in flight submits its first batch after a few launches (32), not a full
+// batch's 256: the device starts while the host goes on, as a CUDA stream would.
+TEST_F(VulkanBackend, AfterASyncTheFirstLaunchesRunWithoutWaitingForAFullBatchOrASync) {
+  auto client = client::vulkan();
+  auto done = client.empty<int>(1);
+  auto keeps = std::make_shared<testing::recording_observer>(timing_request::deferred);
+  {
+    // The timed pipeline made and compiled (lavapipe compiles at a pipeline's first dispatch, for
+    // ~170 ms), and the clock calibrated, before anything is measured.
+    launch_observation watching{keeps};
+    client.launch(spin{1'000ull, done.view()}, cube_count{1}, cube_dim{1});
+  }
+  client.sync();
+  for (auto& warm : keeps->take_profiles()) (void)std::move(warm.profile).resolve();
+  {
+    launch_observation watching{keeps};
+    for (int i = 0; i < 33; ++i)
+      client.launch(spin{1'000ull, done.view()}, cube_count{1}, cube_dim{1});
+  }
+  const auto launched = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(300ms);
+  client.sync();
+  auto kept = keeps->take_profiles();
+  ASSERT_EQ(kept.size(), 33u);
+  ASSERT_EQ(kept[0].profile.method(), timing_method::device);
+  const auto first = std::move(kept[0].profile).resolve();
+  ASSERT_TRUE(first.has_value());
+  // Submitted with the 33rd launch, so it ran long before the sync 300 ms later.
+  EXPECT_LT(first->start(), launched + 150ms);
 }
 
 TEST_F(VulkanBackend, ReportsItsBackendAndAName) {

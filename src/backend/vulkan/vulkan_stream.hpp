@@ -108,7 +108,8 @@ class vulkan_stream final : public stream, public std::enable_shared_from_this<v
   /// Submits the open batch, if it holds a launch, ending it with the fold of its shader-clock
   /// slots. Holds mutex_.
   void flush();
-  /// Takes a batch to record into: a spare one, or a new one. Holds mutex_.
+  /// Takes a batch to record into: a spare one, or a new one; sets how many launches it takes
+  /// (batch_limit_: a few when nothing is in flight, doubling while batches are). Holds mutex_.
   std::unique_ptr<batch> take_batch();
   /// Hands back the batches the device has finished, noting a failure they report and collecting
   /// their shader-clock windows. Holds mutex_.
@@ -131,6 +132,7 @@ class vulkan_stream final : public stream, public std::enable_shared_from_this<v
   std::vector<std::unique_ptr<batch>> spare_;  // guarded by mutex_
   std::atomic<std::uint64_t> issued_{0};       // written under mutex_: the last point given out
   std::uint64_t flushed_ = 0;                  // guarded by mutex_: the last point submitted
+  std::size_t batch_limit_ = 0;                // guarded by mutex_: launches the open batch takes
   mutable std::atomic<std::uint64_t> completed_{0};
   capture_window<recorded_launch> capture_;    // guarded by mutex_ (its open() is not)
   stream_failure failure_;                     // guarded by mutex_

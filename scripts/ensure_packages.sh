@@ -6,6 +6,7 @@ set -euo pipefail
 
 launchwatch_packages=(
   cmake ninja-build g++ python3 binutils
+  ccache  # one preset reuses what another compiled the same way (cmake/launchwatch_ccache.cmake)
   libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-dev  # the fuzz preset: clang++ and its libFuzzer

@@ -902,9 +902,11 @@ TEST_F(CudaBridgeShortTimeout, AnotherCuptiClientTakesTheRecordsAndTheBridgeTake
 }
 
 /// The loaded driver's `name`, through the runtime, so the test binary does not link libcuda (it
-/// must start, and list its tests, on a machine without a driver).
+/// must start, and list its tests, on a machine without a driver). F is the declared function's
+/// pointer type, named by decltype: taking the function's address would reference libcuda's symbol
+/// wherever the call is not inlined (at -O1, the tests' level).
 template <typename F>
-F driver_function(F /*declared*/, const char* name) {
+F driver_function(const char* name) {
   void* function = nullptr;
   cudaDriverEntryPointQueryResult found{};
   if (cudaGetDriverEntryPointByVersion(name, &function, CUDA_VERSION, cudaEnableDefault, &found) !=
@@ -918,10 +920,10 @@ F driver_function(F /*declared*/, const char* name) {
 // Finding 8: a thread that alternates two contexts under `resolved` keeps one pair of events in
 // each, and the bridge's end destroys them.
 TEST_F(CudaBridge, AThreadAlternatingTwoContextsKeepsOnePairOfEventsInEach) {
-  const auto cuCtxGetCurrent = driver_function(&::cuCtxGetCurrent, "cuCtxGetCurrent");
-  const auto cuCtxSetCurrent = driver_function(&::cuCtxSetCurrent, "cuCtxSetCurrent");
-  const auto cuCtxCreate = driver_function(&::cuCtxCreate, "cuCtxCreate");
-  const auto cuCtxDestroy = driver_function(&::cuCtxDestroy, "cuCtxDestroy");
+  const auto cuCtxGetCurrent = driver_function<decltype(&::cuCtxGetCurrent)>("cuCtxGetCurrent");
+  const auto cuCtxSetCurrent = driver_function<decltype(&::cuCtxSetCurrent)>("cuCtxSetCurrent");
+  const auto cuCtxCreate = driver_function<decltype(&::cuCtxCreate)>("cuCtxCreate");
+  const auto cuCtxDestroy = driver_function<decltype(&::cuCtxDestroy)>("cuCtxDestroy");
   ASSERT_TRUE(cuCtxGetCurrent && cuCtxSetCurrent && cuCtxCreate && cuCtxDestroy);
   const CUdevice device = 0;
   CUcontext primary = nullptr;

@@ -154,9 +154,11 @@ TEST_F(VulkanBackend, AfterASyncTheFirstLaunchesRunWithoutWaitingForAFullBatchOr
   ASSERT_EQ(kept.size(), 33u);
   ASSERT_EQ(kept[0].profile.method(), timing_method::device);
   const auto first = std::move(kept[0].profile).resolve();
-  ASSERT_TRUE(first.has_value());
-  // Submitted with the 33rd launch, so it ran long before the sync 300 ms later.
+  const auto last_of_batch = std::move(kept[31].profile).resolve();
+  ASSERT_TRUE(first.has_value() && last_of_batch.has_value());
+  // Submitted with the 33rd launch, so they ran long before the sync 300 ms later.
   EXPECT_LT(first->start(), launched + 150ms);
+  EXPECT_LT(last_of_batch->end(), launched + 150ms);
 }
 
 TEST_F(VulkanBackend, ReportsItsBackendAndAName) {

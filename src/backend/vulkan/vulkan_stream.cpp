@@ -47,11 +47,12 @@ constexpr std::size_t arena_header = 16;
 /// driver (research/vulkan.md), so this makes it well under a tenth of a microsecond per launch,
 /// while keeping a thread that only launches from running far ahead of the device.
 constexpr std::size_t launches_per_batch = 256;
-/// A batch opened while nothing of the stream is in flight (the device has finished its work: after
-/// a sync, or a pause of the host) holds this many, and each next batch twice as many as the one
-/// before, up to launches_per_batch: so the device starts after a few launches' recording, not a
-/// full batch's (256 launches at 1-3 us each), and a stream that keeps launching still reaches full
-/// batches, since a batch opened right after a submit finds that one in flight.
+/// A batch opened after a sync, read, resolved measurement or release submitted the one before,
+/// with nothing of the stream left in flight, holds this many; each next batch twice as many as the
+/// one before, up to launches_per_batch. So after a sync the device starts after a few launches'
+/// recording, not a full batch's (256 launches at 1-3 us each), and a thread that keeps launching
+/// reaches full batches however fast the device finishes them (a batch of 32 tiny kernels can run
+/// within one 10-47 us submit, so "nothing in flight" alone would keep such a stream at 32).
 constexpr std::size_t first_batch_launches = 32;
 /// Batches submitted and not yet finished, before a new one waits for the oldest.
 constexpr std::size_t batches_in_flight = 16;
@@ -252,7 +253,7 @@ void vulkan_stream::prepare(const launch_descriptor& launch) {
   (void)owner_->pipeline(*launch.vulkan, ring, launch.geometry.dim, launch.name);
 }
 
-std::unique_ptr<vulkan_stream::batch> vulkan_stream::take_batch() {
+std::unique_ptr<vulkan_stream::batch> vulkan_stream::take_batch(bool launching) {
   reap();
   if (flying_.size() >= batches_in_flight) {
     // The host is far ahead of the device: wait for the oldest batch rather than queue more.
@@ -265,8 +266,8 @@ std::unique_ptr<vulkan_stream::batch> vulkan_stream::take_batch() {
     (void)owner_->api().vkWaitSemaphores(owner_->handle(), &info, std::numeric_limits<std::uint64_t>::max());
     reap();
   }
-  batch_limit_ =
-      flying_.empty() ? first_batch_launches : std::min(launches_per_batch, 2 * batch_limit_);
+  batch_limit_ = !launching && flying_.empty() ? first_batch_launches
+                                               : std::min(launches_per_batch, 2 * batch_limit_);
   if (!spare_.empty()) {
     auto b = std::move(spare_.back());
     spare_.pop_back();
@@ -297,11 +298,13 @@ vulkan_stream::encoded vulkan_stream::encode(const pending_launch& launch,
   // Created (or found) before the batch is touched: a refused shader leaves the batch as it was.
   const VkPipeline pipeline =
       owner_->pipeline(*launch.shader, ring, launch.geometry.dim, launch.name, by_clock);
+  bool launching = false;  // the batch before this launch's is submitted by it, not by a sync
   if (open_ && (open_->launches.size() >= batch_limit_ ||
                 (ring && round_up(open_->used, 16) + launch.size > open_->arena.bytes))) {
     flush();
+    launching = true;
   }
-  if (!open_) open_ = take_batch();
+  if (!open_) open_ = take_batch(launching);
   batch& b = *open_;
   if (!b.open) {
     VkCommandBufferBeginInfo begin{};

@@ -4,12 +4,12 @@
 # a cache took 148 s on 2 cores. The cache is launchwatch's own, build/.ccache beside the presets'
 # folders, at most 4 GB (ccache evicts its oldest entries beyond that), so no other project's cache
 # is touched; CCACHE_DIR set when configuring names another. Paths under the source folder are
-# hashed relative to it, so two build folders at the same depth share entries. A launcher set
-# already (CMAKE_<LANG>_COMPILER_LAUNCHER, from the cache or the environment) is left as it is, and
-# -DLAUNCHWATCH_CCACHE=OFF compiles without one.
-option(LAUNCHWATCH_CCACHE "Compile through ccache where it is installed" ON)
-if(LAUNCHWATCH_CCACHE AND NOT DEFINED CMAKE_CXX_COMPILER_LAUNCHER AND
-   NOT DEFINED ENV{CMAKE_CXX_COMPILER_LAUNCHER})
+# hashed relative to it, so two build folders at the same depth share entries. A language whose
+# launcher is set already (CMAKE_<LANG>_COMPILER_LAUNCHER, from the cache or the environment) keeps
+# it; -DLAUNCHWATCH_CCACHE=OFF compiles without one, and a project that includes launchwatch gets
+# none unless it asks (the cache would be written into launchwatch's source folder).
+option(LAUNCHWATCH_CCACHE "Compile through ccache where it is installed" ${PROJECT_IS_TOP_LEVEL})
+if(LAUNCHWATCH_CCACHE)
   find_program(LAUNCHWATCH_CCACHE_PROGRAM ccache)
   if(LAUNCHWATCH_CCACHE_PROGRAM)
     # Depend mode: a miss costs nothing over the compile itself (without it ccache runs the
@@ -20,8 +20,11 @@ if(LAUNCHWATCH_CCACHE AND NOT DEFINED CMAKE_CXX_COMPILER_LAUNCHER AND
            CCACHE_MAXSIZE=4G)
     endif()
     foreach(language C CXX CUDA HIP)
-      set(CMAKE_${language}_COMPILER_LAUNCHER
-          ${CMAKE_COMMAND} -E env ${launchwatch_ccache_settings} ${LAUNCHWATCH_CCACHE_PROGRAM})
+      if(NOT DEFINED CMAKE_${language}_COMPILER_LAUNCHER AND
+         NOT DEFINED ENV{CMAKE_${language}_COMPILER_LAUNCHER})
+        set(CMAKE_${language}_COMPILER_LAUNCHER
+            ${CMAKE_COMMAND} -E env ${launchwatch_ccache_settings} ${LAUNCHWATCH_CCACHE_PROGRAM})
+      endif()
     endforeach()
     message(STATUS "launchwatch: compiling through ccache (${LAUNCHWATCH_CCACHE_PROGRAM})")
   endif()

@@ -11,6 +11,10 @@
 //   resolved       an observer told each duration (two events and a wait per launch)
 //   windows 20/80  deferred under cuda_timing_windows{20 ms, 80 ms} (a bridge of its own): kernel
 //                  records on for 20 ms of every 100, launches between them names only
+//   names only, made as run  / deferred, made as run  the same two under a bridge made as
+//                  `launchwatch run` makes it, inside cuInit (here: under the same guard, with no
+//                  capture in progress), so it sees every capture begin and does not ask the driver
+//                  at each launch whether its stream is capturing, as a bridge made later must
 //   after          the bridge destroyed (cuptiFinalize): should be raw again
 //   CUPTI floor    no bridge: the bench's own CUPTI subscriber, with the same driver launch
 //                  callbacks as the bridge's (returning at once) and concurrent-kernel records on,
@@ -35,10 +39,13 @@
 // cost drifts by ±0.3 µs between rounds.
 //
 // Usage: launchwatch_cuda_bridge_bench [launches per case, default 20000] [rounds, default 9]
+//            [blocks, default all: a comma-separated list of bridge, as-run, windows, records-on,
+//             floor, callbacks, floor-read, floor-flushed; for a profile of some cases alone]
 #include <launchwatch/cuda_bridge.hpp>
 #include <launchwatch/launchwatch.hpp>
 
 #include "cuda_bridge/activity_buffer_pool.hpp"
+#include "cuda_bridge/inside_cuda_init.hpp"
 #include "support/launch_observers.hpp"
 
 #include <cuda_runtime.h>
@@ -52,6 +59,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -223,6 +231,13 @@ double median(std::vector<double> values) {
 int main(int argc, char** argv) {
   const int launches = argc > 1 ? std::atoi(argv[1]) : 20000;
   const int rounds = argc > 2 ? std::atoi(argv[2]) : 9;
+  const std::string only = argc > 3 ? std::string{","} + argv[3] + "," : std::string{};
+  if (launches < 4 || rounds < 1) {
+    std::fprintf(stderr,
+                 "usage: %s [launches per case, at least 4] [rounds, at least 1] [blocks]\n",
+                 argv[0]);
+    return 2;
+  }
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::printf("no CUDA device: nothing to measure\n");
@@ -270,6 +285,21 @@ int main(int argc, char** argv) {
     }
     us["after"].push_back(launch_loop(stream, launches));
   };
+  const std::function<void()> as_run_bridge = [&] {
+    // What the guard changes is the bridge's knowledge that it saw every capture begin (true
+    // here: the bench never captures), and that it asks the CUDA runtime nothing while made.
+    std::optional<launchwatch::cuda_bridge> bridge;
+    {
+      const launchwatch::detail::cuda_bridge::inside_cuda_init as_run;
+      bridge.emplace();
+    }
+    {
+      auto names = std::make_shared<counter>();
+      launchwatch::launch_observation watching{names};
+      us["names only, made as run"].push_back(launch_loop(stream, launches));
+    }
+    us["deferred, made as run"].push_back(deferred_loop(stream, launches, delivered, missing));
+  };
   const std::function<void()> windowed_bridge = [&] {
     // A bridge of its own: one bridge's options hold while it lives.
     launchwatch::cuda_bridge_options windowed;
@@ -293,14 +323,25 @@ int main(int argc, char** argv) {
       }
     }};
   };
-  const std::vector<std::function<void()>> blocks = {
-      main_bridge,
-      windowed_bridge,
-      from_start_bridge,
-      floor("CUPTI floor", {true, false, false}),
-      floor("CUPTI callbacks", {false, false, false}),
-      floor("CUPTI floor, read", {true, true, false}),
-      floor("CUPTI floor, read and flushed", {true, true, true})};
+  const std::vector<std::pair<const char*, std::function<void()>>> all_blocks = {
+      {"bridge", main_bridge},
+      {"as-run", as_run_bridge},
+      {"windows", windowed_bridge},
+      {"records-on", from_start_bridge},
+      {"floor", floor("CUPTI floor", {true, false, false})},
+      {"callbacks", floor("CUPTI callbacks", {false, false, false})},
+      {"floor-read", floor("CUPTI floor, read", {true, true, false})},
+      {"floor-flushed", floor("CUPTI floor, read and flushed", {true, true, true})}};
+  std::vector<std::function<void()>> blocks;
+  for (const auto& [name, block] : all_blocks) {
+    if (only.empty() || only.find(std::string{","} + name + ",") != std::string::npos) {
+      blocks.push_back(block);
+    }
+  }
+  if (blocks.empty()) {
+    std::fprintf(stderr, "no block is named '%s'\n", argv[3]);
+    return 2;
+  }
   for (int r = 0; r < rounds && !unavailable; ++r) {
     for (std::size_t i = 0; i < blocks.size() && !unavailable; ++i) {
       blocks[(static_cast<std::size_t>(r) + i) % blocks.size()]();
@@ -323,6 +364,8 @@ int main(int argc, char** argv) {
                {"names only", "<= +0.5 us", 0.5},
                {"deferred", "<= +1.0 us", 1.0},
                {"deferred, records on", "(records on before the loop: a job's steady state)", -1},
+               {"names only, made as run", "(a bridge made inside cuInit: no capture query)", -1},
+               {"deferred, made as run", "(the same)", -1},
                {"resolved", "(blocks per launch)", -1},
                {"windows 20/80", "(deferred inside 20 ms of every 100, names only between)", -1},
                {"after", "within noise of raw", 0.1},
@@ -331,12 +374,12 @@ int main(int argc, char** argv) {
                {"CUPTI floor, read", "(the floor, each buffer's records read)", -1},
                {"CUPTI floor, read and flushed", "(and flushed every 10 ms)", -1}};
   for (const auto& c : cases) {
+    if (us[c.name].empty()) continue;
     const double m = median(us[c.name]);
     // Paired with the same round's idle case, for the cases measured while the bridge lived.
     std::string paired = "";
-    if (us[c.name].empty()) continue;
     const bool with_bridge = std::string{c.name} != "raw" && std::string{c.name} != "after";
-    if (with_bridge) {
+    if (with_bridge && us["bridge idle"].size() == us[c.name].size()) {
       std::vector<double> deltas;
       for (std::size_t r = 0; r < us[c.name].size(); ++r) {
         deltas.push_back(us[c.name][r] - us["bridge idle"][r]);
@@ -366,6 +409,10 @@ int main(int argc, char** argv) {
   share("deferred, records on", "CUPTI floor", "the bridge's own share in a job's steady state");
   share("deferred, records on", "CUPTI floor, read and flushed",
         "the bridge's own share over a tool that reads its records while the job runs");
+  share("deferred, made as run", "CUPTI floor",
+        "the bridge's own share, made as launchwatch run makes it");
+  share("names only, made as run", "CUPTI callbacks",
+        "the bridge's own share of a names-only launch, made as launchwatch run makes it");
   share("CUPTI floor, read", "CUPTI floor", "reading the records");
   share("CUPTI floor, read and flushed", "CUPTI floor, read", "flushing every 10 ms");
   if (!enable_ms.empty()) {

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Where the CUDA bridge's share of a launch goes on a GPU host (issue 24; docs/benchmarks.md, "The
+# bridge's own time on the launching thread, profiled"). Builds the `cuda` preset's bridge bench for
+# sm_90 and writes to $OUT: the host's topology; the bench pinned to four cores of one L3 cache
+# (ROUNDS rounds, default 25; 0 skips it), then unpinned and pinned again unless PINNED_ONLY is set;
+# and, where perf is installed or carried, one profile per PERF_BLOCKS entry (the bench's blocks,
+# default "as-run floor callbacks"; PERF_ROUNDS rounds, PERF_HZ samples a second) with DWARF call
+# stacks, split by case by bench/cuda_bridge/perf_cases.py: the launching thread's time, the part
+# under launchwatch's CUPTI callback, and that part by leaf function.
+#
+# A GPU machine without perf: carry Debian's (PERF=.perf/perf, with `.perf` in the run's carry and
+# in .git/info/exclude), made here once:
+#   apt-get download linux-perf && dpkg-deb -x linux-perf_*.deb /tmp/perf && mkdir -p .perf/lib &&
+#   cp /tmp/perf/usr/bin/perf .perf/ && ldd .perf/perf | awk '$3 ~ /^\// {print $3}' |
+#     grep -vE 'lib(c|m|gcc_s|stdc\+\+|z|zstd|lzma|bz2|pthread|dl|rt)\.so|ld-linux' | xargs -I{} cp -L {} .perf/lib/
+# Usage: OUT=dir [ROUNDS=25] [PINNED_ONLY=1] [PERF=path] [PERF_BLOCKS=...] scripts/device_bridge_profile.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-build/device-out}; BUILD=${BUILD:-build/gpu}; mkdir -p "$OUT"
+source scripts/find_cupti.sh
+t=$(date +%s)
+cmake --preset cuda -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES=90 -DLAUNCHWATCH_BUILD_TESTS=OFF \
+  -DLAUNCHWATCH_BUILD_APPS=OFF "${cupti_args[@]}" >"$OUT/build.log" 2>&1 &&
+  ninja -C "$BUILD" -j16 launchwatch_cuda_bridge_bench >>"$OUT/build.log" 2>&1 ||
+  { tail -30 "$OUT/build.log"; exit 1; }
+echo "built in $(( $(date +%s) - t )) s"
+bench=$BUILD/bench/cuda_bridge/launchwatch_cuda_bridge_bench
+{ lscpu; echo; lscpu -p=CPU,CORE,SOCKET,NODE,CACHE; echo; cat /sys/fs/cgroup/cpuset.cpus.effective 2>/dev/null;
+  taskset -pc $$; command -v perf numactl; nvidia-smi -q | grep -iE "numa|affinity|Bus Id" ; } >"$OUT/topology.txt" 2>&1
+allowed=$(taskset -pc $$ | sed 's/.*: //')
+first=$(python3 - "$allowed" <<'PY'
+import sys,subprocess
+spec=sys.argv[1]; cpus=[]
+for part in spec.split(','):
+    a,_,b=part.partition('-'); cpus+=range(int(a),int(b or a)+1)
+rows=[l.split(',') for l in subprocess.run(['lscpu','-p=CPU,CORE,SOCKET,NODE,CACHE'],capture_output=True,text=True).stdout.splitlines() if not l.startswith('#')]
+l3={int(r[0]):r[4].split(':')[-1] if len(r)>4 else '' for r in rows}
+core={int(r[0]):r[1] for r in rows}
+c0=cpus[0]; same=[c for c in cpus if l3.get(c)==l3.get(c0)]
+seen=set(); pick=[]
+for c in same:
+    if core[c] not in seen: seen.add(core[c]); pick.append(c)
+print(','.join(map(str,pick[:4])))
+PY
+)
+echo "allowed $allowed; pinned run on $first" | tee -a "$OUT/topology.txt"
+rounds=${ROUNDS:-25}
+[ "$rounds" -gt 0 ] && { timeout 200 taskset -c "$first" "$bench" 20000 "$rounds" >"$OUT/pinned.log" 2>&1; echo "pinned rc=$?"; }
+[ -n "${PINNED_ONLY:-}" ] || {
+timeout 200 "$bench" 20000 "$rounds" >"$OUT/unpinned.log" 2>&1; echo "unpinned rc=$?"
+timeout 200 taskset -c "$first" "$bench" 20000 "$rounds" >"$OUT/pinned2.log" 2>&1; echo "pinned2 rc=$?"; }
+# perf, where installed or carried (PERF=path/to/perf, its libraries in lib/ beside it).
+perf=${PERF:-$(command -v perf)}
+if [ -n "$perf" ] && [ -x "$perf" ]; then
+  export LD_LIBRARY_PATH=$(dirname "$perf")/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  cat /proc/sys/kernel/perf_event_paranoid >"$OUT/perf_paranoid.txt" 2>&1
+  # One profile per block list (PERF_BLOCKS, space-separated lists), each split by case.
+  for blocks in ${PERF_BLOCKS:-as-run floor callbacks}; do
+    timeout 150 taskset -c "$first" "$perf" record -e cpu-clock -F "${PERF_HZ:-1999}" --call-graph dwarf,8192 \
+      -o "$OUT/perf.data" "$bench" 20000 "${PERF_ROUNDS:-6}" "$blocks" >"$OUT/perf_bench_$blocks.log" 2>&1
+    echo "perf record $blocks rc=$?"
+    "$perf" script -F comm,tid,period,ip,sym,dso -i "$OUT/perf.data" 2>/dev/null |
+      python3 bench/cuda_bridge/perf_cases.py "$((1000000000 / ${PERF_HZ:-1999}))" >"$OUT/perf_cases_$blocks.txt"
+    "$perf" report -i "$OUT/perf.data" --stdio --no-children --sort symbol -g none \
+      --dsos launchwatch_cuda_bridge_bench --percent-limit 0.05 2>/dev/null >"$OUT/perf_launchwatch_$blocks.txt"
+  done
+  rm -f "$OUT/perf.data"
+  unset LD_LIBRARY_PATH
+fi
+for f in "$OUT"/perf_cases_*.txt; do [ -f "$f" ] && { echo "== $f"; cat "$f"; grep -E "us/launch|^(names|deferred|CUPTI)" "${f/perf_cases_/perf_bench_}" 2>/dev/null; }; done
+for f in "$OUT"/perf_launchwatch_*.txt; do [ -f "$f" ] && { echo "== $f"; grep -v "^#" "$f" | grep -v "^$" | head -25 | cut -c1-140; }; done; cat "$OUT/perf_report.err" 2>/dev/null | head -5
+for f in pinned unpinned pinned2; do [ -f "$OUT/$f.log" ] || continue; echo "== $f"; grep -E "^(raw|names only|deferred|CUPTI)" "$OUT/$f.log" | cut -c1-60; grep -E "minus|asked alone|missing" "$OUT/$f.log"; done

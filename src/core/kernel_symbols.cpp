@@ -79,16 +79,24 @@ namespace {
 }  // namespace
 
 kernel_symbol symbol_cache::find(const char* symbol, symbol_table& table) {
+  return find(symbol, table, unnumbered);
+}
+
+kernel_symbol symbol_cache::find(const char* symbol, symbol_table& table,
+                                 std::uint64_t generation) {
   const auto address = reinterpret_cast<std::uintptr_t>(symbol);
   entry& slot = entries_[(address >> 3) % ways];
   if (slot.pointer == symbol) {
+    if (slot.generation == generation && generation != unnumbered) return slot.symbol;
     const std::string_view cached = slot.symbol.mangled;
     if (std::strncmp(symbol, cached.data(), cached.size()) == 0 && symbol[cached.size()] == '\0') {
+      slot.generation = generation;
       return slot.symbol;
     }
   }
   slot.symbol = table.intern(symbol);
   slot.pointer = symbol;
+  slot.generation = generation;
   return slot.symbol;
 }
 

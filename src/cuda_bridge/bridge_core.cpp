@@ -63,6 +63,11 @@ namespace {
 
 thread_local bridge_core::thread_state this_thread;
 
+/// Numbers the spans in which no kernel name's memory was freed (symbol_cache's generation): raised
+/// at every module unload or context destruction a bridge hears of, and when a bridge is made,
+/// since none heard of the unloads while no bridge lived.
+std::atomic<std::uint64_t> symbol_generation{1};
+
 constexpr std::string_view outside_windows_refusal =
     "the launch was issued between two timing windows (--timing windows): it is counted and "
     "attributed without device time";
@@ -82,6 +87,7 @@ bridge_core::bridge_core(const cuda_bridge_options& options, bridge_device& devi
       device_{device},
       graphs_{options_.record_timeout},
       captures_{options_.record_timeout} {
+  symbols_may_move();  // modules may have been unloaded while no bridge heard of it
   std::function<void(const kernel_record&)> others;
   std::function<bool()> others_pending;
   if (options_.graph_replays == cuda_graph_replays::per_node) {
@@ -107,11 +113,19 @@ int bridge_core::device_of(void* context, thread_state& state) noexcept {
   return state.device;
 }
 
+void bridge_core::symbols_may_move() noexcept {
+  symbol_generation.fetch_add(1, std::memory_order_acq_rel);
+}
+
 void bridge_core::describe(launch_info& info, const char* symbol, void* context,
                            std::array<std::uint32_t, 3> grid, std::array<std::uint32_t, 3> block,
                            thread_state& state) {
-  const kernel_symbol named = state.symbols.find(
-      symbol != nullptr ? symbol : "(unnamed CUDA kernel)", symbol_table::process());
+  const char* const spelt = symbol != nullptr ? symbol : "(unnamed CUDA kernel)";
+  const kernel_symbol named =
+      every_unload_seen_.load(std::memory_order_acquire)
+          ? state.symbols.find(spelt, symbol_table::process(),
+                               symbol_generation.load(std::memory_order_acquire))
+          : state.symbols.find(spelt, symbol_table::process());
   info = launch_info{};
   info.kernel = named.name;
   info.backend = "cuda";

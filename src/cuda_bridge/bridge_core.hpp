@@ -187,6 +187,15 @@ class bridge_core {
   /// stream existed, with the begin and end calls' callbacks on. From then on a launch made while
   /// no capture is in progress is known not to be captured, without asking the driver.
   void every_capture_seen() noexcept { every_capture_seen_.store(true, std::memory_order_release); }
+  /// Says that the bridge hears of every unload of the memory CUPTI's kernel names point into
+  /// (module unloads and context destructions, whose callbacks it subscribed to): from now a
+  /// thread's symbol cache takes a name pointer it saw since the last unload without reading the
+  /// text behind it (symbol_cache).
+  void every_unload_seen() noexcept { every_unload_seen_.store(true, std::memory_order_release); }
+  /// A module is about to be unloaded, or a context destroyed: kernel names' memory may be freed
+  /// and its addresses reused, so every thread's cached name pointers are checked against their
+  /// text again. Thread safety: any thread. Cost: one atomic increment.
+  static void symbols_may_move() noexcept;
   /// Runs `wait_idle` (a wait for the devices) unless a stream capture is in progress, which a
   /// device synchronisation would invalidate; returns whether the devices may be taken as idle
   /// (capture_gate::synchronise_outside_captures).
@@ -282,6 +291,7 @@ class bridge_core {
   std::atomic<std::uint32_t> explicit_nodes_{0};
 
   std::atomic<bool> every_capture_seen_{false};
+  std::atomic<bool> every_unload_seen_{false};
   std::atomic<bool> in_range_{true};
   std::atomic<std::uint64_t> devices_seen_{0};
   std::atomic<std::uint64_t> launches_reported_{0};

@@ -46,6 +46,10 @@ void CUPTIAPI cuda_bridge_engine::on_callback(void* user_data, CUpti_CallbackDom
     engine->on_api_call(domain, id, *static_cast<const CUpti_CallbackData*>(data));
   } else if (domain == CUPTI_CB_DOMAIN_RESOURCE && id == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
     cuda_bridge::cuda_context_created();
+  } else if (domain == CUPTI_CB_DOMAIN_RESOURCE &&
+             (id == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING ||
+              id == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)) {
+    cuda_bridge::bridge_core::symbols_may_move();
   } else if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
     engine->on_graph_node(id, *static_cast<const CUpti_ResourceData*>(data));
   }

@@ -124,6 +124,16 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
   // whatever graph_replays says (the node-adding calls mark the thread, GRAPHNODE_CREATED names the
   // node); per_node also links captured nodes to their replays.
   enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
+  // Unloads of the memory kernel names live in: heard of, a thread's cached name pointers need no
+  // check of their text at each launch (bridge_core::every_unload_seen). Not fatal: a bridge that
+  // misses them checks the text.
+  if (cupti().enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE,
+                              CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) == CUPTI_SUCCESS &&
+      cupti().enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE,
+                              CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) == CUPTI_SUCCESS) {
+    cuda_bridge::bridge_core::symbols_may_move();  // an unload before the callbacks were on
+    core_.every_unload_seen();
+  }
   for (const auto id : cuda_bridge::add_node_ids) enable(CUPTI_CB_DOMAIN_DRIVER_API, id);
   // Stream captures, whoever makes them: the bridge must not wait for a device while one records
   // (capture_gate.hpp). Not fatal: a CUPTI older than the headers (12.2 and before) knows no

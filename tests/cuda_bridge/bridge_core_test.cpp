@@ -1,6 +1,7 @@
 // The CUDA bridge's core on the CPU: CUPTI's callbacks and records, played by a fake CUPTI
 // (fake_cupti.hpp), through launchwatch's own launch path to observers installed the normal way.
 // Runs in every build, CI included; the same decisions on a GPU are tested in cuda_bridge_test.cu.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -126,6 +127,63 @@ TEST(BridgeCore, ALaunchIsReportedOnceOnTheIssuingThreadBeforeItIsSubmitted) {
   EXPECT_EQ(launches[0].submitted_before, 0u);
   EXPECT_FALSE(launches[0].capturing);
   EXPECT_EQ(cupti.core().stats().launches_reported, 1u);
+}
+
+// ---- kernel names ----
+
+TEST(BridgeCore, ABridgeThatHearsOfUnloadsReadsANamesTextAgainOnlyAfterAModuleUnloads) {
+  fake_cupti cupti;
+  cupti.core().every_unload_seen();
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::none);
+  launch_observation watching{observer};
+  char name[] = "_Z3onev";  // the driver's memory behind CUPTI's symbolName
+  cupti.launch(name);
+  std::copy_n("_Z3twov", sizeof name, name);  // written without an unload: the pointer is trusted
+  cupti.launch(name);
+  fake_cupti::core_type::symbols_may_move();  // a module unloads; its address is reused
+  cupti.launch(name);
+
+  const auto launches = observer->launches();
+  ASSERT_EQ(launches.size(), 3u);
+  EXPECT_EQ(launches[0].kernel, "one()");
+  EXPECT_EQ(launches[1].kernel, "one()");
+  EXPECT_EQ(launches[2].kernel, "two()");
+}
+
+TEST(BridgeCore, ABridgeThatMayMissUnloadsReadsTheTextOfEveryCachedName) {
+  fake_cupti cupti;  // never told every_unload_seen(): the unload callbacks could not be turned on
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::none);
+  launch_observation watching{observer};
+  char name[] = "_Z3onev";
+  cupti.launch(name);
+  std::copy_n("_Z3twov", sizeof name, name);
+  cupti.launch(name);
+
+  const auto launches = observer->launches();
+  ASSERT_EQ(launches.size(), 2u);
+  EXPECT_EQ(launches[0].kernel, "one()");
+  EXPECT_EQ(launches[1].kernel, "two()");
+}
+
+TEST(BridgeCore, ANewBridgeReadsTheNamesItsThreadCachedUnderAnEarlierOne) {
+  char name[] = "_Z3onev";
+  {
+    fake_cupti earlier;
+    earlier.core().every_unload_seen();
+    auto observer = std::make_shared<recording_observer>(earlier, timing_request::none);
+    launch_observation watching{observer};
+    earlier.launch(name);
+  }
+  std::copy_n("_Z3twov", sizeof name, name);  // unloaded while no bridge heard of it
+  fake_cupti later;
+  later.core().every_unload_seen();
+  auto observer = std::make_shared<recording_observer>(later, timing_request::none);
+  launch_observation watching{observer};
+  later.launch(name);
+
+  const auto launches = observer->launches();
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0].kernel, "two()");
 }
 
 TEST(BridgeCore, ABridgeThatSawEveryCaptureBeginAsksTheDriverAboutALaunchOnlyWhileOneIsOpen) {

@@ -954,6 +954,44 @@ TEST_F(CudaBridge, AThreadAlternatingTwoContextsKeepsOnePairOfEventsInEach) {
   EXPECT_EQ(cuCtxDestroy(created), CUDA_SUCCESS);
 }
 
+// A kernel name's memory is the driver's: a module unloaded and another loaded may put another
+// kernel's name where the first one's was, and the bridge, which skips reading a name it saw
+// since the last unload, must read it again after each unload.
+TEST_F(CudaBridge, EachModuleLoadedWhereAnUnloadedOneWasNamesItsOwnKernels) {
+  const auto cuModuleLoadData = driver_function<decltype(&::cuModuleLoadData)>("cuModuleLoadData");
+  const auto cuModuleGetFunction =
+      driver_function<decltype(&::cuModuleGetFunction)>("cuModuleGetFunction");
+  const auto cuModuleUnload = driver_function<decltype(&::cuModuleUnload)>("cuModuleUnload");
+  const auto cuLaunchKernel = driver_function<decltype(&::cuLaunchKernel)>("cuLaunchKernel");
+  ASSERT_TRUE(cuModuleLoadData && cuModuleGetFunction && cuModuleUnload && cuLaunchKernel);
+  check(cudaFree(nullptr));  // the runtime's context current on this thread, for the driver calls
+  auto observer = std::make_shared<info_recorder>();
+  std::vector<std::string> launched;
+  {
+    launch_observation watching{observer};
+    for (int i = 0; i < 40; ++i) {
+      // Names of one length, so a freed name's memory fits the next module's.
+      const std::string kernel = "lw_module_kernel_" + std::to_string(100 + i);
+      const std::string ptx = ".version 7.0\n.target sm_52\n.address_size 64\n.visible .entry " +
+                              kernel + "()\n{\n  ret;\n}\n";
+      CUmodule module = nullptr;
+      ASSERT_EQ(cuModuleLoadData(&module, ptx.c_str()), CUDA_SUCCESS) << kernel;
+      CUfunction function = nullptr;
+      ASSERT_EQ(cuModuleGetFunction(&function, module, kernel.c_str()), CUDA_SUCCESS);
+      for (int repeat = 0; repeat < 2; ++repeat) {
+        ASSERT_EQ(cuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, stream_, nullptr, nullptr),
+                  CUDA_SUCCESS);
+        launched.push_back(kernel);
+      }
+      check(cudaStreamSynchronize(stream_));
+      ASSERT_EQ(cuModuleUnload(module), CUDA_SUCCESS);
+    }
+  }
+  const auto seen = observer->seen();
+  ASSERT_EQ(seen.size(), launched.size());
+  for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i].kernel, launched[i]) << i;
+}
+
 // Finding 9: a program that captures, instantiates, replays and destroys a graph again and again
 // gets every replayed node told, and flushing stays quick.
 TEST_F(CudaBridgeGraphNodes, AThousandCapturedReplayedAndDestroyedGraphsTellEveryNodeOnce) {

@@ -4,6 +4,7 @@
 #include "core/interface/kernel_symbols.hpp"
 #include "cuda_bridge/environment.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -73,6 +74,17 @@ TEST(KernelSymbols, TheCacheDoesNotTrustAReusedPointerWithOtherText) {
   std::copy_n("_Z3twov", sizeof buffer, buffer);  // a module unloaded, another's name at the address
   EXPECT_EQ(cache.find(buffer, table).name, "two()");
   EXPECT_EQ(cache.find(buffer, table).name.data(), table.intern("_Z3twov").name.data());
+}
+
+TEST(KernelSymbols, TheCacheTakesAPointerItSawInTheSameGenerationWithoutReadingItsText) {
+  symbol_table table;
+  symbol_cache cache;
+  char buffer[] = "_Z3onev";
+  EXPECT_EQ(cache.find(buffer, table, 5).name, "one()");
+  std::copy_n("_Z3twov", sizeof buffer, buffer);
+  EXPECT_EQ(cache.find(buffer, table, 5).name, "one()");  // the text is not read again
+  EXPECT_EQ(cache.find(buffer, table, 6).name, "two()");  // another generation: it is
+  EXPECT_EQ(cache.find(buffer, table, 6).name, "two()");
 }
 
 TEST(KernelSymbols, ThreadsInterningAtOnceAgreeOnOneEntryPerName) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -64,19 +65,33 @@ class symbol_table {
 };
 
 /// A per-thread, pointer-keyed cache in front of symbol_table: a launch of a kernel this thread
-/// launched before costs a pointer compare and a check of the text.
+/// launched before costs a pointer compare, and a check of the text unless the caller can say no
+/// pointer was reused since.
 ///
-/// The pointer alone is not trusted (a module unloaded and another loaded may reuse the address for
-/// another name): a hit is confirmed by comparing the cached text with the symbol's.
+/// Why the text is checked: a module unloaded and another loaded may reuse an address for another
+/// name, and the pointer alone cannot tell. Why it is worth skipping: the text is the driver's,
+/// cold at every launch after the driver's own work, so comparing it costs 18-31 ns a launch for a
+/// 70-character name on the H200's host (docs/benchmarks.md, "The bridge's own time on the
+/// launching thread"), more for a library's templated kernels.
+/// Thread safety: one thread (each thread keeps its own).
 class symbol_cache {
  public:
-  /// The entry for the NUL-terminated `symbol` (non-null).
+  /// The entry for the NUL-terminated `symbol` (non-null); a pointer hit is confirmed by comparing
+  /// the cached text with the symbol's.
   kernel_symbol find(const char* symbol, symbol_table& table);
+  /// The same, where the caller numbers the spans in which no symbol's memory was freed:
+  /// `generation` changes whenever it may have been (the CUDA bridge: at a module unload or a
+  /// context's destruction, and when a bridge is made). A pointer this cache saw in the same
+  /// generation is taken without reading its text; one seen in another is confirmed first.
+  kernel_symbol find(const char* symbol, symbol_table& table, std::uint64_t generation);
 
  private:
   static constexpr std::size_t ways = 64;
+  /// The generation of an entry that find() without one cached: never trusted without the text.
+  static constexpr std::uint64_t unnumbered = ~std::uint64_t{0};
   struct entry {
     const char* pointer = nullptr;
+    std::uint64_t generation = unnumbered;
     kernel_symbol symbol;
   };
   entry entries_[ways];

@@ -46,7 +46,7 @@ PY
 echo "allowed $allowed; pinned run on $first" | tee -a "$OUT/topology.txt"
 rounds=${ROUNDS:-25}
 [ "$rounds" -gt 0 ] && { timeout 200 taskset -c "$first" "$bench" 20000 "$rounds" >"$OUT/pinned.log" 2>&1; echo "pinned rc=$?"; }
-[ -n "${PINNED_ONLY:-}" ] || {
+[ -n "${PINNED_ONLY:-}" ] || [ "$rounds" -le 0 ] || {
 timeout 200 "$bench" 20000 "$rounds" >"$OUT/unpinned.log" 2>&1; echo "unpinned rc=$?"
 timeout 200 taskset -c "$first" "$bench" 20000 "$rounds" >"$OUT/pinned2.log" 2>&1; echo "pinned2 rc=$?"; }
 # perf, where installed or carried (PERF=path/to/perf, its libraries in lib/ beside it).
@@ -67,6 +67,6 @@ if [ -n "$perf" ] && [ -x "$perf" ]; then
   rm -f "$OUT/perf.data"
   unset LD_LIBRARY_PATH
 fi
-for f in "$OUT"/perf_cases_*.txt; do [ -f "$f" ] && { echo "== $f"; cat "$f"; grep -E "us/launch|^(names|deferred|CUPTI)" "${f/perf_cases_/perf_bench_}" 2>/dev/null; }; done
-for f in "$OUT"/perf_launchwatch_*.txt; do [ -f "$f" ] && { echo "== $f"; grep -v "^#" "$f" | grep -v "^$" | head -25 | cut -c1-140; }; done; cat "$OUT/perf_report.err" 2>/dev/null | head -5
+for f in "$OUT"/perf_cases_*.txt; do [ -f "$f" ] && { echo "== $f"; cat "$f"; log=${f/perf_cases_/perf_bench_}; grep -E "us/launch|^(raw|names|deferred|CUPTI)" "${log%.txt}.log"; }; done
+for f in "$OUT"/perf_launchwatch_*.txt; do [ -f "$f" ] && { echo "== $f"; grep -v "^#" "$f" | grep -v "^$" | head -25 | cut -c1-140; }; done
 for f in pinned unpinned pinned2; do [ -f "$OUT/$f.log" ] || continue; echo "== $f"; grep -E "^(raw|names only|deferred|CUPTI)" "$OUT/$f.log" | cut -c1-60; grep -E "minus|asked alone|missing" "$OUT/$f.log"; done

@@ -11,10 +11,12 @@
 //   resolved       an observer told each duration (two events and a wait per launch)
 //   windows 20/80  deferred under cuda_timing_windows{20 ms, 80 ms} (a bridge of its own): kernel
 //                  records on for 20 ms of every 100, launches between them names only
-//   names only, made as run  / deferred, made as run  the same two under a bridge made as
-//                  `launchwatch run` makes it, inside cuInit (here: under the same guard, with no
+//   names only, made as run  / deferred, made as run  the same two under a bridge made inside
+//                  cuInit as `launchwatch run` makes it (here: under the same guard, with no
 //                  capture in progress), so it sees every capture begin and does not ask the driver
-//                  at each launch whether its stream is capturing, as a bridge made later must
+//                  at each launch whether its stream is capturing, as a bridge made later must;
+//                  with the bridge's default options (run's per-node graph replays also turn kernel
+//                  records on from the start, as `deferred, records on` has them)
 //   after          the bridge destroyed (cuptiFinalize): should be raw again
 //   CUPTI floor    no bridge: the bench's own CUPTI subscriber, with the same driver launch
 //                  callbacks as the bridge's (returning at once) and concurrent-kernel records on,
@@ -71,8 +73,9 @@ using clock_type = std::chrono::steady_clock;
 
 __global__ void empty_kernel() {}
 
-/// Host microseconds per launch of `count` empty kernels on `stream`, the launches alone.
-double launch_loop(cudaStream_t stream, int count) {
+/// Host microseconds per launch of `count` empty kernels on `stream`, the launches alone. Never
+/// inlined, so a profile's stacks say which samples are the launches (perf_cases.py).
+__attribute__((noinline)) double launch_loop(cudaStream_t stream, int count) {
   const auto start = clock_type::now();
   for (int i = 0; i < count; ++i) empty_kernel<<<1, 1, 0, stream>>>();
   const auto end = clock_type::now();
@@ -264,7 +267,7 @@ int main(int argc, char** argv) {
   // that come last.
   bool unavailable = false;
   const std::function<void()> main_bridge = [&] {
-    try {
+    {
       launchwatch::cuda_bridge bridge;
       us["bridge idle"].push_back(launch_loop(stream, launches));
       {
@@ -278,10 +281,6 @@ int main(int argc, char** argv) {
         launchwatch::launch_observation watching{timed};
         us["resolved"].push_back(launch_loop(stream, launches / 4));
       }
-    } catch (const launchwatch::cuda_bridge_unavailable& why) {
-      std::printf("the bridge is unavailable: %s\n", why.what());
-      unavailable = true;
-      return;
     }
     us["after"].push_back(launch_loop(stream, launches));
   };
@@ -338,13 +337,27 @@ int main(int argc, char** argv) {
       blocks.push_back(block);
     }
   }
-  if (blocks.empty()) {
-    std::fprintf(stderr, "no block is named '%s'\n", argv[3]);
-    return 2;
+  for (std::size_t at = 1; at < only.size();) {  // every name given must be a block's
+    const std::size_t end = only.find(',', at);
+    const std::string name = only.substr(at, end - at);
+    if (std::none_of(all_blocks.begin(), all_blocks.end(),
+                     [&](const auto& block) { return name == block.first; })) {
+      std::fprintf(stderr,
+                   "no block is named '%s' (bridge, as-run, windows, records-on, floor, "
+                   "callbacks, floor-read, floor-flushed)\n",
+                   name.c_str());
+      return 2;
+    }
+    at = end + 1;
   }
   for (int r = 0; r < rounds && !unavailable; ++r) {
     for (std::size_t i = 0; i < blocks.size() && !unavailable; ++i) {
-      blocks[(static_cast<std::size_t>(r) + i) % blocks.size()]();
+      try {
+        blocks[(static_cast<std::size_t>(r) + i) % blocks.size()]();
+      } catch (const launchwatch::cuda_bridge_unavailable& why) {
+        std::printf("the bridge is unavailable: %s\n", why.what());
+        unavailable = true;
+      }
     }
   }
   if (unavailable) return 0;
@@ -378,8 +391,11 @@ int main(int argc, char** argv) {
     const double m = median(us[c.name]);
     // Paired with the same round's idle case, for the cases measured while the bridge lived.
     std::string paired = "";
-    const bool with_bridge = std::string{c.name} != "raw" && std::string{c.name} != "after";
-    if (with_bridge && us["bridge idle"].size() == us[c.name].size()) {
+    // Only the main bridge's cases have an idle loop of their own bridge in the same round.
+    const std::string name{c.name};
+    const bool main_bridge_case =
+        name == "bridge idle" || name == "names only" || name == "deferred" || name == "resolved";
+    if (main_bridge_case && us["bridge idle"].size() == us[c.name].size()) {
       std::vector<double> deltas;
       for (std::size_t r = 0; r < us[c.name].size(); ++r) {
         deltas.push_back(us[c.name][r] - us["bridge idle"][r]);
@@ -423,8 +439,11 @@ int main(int argc, char** argv) {
   }
   share("names only", "CUPTI callbacks", "the bridge's own share of a names-only launch");
   std::printf("\ndeferred measurements: %ld resolved, %ld missing\n", delivered, missing);
-  std::printf("kernel records read by the two reading floors: %ld of %ld launched\n",
-              floor_records_read.load(), 2L * launches * rounds);
+  std::printf(
+      "kernel records read by the two reading floors: %ld of %ld launched\n",
+      floor_records_read.load(),
+      static_cast<long>(launches) * static_cast<long>(us["CUPTI floor, read"].size() +
+                                                      us["CUPTI floor, read and flushed"].size()));
   std::printf("timing windows 20/80: %ld of %ld launches timed (%.1f%%), %ld missing\n", windowed_timed,
               windowed_launches,
               windowed_launches == 0 ? 0.0 : 100.0 * static_cast<double>(windowed_timed) /

@@ -28,8 +28,6 @@ def case_of(frames):
         loop = "floor"
     elif any("launch_loop" in sym for sym in symbols):
         loop = "launches"
-    elif any(key in sym for sym in symbols for key in BLOCKS):
-        loop = "launches"  # launch_loop inlined into the block's lambda
     else:
         return None
     block = "floor" if loop == "floor" else "main"

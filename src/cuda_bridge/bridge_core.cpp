@@ -117,12 +117,12 @@ void bridge_core::symbols_may_move() noexcept {
   symbol_generation.fetch_add(1, std::memory_order_acq_rel);
 }
 
-void bridge_core::describe(launch_info& info, const char* symbol, void* context,
+void bridge_core::describe(launch_info& info, const char* symbol, name_source source, void* context,
                            std::array<std::uint32_t, 3> grid, std::array<std::uint32_t, 3> block,
                            thread_state& state) {
   const char* const spelt = symbol != nullptr ? symbol : "(unnamed CUDA kernel)";
   const kernel_symbol named =
-      every_unload_seen_.load(std::memory_order_acquire)
+      source == name_source::launch_callback && every_unload_seen_.load(std::memory_order_acquire)
           ? state.symbols.find(spelt, symbol_table::process(),
                                symbol_generation.load(std::memory_order_acquire))
           : state.symbols.find(spelt, symbol_table::process());
@@ -177,7 +177,8 @@ void bridge_core::launch_entered(const launch_call& call) {
   }
   const std::uint64_t correlation = records_->widen_at_enter(call.correlation);
   launch_info& info = state.info;
-  describe(info, call.symbol, call.context, call.grid, call.block, state);
+  describe(info, call.symbol, name_source::launch_callback, call.context, call.grid, call.block,
+           state);
   info.stream = call.stream_number;
   info.capturing = stream_capturing(call.stream);
   info.launch_id = launch_id_of(generation_, correlation);
@@ -226,7 +227,8 @@ void bridge_core::launch_entered(const launch_call& call) {
 
 void bridge_core::open_capture_outside_range(const launch_call& call, thread_state& state) {
   const std::uint64_t correlation = records_->widen_at_enter(call.correlation);
-  describe(state.info, call.symbol, call.context, call.grid, call.block, state);
+  describe(state.info, call.symbol, name_source::launch_callback, call.context, call.grid,
+           call.block, state);
   state.info.capturing = true;
   state.info.launch_id = launch_id_of(generation_, correlation);
   state.generation = generation_;
@@ -382,8 +384,8 @@ void bridge_core::report_kernel_node(const created_node& node) {
   const std::optional<kernel_node> described = device_.describe_kernel_node(node.node);
   if (!described) return;
   launch_info info;
-  describe(info, described->name, described->context, described->grid, described->block,
-           this_thread);
+  describe(info, described->name, name_source::driver_query, described->context, described->grid,
+           described->block, this_thread);
   info.stream = 0;  // a node has no stream until a replay gives it one
   info.capturing = true;
   // Apart from the launches' ids (launch_id_of, bit 63 clear): the top bit.

@@ -191,7 +191,12 @@ class bridge_core {
   /// (module unloads and context destructions, whose callbacks it subscribed to): from now a
   /// thread's symbol cache takes a name pointer it saw since the last unload without reading the
   /// text behind it (symbol_cache).
-  void every_unload_seen() noexcept { every_unload_seen_.store(true, std::memory_order_release); }
+  /// Call once both callbacks are on; it starts a new span itself, since an unload may have come
+  /// before they were.
+  void every_unload_seen() noexcept {
+    symbols_may_move();
+    every_unload_seen_.store(true, std::memory_order_release);
+  }
   /// A module is about to be unloaded, or a context destroyed: kernel names' memory may be freed
   /// and its addresses reused, so every thread's cached name pointers are checked against their
   /// text again. Thread safety: any thread. Cost: one atomic increment.
@@ -261,10 +266,15 @@ class bridge_core {
   struct thread_state;
 
  private:
-
+  /// Where a kernel's name came from: CUPTI's symbolName in a launch callback, whose memory is
+  /// freed only by the unloads the bridge hears of, or another driver call (cuFuncGetName,
+  /// cuKernelGetName: a library's memory, which cuLibraryUnload frees with no callback).
+  enum class name_source { launch_callback, driver_query };
   /// Sets what every foreign launch says of itself (kernel name, backend, device, grid, block,
-  /// collective) and resets the rest; the caller adds stream, capturing and launch_id.
-  void describe(launch_info& info, const char* symbol, void* context,
+  /// collective) and resets the rest; the caller adds stream, capturing and launch_id. A name from
+  /// a launch callback is taken by its pointer while no unload came since the thread saw it
+  /// (every_unload_seen()); any other is compared with the cached text.
+  void describe(launch_info& info, const char* symbol, name_source source, void* context,
                 std::array<std::uint32_t, 3> grid, std::array<std::uint32_t, 3> block,
                 thread_state& state);
   int device_of(void* context, thread_state& state) noexcept;

@@ -131,7 +131,6 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
                               CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) == CUPTI_SUCCESS &&
       cupti().enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE,
                               CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) == CUPTI_SUCCESS) {
-    cuda_bridge::bridge_core::symbols_may_move();  // an unload before the callbacks were on
     core_.every_unload_seen();
   }
   for (const auto id : cuda_bridge::add_node_ids) enable(CUPTI_CB_DOMAIN_DRIVER_API, id);

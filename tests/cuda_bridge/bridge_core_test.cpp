@@ -150,6 +150,24 @@ TEST(BridgeCore, ABridgeThatHearsOfUnloadsReadsANamesTextAgainOnlyAfterAModuleUn
   EXPECT_EQ(launches[2].kernel, "two()");
 }
 
+TEST(BridgeCore, AKernelNodesNameFromTheDriverIsReadAgainThoughTheBridgeHearsOfUnloads) {
+  fake_cupti cupti;
+  cupti.core().every_unload_seen();
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::none);
+  launch_observation watching{observer};
+  // cuFuncGetName's memory: a library's, which cuLibraryUnload frees with no callback.
+  char name[] = "_Z3onev";
+  const std::uint64_t graph = cupti.new_graph();
+  (void)cupti.add_kernel_node(graph, name);
+  std::copy_n("_Z3twov", sizeof name, name);
+  (void)cupti.add_kernel_node(graph, name);
+
+  const auto launches = observer->launches();
+  ASSERT_EQ(launches.size(), 2u);
+  EXPECT_EQ(launches[0].kernel, "one()");
+  EXPECT_EQ(launches[1].kernel, "two()");
+}
+
 TEST(BridgeCore, ABridgeThatMayMissUnloadsReadsTheTextOfEveryCachedName) {
   fake_cupti cupti;  // never told every_unload_seen(): the unload callbacks could not be turned on
   auto observer = std::make_shared<recording_observer>(cupti, timing_request::none);

@@ -43,6 +43,7 @@
 __global__ void add_one(int* value) { atomicAdd(value, 1); }
 
 __global__ void does_nothing() {}
+__global__ void does_nothing_else() {}
 
 __global__ void sets_flag(volatile int* flag) { *flag = 1; }
 
@@ -952,6 +953,64 @@ TEST_F(CudaBridge, AThreadAlternatingTwoContextsKeepsOnePairOfEventsInEach) {
   EXPECT_EQ(after.pairs_destroyed - before.pairs_destroyed, 2u);
   ASSERT_EQ(cuCtxSetCurrent(primary), CUDA_SUCCESS);
   EXPECT_EQ(cuCtxDestroy(created), CUDA_SUCCESS);
+}
+
+// The bridge takes a kernel name by its pointer between unloads: that holds only if CUPTI's
+// symbolName is the kernel's own memory, never a buffer reused from launch to launch. Two kernels
+// alternating on one thread, through each launch form, each named for itself.
+TEST_F(CudaBridge, TwoKernelsAlternatingOnOneThreadAreEachNamedForThemselvesInEveryLaunchForm) {
+  const auto cuLaunchKernel = driver_function<decltype(&::cuLaunchKernel)>("cuLaunchKernel");
+  ASSERT_TRUE(cuLaunchKernel);
+  cudaFunction_t functions[2] = {};
+  check(cudaGetFuncBySymbol(&functions[0], reinterpret_cast<const void*>(&does_nothing)));
+  check(cudaGetFuncBySymbol(&functions[1], reinterpret_cast<const void*>(&does_nothing_else)));
+  auto observer = std::make_shared<info_recorder>();
+  std::vector<std::string> launched;
+  {
+    launch_observation watching{observer};
+    for (int form = 0; form < 4; ++form) {
+      for (int i = 0; i < 8; ++i) {
+        const bool other = i % 2 == 1;
+        void* args[] = {nullptr};
+        switch (form) {
+          case 0:
+            if (other) {
+              does_nothing_else<<<1, 1, 0, stream_>>>();
+            } else {
+              does_nothing<<<1, 1, 0, stream_>>>();
+            }
+            check(cudaGetLastError());
+            break;
+          case 1: {
+            cudaLaunchConfig_t config{};
+            config.gridDim = 1;
+            config.blockDim = 1;
+            config.stream = stream_;
+            check(other ? cudaLaunchKernelEx(&config, does_nothing_else)
+                        : cudaLaunchKernelEx(&config, does_nothing));
+            break;
+          }
+          case 2:
+            check(cudaLaunchCooperativeKernel(
+                other ? reinterpret_cast<const void*>(&does_nothing_else)
+                      : reinterpret_cast<const void*>(&does_nothing),
+                1, 1, args, 0, stream_));
+            break;
+          default:
+            ASSERT_EQ(cuLaunchKernel(reinterpret_cast<CUfunction>(functions[other ? 1 : 0]), 1, 1,
+                                     1, 1, 1, 1, 0, stream_, nullptr, nullptr),
+                      CUDA_SUCCESS);
+        }
+        launched.push_back(other ? "does_nothing_else()" : "does_nothing()");
+      }
+    }
+    check(cudaStreamSynchronize(stream_));
+  }
+  const auto seen = observer->seen();
+  ASSERT_EQ(seen.size(), launched.size());
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].kernel, launched[i]) << "launch " << i << ", form " << i / 8;
+  }
 }
 
 // A kernel name's memory is the driver's: a module unloaded and another loaded may put another

@@ -109,8 +109,9 @@ class vulkan_stream final : public stream, public std::enable_shared_from_this<v
   /// slots. Holds mutex_.
   void flush();
   /// Takes a batch to record into: a spare one, or a new one; sets how many launches it takes
-  /// (batch_limit_): first_batch_launches when nothing is in flight and the batch before was not
-  /// submitted by a launch (`launching`: a sync or read did), else twice the last. Holds mutex_.
+  /// (batch_limit_): first_batch_launches when nothing is in flight and a sync or read submitted
+  /// the batch before (`launching` false), else twice the last (`launching` true: the launch that
+  /// found the batch before full submitted it). Holds mutex_.
   std::unique_ptr<batch> take_batch(bool launching);
   /// Hands back the batches the device has finished, noting a failure they report and collecting
   /// their shader-clock windows. Holds mutex_.

@@ -38,9 +38,11 @@ bool is_collective_symbol(std::string_view name) noexcept;
 
 /// The process's table of device symbols seen so far.
 ///
-/// Why a table keyed by text: CUPTI's symbolName is valid only during the callback, and its pointer
-/// differs between the callbacks of one launch, so the text is copied once; a caller keeps a small
-/// pointer-keyed cache in front (symbol_cache) so a repeated launch neither hashes nor locks.
+/// Why a table keyed by text: CUPTI documents symbolName as valid only during the callback, and its
+/// pointer differs between the runtime's and the driver's callback of one launch, so the text is
+/// copied once; a caller keeps a small pointer-keyed cache in front (symbol_cache) so a repeated
+/// launch neither hashes nor locks (the pointer of one kernel's name is stable from launch to
+/// launch: research/cuda-bridge.md §1).
 /// Thread safety: any thread. Entries are never removed, so views stay valid.
 class symbol_table {
  public:
@@ -70,7 +72,7 @@ class symbol_table {
 ///
 /// Why the text is checked: a module unloaded and another loaded may reuse an address for another
 /// name, and the pointer alone cannot tell. Why it is worth skipping: the text is the driver's,
-/// cold at every launch after the driver's own work, so comparing it costs 18-31 ns a launch for a
+/// cold at every launch after the driver's own work, so comparing it cost 26-37 ns a launch for a
 /// 70-character name on the H200's host (docs/benchmarks.md, "The bridge's own time on the
 /// launching thread"), more for a library's templated kernels.
 /// Thread safety: one thread (each thread keeps its own).

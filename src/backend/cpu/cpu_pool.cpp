@@ -143,7 +143,11 @@ void cpu_pool::run(std::uint64_t total, body run_cubes, void* context) {
   {
     std::unique_lock lock{offered->mutex};
     offered->finished_all.wait(lock, [&] { return offered->finished == offered->chunks; });
-    error = offered->error;
+    // Taken, not copied: the job may be freed by a worker, and the exception must then be the
+    // caller's alone (freed where it is read; ThreadSanitizer cannot see the exception's reference
+    // count, which lives in the uninstrumented C++ runtime, and reported the worker's free of a
+    // message the caller had read).
+    error = std::move(offered->error);
   }
   if (offered->chunks > 1) {
     std::lock_guard lock{mutex_};

@@ -342,10 +342,10 @@ int main(int argc, char** argv) {
     const std::string name = only.substr(at, end - at);
     if (std::none_of(all_blocks.begin(), all_blocks.end(),
                      [&](const auto& block) { return name == block.first; })) {
-      std::fprintf(stderr,
-                   "no block is named '%s' (bridge, as-run, windows, records-on, floor, "
-                   "callbacks, floor-read, floor-flushed)\n",
-                   name.c_str());
+      std::string known;
+      for (const auto& block : all_blocks)
+        known += std::string{known.empty() ? "" : ", "} + block.first;
+      std::fprintf(stderr, "no block is named '%s' (%s)\n", name.c_str(), known.c_str());
       return 2;
     }
     at = end + 1;

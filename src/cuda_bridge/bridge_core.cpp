@@ -64,8 +64,8 @@ namespace {
 thread_local bridge_core::thread_state this_thread;
 
 /// Numbers the spans in which no kernel name's memory was freed (symbol_cache's generation): raised
-/// at every module unload or context destruction a bridge hears of, and when a bridge is made,
-/// since none heard of the unloads while no bridge lived.
+/// at every module unload or context destruction a bridge hears of, and when a bridge starts to
+/// hear of them (every_unload_seen), since none heard of the unloads while no bridge lived.
 std::atomic<std::uint64_t> symbol_generation{1};
 
 constexpr std::string_view outside_windows_refusal =
@@ -87,7 +87,6 @@ bridge_core::bridge_core(const cuda_bridge_options& options, bridge_device& devi
       device_{device},
       graphs_{options_.record_timeout},
       captures_{options_.record_timeout} {
-  symbols_may_move();  // modules may have been unloaded while no bridge heard of it
   std::function<void(const kernel_record&)> others;
   std::function<bool()> others_pending;
   if (options_.graph_replays == cuda_graph_replays::per_node) {

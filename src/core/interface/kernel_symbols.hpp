@@ -83,8 +83,8 @@ class symbol_cache {
   kernel_symbol find(const char* symbol, symbol_table& table);
   /// The same, where the caller numbers the spans in which no symbol's memory was freed:
   /// `generation` changes whenever it may have been (the CUDA bridge: at a module unload or a
-  /// context's destruction, and when a bridge is made). A pointer this cache saw in the same
-  /// generation is taken without reading its text; one seen in another is confirmed first.
+  /// context's destruction, and when a bridge starts hearing of them). A pointer this cache saw in
+  /// the same generation is taken without reading its text; one seen in another is confirmed first.
   kernel_symbol find(const char* symbol, symbol_table& table, std::uint64_t generation);
 
  private:

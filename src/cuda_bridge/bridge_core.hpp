@@ -304,7 +304,10 @@ class bridge_core {
   std::atomic<bool> every_unload_seen_{false};
   std::atomic<bool> in_range_{true};
   std::atomic<std::uint64_t> devices_seen_{0};
-  std::atomic<std::uint64_t> launches_reported_{0};
+  /// The counts launches change, off the line of the flags above that every launching thread reads:
+  /// a count changed on the flags' line sent every other launching thread's next read of them to
+  /// the changer's cache.
+  alignas(64) std::atomic<std::uint64_t> launches_reported_{0};
   std::atomic<std::uint64_t> own_launches_skipped_{0};
   std::atomic<std::uint64_t> outside_capture_range_{0};
   std::atomic<std::uint64_t> untimed_records_elsewhere_{0};

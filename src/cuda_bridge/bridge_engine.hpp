@@ -13,6 +13,7 @@
 #include <launchwatch/cuda_bridge.hpp>
 
 #include "bridge_core.hpp"
+#include "core/interface/thread_presence.hpp"
 #include "cupti_device.hpp"
 #include "timing_windows.hpp"
 
@@ -22,13 +23,24 @@ class cuda_bridge_engine;
 
 /// What a CUPTI callback reads before it knows whether the engine is still there: the engine (null
 /// once teardown began) and the callbacks in flight. CUPTI's user data points here, not at the
-/// engine, and it is never freed (one small allocation per engine constructed), because
+/// engine, and it is never freed (one allocation of 8 KiB per engine constructed), because
 /// cuptiUnsubscribe promises only that no callback starts after it returns: a callback dispatched
 /// before, whose thread has not reached the counter yet, may read this after the engine is gone
 /// (review 2026-12-01b, finding 15).
+///
+/// Each thread counts its callbacks on a line of its own, without a locked instruction
+/// (thread_presence): a launch passes the gate twice (ENTER, EXIT), and one shared counter made
+/// every launching thread's callbacks write the same line with two locked instructions each.
 struct callback_gate {
   std::atomic<cuda_bridge_engine*> engine{nullptr};
-  std::atomic<int> in_flight{0};
+  thread_presence in_flight;
+
+  /// Turns later callbacks away, then waits for those already in (teardown, or a failed start).
+  void close() noexcept {
+    engine.store(nullptr, std::memory_order_seq_cst);
+    asymmetric_fence::heavy();
+    in_flight.wait_until_empty();
+  }
 };
 
 class cuda_bridge_engine {

@@ -13,14 +13,14 @@ namespace launchwatch::detail {
 using cuda_bridge::cupti;
 
 cuda_bridge_engine* cuda_bridge_engine::enter_callback(callback_gate& gate) noexcept {
-  gate.in_flight.fetch_add(1, std::memory_order_seq_cst);
+  gate.in_flight.enter();
   if (auto* engine = gate.engine.load(std::memory_order_seq_cst)) return engine;
-  gate.in_flight.fetch_sub(1, std::memory_order_seq_cst);
+  gate.in_flight.leave();
   return nullptr;
 }
 
 void cuda_bridge_engine::leave_callback(callback_gate& gate) noexcept {
-  gate.in_flight.fetch_sub(1, std::memory_order_seq_cst);
+  gate.in_flight.leave();
 }
 
 void CUPTIAPI cuda_bridge_engine::on_callback(void* user_data, CUpti_CallbackDomain domain,

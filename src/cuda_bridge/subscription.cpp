@@ -4,7 +4,6 @@
 #include <cstring>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -79,8 +78,7 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
 
   // From here a failure must give CUPTI back before it throws.
   const auto fail = [&](const char* call, CUptiResult r) {
-    gate_->engine.store(nullptr, std::memory_order_seq_cst);
-    while (gate_->in_flight.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+    gate_->close();
     (void)cupti().unsubscribe(subscriber_);
     (void)cupti().finalize();
     subscriber_ = nullptr;
@@ -194,8 +192,7 @@ void cuda_bridge_engine::teardown() noexcept {
   }
   // Callbacks already running finish before anything they touch goes away; one CUPTI dispatches
   // later finds the gate (never freed) empty.
-  gate_->engine.store(nullptr, std::memory_order_seq_cst);
-  while (gate_->in_flight.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+  gate_->close();
   core_.launch_callbacks_off();
   try {
     (void)core_.wait_idle_outside_captures([this] { synchronize_seen_devices(); });

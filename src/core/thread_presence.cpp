@@ -1,0 +1,151 @@
+// Per-thread presence counts and the asymmetric fence under them
+// (core/interface/thread_presence.hpp).
+
+#include "core/interface/thread_presence.hpp"
+
+#include <bitset>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <type_traits>
+
+#include <pthread.h>
+
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace launchwatch::detail {
+namespace asymmetric_fence {
+namespace {
+
+long membarrier(int command) noexcept {
+  return ::syscall(__NR_membarrier, command, 0, 0);
+}
+
+bool register_private_expedited() noexcept {
+  const long commands = membarrier(MEMBARRIER_CMD_QUERY);
+  if (commands < 0 || (commands & MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return false;
+  return membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+}
+
+// Before main, so launches find the fast path from their first one; heavy() also makes sure.
+[[maybe_unused]] const bool prepared = (prepare(), true);
+
+}  // namespace
+
+void prepare() noexcept {
+  static const bool registered = [] {
+    const bool ok = register_private_expedited();
+    if (ok) membarrier_ready.store(true, std::memory_order_release);
+    return ok;
+  }();
+  (void)registered;
+}
+
+void heavy() noexcept {
+  prepare();
+  if (!membarrier_ready.load(std::memory_order_acquire)) {
+    // No frequent thread skipped its locked instruction: ours is enough (a system call that cannot
+    // fail stands in for a fence the sanitizers accept).
+    static std::atomic<int> fence_word{0};
+    fence_word.fetch_add(1, std::memory_order_seq_cst);
+    return;
+  }
+  if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return;
+  // Registration is the memory map's: a forked child keeps it, but ask again rather than trust it.
+  if (membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 &&
+      membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) {
+    return;
+  }
+  // The global command needs no registration; it waits for every CPU to schedule (milliseconds).
+  while (membarrier(MEMBARRIER_CMD_GLOBAL) != 0) std::this_thread::yield();
+}
+
+}  // namespace asymmetric_fence
+
+namespace {
+
+/// The owned lines' owners: which of them are taken by a living thread.
+struct owned_line_table {
+  std::mutex mutex;
+  std::bitset<thread_line::owned> taken;
+  std::uint32_t next_shared = 0;
+};
+
+// Constant-initialised and trivially destructible: threads exit (and return their line) during
+// static destruction too, and a thread's first launch, which claims a line, must not allocate.
+constinit owned_line_table line_table;
+static_assert(std::is_trivially_destructible_v<owned_line_table>);
+
+owned_line_table& owned_lines_table() {
+  return line_table;
+}
+
+/// Returns a thread's owned line at its exit (a pthread key's destructor, which runs after the
+/// thread's C++ thread_local destructors, so one of those that launches still finds its line). A
+/// presence count on it is zero by then: a thread cannot exit from inside a section, which is a
+/// call on its own stack. Whatever uses a table after this writes a shared line, since the owned
+/// one may be another thread's by then. A key, not a thread_local with a destructor: registering
+/// that allocates, and a thread's first launch must not.
+void return_line(void* value) {
+  thread_line::index_plus_one = thread_line::owned + 1;
+  auto& table = owned_lines_table();
+  std::lock_guard lock{table.mutex};
+  table.taken.reset(reinterpret_cast<std::uintptr_t>(value) - 1);
+}
+
+/// The key whose value is a thread's owned line plus one; none where the key could not be made
+/// (then no line is owned).
+std::optional<pthread_key_t> line_key() {
+  static const std::optional<pthread_key_t> key = []() -> std::optional<pthread_key_t> {
+    pthread_key_t made{};
+    if (pthread_key_create(&made, &return_line) != 0) return std::nullopt;
+    return made;
+  }();
+  return key;
+}
+
+}  // namespace
+
+namespace thread_line {
+
+std::size_t claim() noexcept {
+  auto& table = owned_lines_table();
+  const std::optional<pthread_key_t> key = line_key();
+  std::size_t index = 0;
+  bool is_owned = false;
+  if (key) {
+    std::lock_guard lock{table.mutex};
+    for (std::size_t i = 0; i < owned; ++i) {
+      if (!table.taken.test(i)) {
+        table.taken.set(i);
+        index = i;
+        is_owned = true;
+        break;
+      }
+    }
+  }
+  if (is_owned && pthread_setspecific(*key, reinterpret_cast<void*>(index + 1)) != 0) {
+    std::lock_guard lock{table.mutex};
+    table.taken.reset(index);
+    is_owned = false;
+  }
+  if (!is_owned) {
+    std::lock_guard lock{table.mutex};
+    index = owned + (table.next_shared++ % owned);
+  }
+  index_plus_one = static_cast<std::uint32_t>(index + 1);
+  return index;
+}
+
+}  // namespace thread_line
+
+void thread_presence::wait_until_empty() const noexcept {
+  for (const auto& line : lines_) {
+    while (line.count.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+  }
+}
+
+}  // namespace launchwatch::detail

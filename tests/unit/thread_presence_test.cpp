@@ -1,0 +1,161 @@
+// The per-thread presence counts under the observer slot's lock and the CUDA bridge's callback gate
+// (core/interface/thread_presence.hpp), and the lock built on them (reader_lock.hpp). Run under the
+// TSan preset too: a reader that read while a writer wrote would be reported there.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <shared_mutex>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/interface/reader_lock.hpp"
+#include "core/interface/thread_presence.hpp"
+
+namespace launchwatch::detail {
+namespace {
+
+using namespace std::chrono_literals;
+
+/// Waits out `presence` on a thread of its own, as a rare thread does: turned away, fenced,
+/// drained.
+class background_waiter {
+ public:
+  explicit background_waiter(thread_presence& presence)
+      : thread_{[this, &presence] {
+          asymmetric_fence::heavy();
+          presence.wait_until_empty();
+          done_.store(true);
+        }} {}
+  ~background_waiter() { thread_.join(); }
+  background_waiter(const background_waiter&) = delete;
+  background_waiter& operator=(const background_waiter&) = delete;
+
+  bool done() const { return done_.load(); }
+
+ private:
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+TEST(ThreadPresence, AWaiterReturnsOnlyOnceTheThreadInsideLeft) {
+  thread_presence presence;
+  presence.enter();
+  {
+    background_waiter waiter{presence};
+    std::this_thread::sleep_for(50ms);
+    EXPECT_FALSE(waiter.done());
+    presence.leave();
+  }
+}
+
+TEST(ThreadPresence, EnteringTwiceNeedsLeavingTwice) {
+  thread_presence presence;
+  presence.enter();
+  presence.enter();
+  presence.leave();
+  {
+    background_waiter waiter{presence};
+    std::this_thread::sleep_for(50ms);
+    EXPECT_FALSE(waiter.done());
+    presence.leave();
+  }
+}
+
+TEST(ThreadPresence, AWaiterWaitsForThreadsBeyondTheSixtyFourthThatShareLines) {
+  constexpr int threads = 3 * thread_line::owned;
+  thread_presence presence;
+  std::atomic<int> inside{0};
+  std::atomic<bool> release{false};
+  std::atomic<int> sharing{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      presence.enter();
+      if (!thread_line::is_owned(thread_line::of_this_thread())) sharing.fetch_add(1);
+      inside.fetch_add(1);
+      while (!release.load()) std::this_thread::sleep_for(1ms);
+      presence.leave();
+    });
+  }
+  while (inside.load() < threads) std::this_thread::sleep_for(1ms);
+  EXPECT_GE(sharing.load(), threads - static_cast<int>(thread_line::owned));
+  {
+    background_waiter waiter{presence};
+    std::this_thread::sleep_for(50ms);
+    EXPECT_FALSE(waiter.done());
+    release.store(true);
+    for (auto& thread : pool) thread.join();
+  }
+}
+
+TEST(ThreadLine, AThreadsOwnedLineIsReturnedWhenItExits) {
+  // Each thread ends before the next starts: without the return, the 65th would find none free.
+  for (int t = 0; t < 3 * static_cast<int>(thread_line::owned); ++t) {
+    bool owns = false;
+    std::thread{[&] { owns = thread_line::is_owned(thread_line::of_this_thread()); }}.join();
+    ASSERT_TRUE(owns) << "thread " << t;
+  }
+}
+
+/// A value a writer changes in two steps; a reader that saw the two differ read during a write.
+struct two_halves {
+  std::uint64_t first = 0;
+  std::uint64_t second = 0;
+};
+
+TEST(DistributedSharedMutex, ReadersNeverSeeAWriteHalfDone) {
+  distributed_shared_mutex mutex;
+  two_halves value;
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> torn{0};
+  std::atomic<std::uint64_t> reads{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 4; ++r) {
+    readers.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        std::shared_lock lock{mutex};
+        const std::uint64_t first = value.first;
+        std::this_thread::yield();  // a writer that did not wait would change the value meanwhile
+        if (first != value.second) torn.fetch_add(1);
+        reads.fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+  }
+  std::uint64_t writes = 0;
+  const auto until = std::chrono::steady_clock::now() + 200ms;
+  while (std::chrono::steady_clock::now() < until || reads.load() < 1000 || writes < 100) {
+    {
+      std::unique_lock lock{mutex};
+      ++value.first;
+      std::this_thread::yield();
+      ++value.second;
+      ++writes;
+    }
+    std::this_thread::sleep_for(100us);  // the lock prefers writers: let readers in between
+  }
+  stop.store(true);
+  for (auto& reader : readers) reader.join();
+  EXPECT_EQ(torn.load(), 0u) << "of " << reads.load() << " reads, " << writes << " writes";
+}
+
+TEST(DistributedSharedMutex, AWriterWaitsForAReaderInside) {
+  distributed_shared_mutex mutex;
+  std::shared_lock reading{mutex};
+  std::atomic<bool> written{false};
+  std::thread writer{[&] {
+    std::unique_lock lock{mutex};
+    written.store(true);
+  }};
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(written.load());
+  reading.unlock();
+  writer.join();
+  EXPECT_TRUE(written.load());
+}
+
+}  // namespace
+}  // namespace launchwatch::detail

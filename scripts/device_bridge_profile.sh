@@ -13,18 +13,31 @@
 #   apt-get download linux-perf && dpkg-deb -x linux-perf_*.deb /tmp/perf && mkdir -p .perf/lib &&
 #   cp /tmp/perf/usr/bin/perf .perf/ && ldd .perf/perf | awk '$3 ~ /^\// {print $3}' |
 #     grep -vE 'lib(c|m|gcc_s|stdc\+\+|z|zstd|lzma|bz2|pthread|dl|rt)\.so|ld-linux' | xargs -I{} cp -L {} .perf/lib/
-# Usage: OUT=dir [ROUNDS=25] [PINNED_ONLY=1] [PERF=path] [PERF_BLOCKS=...] scripts/device_bridge_profile.sh
+# Usage: OUT=dir [ROUNDS=25] [PINNED_ONLY=1] [PERF=path] [PERF_BLOCKS=...] [BEFORE=dir [PERF_PAIRS=n]]
+#          scripts/device_bridge_profile.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/device-out}; BUILD=${BUILD:-build/gpu}; mkdir -p "$OUT"
 source scripts/find_cupti.sh
+build_bench() {  # source-tree build-dir log
+  (cd "$1" && cmake --preset cuda -B "$2" -DCMAKE_CUDA_ARCHITECTURES=90 -DLAUNCHWATCH_BUILD_TESTS=OFF \
+    -DLAUNCHWATCH_BUILD_APPS=OFF "${cupti_args[@]}" >"$3" 2>&1 &&
+    ninja -C "$2" -j16 launchwatch_cuda_bridge_bench >>"$3" 2>&1) || { tail -30 "$3"; exit 1; }
+}
 t=$(date +%s)
-cmake --preset cuda -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES=90 -DLAUNCHWATCH_BUILD_TESTS=OFF \
-  -DLAUNCHWATCH_BUILD_APPS=OFF "${cupti_args[@]}" >"$OUT/build.log" 2>&1 &&
-  ninja -C "$BUILD" -j16 launchwatch_cuda_bridge_bench >>"$OUT/build.log" 2>&1 ||
-  { tail -30 "$OUT/build.log"; exit 1; }
+build_bench . "$(realpath -m "$BUILD")" "$OUT/build.log"
 echo "built in $(( $(date +%s) - t )) s"
 bench=$BUILD/bench/cuda_bridge/launchwatch_cuda_bridge_bench
+# BEFORE=dir: another source tree (`git archive <commit> | tar -x -C dir`), whose bench is built too
+# and profiled beside this one's, alternating, so the two are compared on one host in one run.
+versions=after
+if [ -n "${BEFORE:-}" ]; then
+  t=$(date +%s)
+  build_bench "$BEFORE" "$(realpath -m "$BUILD-before")" "$OUT/build_before.log"
+  echo "built BEFORE ($BEFORE) in $(( $(date +%s) - t )) s"
+  versions="before after"
+fi
+bench_of() { [ "$1" = before ] && echo "$BUILD-before/bench/cuda_bridge/launchwatch_cuda_bridge_bench" || echo "$bench"; }
 { lscpu; echo; lscpu -p=CPU,CORE,SOCKET,NODE,CACHE; echo; cat /sys/fs/cgroup/cpuset.cpus.effective 2>/dev/null;
   taskset -pc $$; command -v perf numactl; nvidia-smi -q | grep -iE "numa|affinity|Bus Id" ; } >"$OUT/topology.txt" 2>&1
 allowed=$(taskset -pc $$ | sed 's/.*: //')
@@ -45,7 +58,14 @@ PY
 )
 echo "allowed $allowed; pinned run on $first" | tee -a "$OUT/topology.txt"
 rounds=${ROUNDS:-25}
-[ "$rounds" -gt 0 ] && { timeout 200 taskset -c "$first" "$bench" 20000 "$rounds" >"$OUT/pinned.log" 2>&1; echo "pinned rc=$?"; }
+if [ "$rounds" -gt 0 ] && [ -n "${BEFORE:-}" ]; then
+  for version in $versions; do
+    timeout 200 taskset -c "$first" "$(bench_of "$version")" 20000 "$rounds" >"$OUT/pinned_$version.log" 2>&1
+    echo "pinned $version rc=$?"
+  done
+elif [ "$rounds" -gt 0 ]; then
+  timeout 200 taskset -c "$first" "$bench" 20000 "$rounds" >"$OUT/pinned.log" 2>&1; echo "pinned rc=$?"
+fi
 [ -n "${PINNED_ONLY:-}" ] || [ "$rounds" -le 0 ] || {
 timeout 200 "$bench" 20000 "$rounds" >"$OUT/unpinned.log" 2>&1; echo "unpinned rc=$?"
 timeout 200 taskset -c "$first" "$bench" 20000 "$rounds" >"$OUT/pinned2.log" 2>&1; echo "pinned2 rc=$?"; }
@@ -55,18 +75,22 @@ if [ -n "$perf" ] && [ -x "$perf" ]; then
   export LD_LIBRARY_PATH=$(dirname "$perf")/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   cat /proc/sys/kernel/perf_event_paranoid >"$OUT/perf_paranoid.txt" 2>&1
   # One profile per block list (PERF_BLOCKS, space-separated lists), each split by case.
+  # With BEFORE, each block list is profiled PERF_PAIRS times (default 1) for each tree in turn.
   for blocks in ${PERF_BLOCKS:-as-run floor callbacks}; do
+  for pair in $(seq "${PERF_PAIRS:-1}"); do
+  for version in $versions; do
+    tag=$blocks; [ -n "${BEFORE:-}" ] && tag=${version}_${blocks}_$pair
     timeout 150 taskset -c "$first" "$perf" record -e cpu-clock -F "${PERF_HZ:-1999}" --call-graph dwarf,8192 \
-      -o "$OUT/perf.data" "$bench" 20000 "${PERF_ROUNDS:-6}" "$blocks" >"$OUT/perf_bench_$blocks.log" 2>&1
-    echo "perf record $blocks rc=$?"
+      -o "$OUT/perf.data" "$(bench_of "$version")" 20000 "${PERF_ROUNDS:-6}" "$blocks" >"$OUT/perf_bench_$tag.log" 2>&1
+    echo "perf record $tag rc=$?"
     "$perf" script -F comm,tid,period,ip,sym,dso -i "$OUT/perf.data" 2>/dev/null |
-      python3 bench/cuda_bridge/perf_cases.py "$((1000000000 / ${PERF_HZ:-1999}))" >"$OUT/perf_cases_$blocks.txt"
+      python3 bench/cuda_bridge/perf_cases.py "$((1000000000 / ${PERF_HZ:-1999}))" >"$OUT/perf_cases_$tag.txt"
     "$perf" report -i "$OUT/perf.data" --stdio --no-children --sort symbol -g none \
-      --dsos launchwatch_cuda_bridge_bench --percent-limit 0.05 2>/dev/null >"$OUT/perf_launchwatch_$blocks.txt"
-  done
+      --dsos launchwatch_cuda_bridge_bench --percent-limit 0.05 2>/dev/null >"$OUT/perf_launchwatch_$tag.txt"
+  done; done; done
   rm -f "$OUT/perf.data"
   unset LD_LIBRARY_PATH
 fi
 for f in "$OUT"/perf_cases_*.txt; do [ -f "$f" ] && { echo "== $f"; cat "$f"; log=${f/perf_cases_/perf_bench_}; grep -E "us/launch|^(raw|names|deferred|CUPTI)" "${log%.txt}.log"; }; done
 for f in "$OUT"/perf_launchwatch_*.txt; do [ -f "$f" ] && { echo "== $f"; grep -v "^#" "$f" | grep -v "^$" | head -25 | cut -c1-140; }; done
-for f in pinned unpinned pinned2; do [ -f "$OUT/$f.log" ] || continue; echo "== $f"; grep -E "^(raw|names only|deferred|CUPTI)" "$OUT/$f.log" | cut -c1-60; grep -E "minus|asked alone|missing" "$OUT/$f.log"; done
+for f in pinned pinned_before pinned_after unpinned pinned2; do [ -f "$OUT/$f.log" ] || continue; echo "== $f"; grep -E "^(raw|names only|deferred|CUPTI)" "$OUT/$f.log" | cut -c1-60; grep -E "minus|asked alone|missing" "$OUT/$f.log"; done

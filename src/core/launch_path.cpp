@@ -8,7 +8,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <shared_mutex>  // std::shared_lock
 #include <utility>
 
 #include "core/interface/diagnostics.hpp"
@@ -37,7 +36,7 @@ void warn_logger_takes_deferred_once() {
 std::shared_ptr<launch_observer> installed_observer() {
   check_not_in_callback("read a launch's measurement");
   auto& stack = observation_stack::get();
-  std::shared_lock lock{stack.mutex};
+  reader_lock lock{stack.mutex};
   return stack.installed;
 }
 
@@ -47,7 +46,7 @@ std::shared_ptr<launch_observer> installed_observer() {
 void deliver_timed(const launch_observer* observer, std::string_view kernel,
                    std::chrono::nanoseconds length, timing_method method) {
   auto& stack = observation_stack::get();
-  std::shared_lock lock{stack.mutex};
+  reader_lock lock{stack.mutex};
   if (stack.installed.get() == observer) {
     call_observer("timed", kernel, [&] { stack.installed->timed(kernel, length, method); });
   }
@@ -88,7 +87,7 @@ struct reported_launch {
 reported_launch report(const launch_info& info) {
   reported_launch reported;
   auto& stack = observation_stack::get();
-  std::shared_lock lock{stack.mutex};
+  reader_lock lock{stack.mutex};
   if (!stack.installed) return reported;
   launch_observer& observer = *stack.installed;
   call_observer("launched", info.kernel, [&] { observer.launched_with(info); });
@@ -108,7 +107,7 @@ std::optional<profile_ticks> read_for(const reported_launch& reported, std::stri
     return ticks;
   }
   auto& stack = observation_stack::get();
-  std::shared_lock lock{stack.mutex};
+  reader_lock lock{stack.mutex};
   if (stack.installed && stack.installed_serial == reported.observation) {
     call_observer("timed", kernel,
                   [&] { stack.installed->timed(kernel, ticks->length(), method); });
@@ -123,7 +122,7 @@ void deliver_unread(const reported_launch& reported, std::string_view kernel,
                     profile_duration profile) {
   {
     auto& stack = observation_stack::get();
-    std::shared_lock lock{stack.mutex};
+    reader_lock lock{stack.mutex};
     if (stack.installed && stack.installed_serial == reported.observation) {
       call_observer("profiled", kernel,
                     [&] { stack.installed->profiled(kernel, std::move(profile)); });
@@ -218,7 +217,7 @@ void issue_unlogged(const launch_info& info, launch_path::submitter& source) {
   reported_launch reported;
   {
     auto& stack = observation_stack::get();
-    std::shared_lock lock{stack.mutex};
+    reader_lock lock{stack.mutex};
     if (stack.installed) {
       launch_observer& observer = *stack.installed;
       call_observer("launched", info.kernel, [&] { observer.launched_with(info); });
@@ -268,7 +267,7 @@ void issue_logged(const launch_info& info, launch_path::submitter& source,
 void notify_launch_observed(std::string_view kernel) {
   check_not_in_callback("launch a kernel");
   auto& stack = observation_stack::get();
-  std::shared_lock lock{stack.mutex};
+  reader_lock lock{stack.mutex};
   if (stack.installed) {
     call_observer("launched", kernel, [&] { stack.installed->launched(kernel); });
   }
@@ -277,7 +276,7 @@ void notify_launch_observed(std::string_view kernel) {
 void notify_launch_info_observed(const launch_info& info) {
   check_not_in_callback("launch a kernel");
   auto& stack = observation_stack::get();
-  std::shared_lock lock{stack.mutex};
+  reader_lock lock{stack.mutex};
   if (stack.installed) {
     call_observer("launched", info.kernel, [&] { stack.installed->launched_with(info); });
   }
@@ -286,7 +285,7 @@ void notify_launch_info_observed(const launch_info& info) {
 bool timing_wanted_observed() {
   check_not_in_callback("ask whether launches are timed");
   auto& stack = observation_stack::get();
-  std::shared_lock lock{stack.mutex};
+  reader_lock lock{stack.mutex};
   return stack.installed && ask_timing(*stack.installed) != timing_request::none;
 }
 
@@ -371,7 +370,7 @@ void notify_profiled(std::string_view kernel, profile_duration profile) {
   std::shared_ptr<launch_observer> reader;
   {
     auto& stack = detail::observation_stack::get();
-    std::shared_lock lock{stack.mutex};
+    detail::reader_lock lock{stack.mutex};
     if (!stack.installed) return;
     switch (detail::ask_timing(*stack.installed)) {
       case timing_request::deferred:

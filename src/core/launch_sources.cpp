@@ -4,8 +4,6 @@
 
 #include <launchwatch/launch_path.hpp>
 
-#include <shared_mutex>  // std::shared_lock
-
 #include "core/launch_watch_writer.hpp"
 #include "core/observation_slot.hpp"
 
@@ -29,7 +27,7 @@ observation_ref current_observation() noexcept {
   if (!is_observing()) return {};
   detail::check_not_in_callback("ask which observation is installed");
   auto& stack = detail::observation_stack::get();
-  std::shared_lock lock{stack.mutex};
+  detail::reader_lock lock{stack.mutex};
   return detail::observation_refs::make(stack.installed_serial);
 }
 
@@ -37,7 +35,7 @@ bool deliver_replayed(observation_ref to, const replayed_node& node) {
   if (to.empty() || !is_observing()) return false;
   detail::check_not_in_callback("deliver a replayed graph node");
   auto& stack = detail::observation_stack::get();
-  std::shared_lock lock{stack.mutex};
+  detail::reader_lock lock{stack.mutex};
   // The serial, not the observer: an observer installed again, or by another observation, is not
   // the observation that saw the capture's launches.
   if (!stack.installed || stack.installed_serial != detail::observation_refs::serial(to)) {

@@ -5,7 +5,6 @@
 #include <launchwatch/launch_path.hpp>
 
 #include <memory>
-#include <shared_mutex>  // std::shared_lock
 #include <stdexcept>
 #include <utility>
 
@@ -32,7 +31,7 @@ bool launch_observation::is_installed(const launch_observer& observer) noexcept 
   if (!launch_path::is_observing()) return false;
   detail::check_not_in_callback("ask whether an observer is installed");
   auto& stack = detail::observation_stack::get();
-  std::shared_lock lock{stack.mutex};
+  detail::reader_lock lock{stack.mutex};
   return stack.installed.get() == &observer;
 }
 

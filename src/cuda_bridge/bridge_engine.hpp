@@ -90,10 +90,10 @@ class cuda_bridge_engine {
   void synchronize_seen_devices() noexcept;
   void teardown() noexcept;
 
-  /// Counts a callback in flight through `gate` and returns the engine; null (counting nothing)
-  /// once the engine is being torn down.
-  static cuda_bridge_engine* enter_callback(callback_gate& gate) noexcept;
-  static void leave_callback(callback_gate& gate) noexcept;
+  /// Counts a callback in flight through `gate` (`entered`, for thread_presence::leave once it is
+  /// done) and returns the engine; null (counting nothing) once the engine is being torn down.
+  static cuda_bridge_engine* enter_callback(callback_gate& gate,
+                                            thread_presence::ticket& entered) noexcept;
 
   const cuda_bridge_options options_;
   CUpti_SubscriberHandle subscriber_ = nullptr;

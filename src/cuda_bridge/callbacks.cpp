@@ -12,15 +12,12 @@ namespace launchwatch::detail {
 
 using cuda_bridge::cupti;
 
-cuda_bridge_engine* cuda_bridge_engine::enter_callback(callback_gate& gate) noexcept {
-  gate.in_flight.enter();
+cuda_bridge_engine* cuda_bridge_engine::enter_callback(callback_gate& gate,
+                                                       thread_presence::ticket& entered) noexcept {
+  entered = gate.in_flight.enter();
   if (auto* engine = gate.engine.load(std::memory_order_seq_cst)) return engine;
-  gate.in_flight.leave();
+  thread_presence::leave(entered);
   return nullptr;
-}
-
-void cuda_bridge_engine::leave_callback(callback_gate& gate) noexcept {
-  gate.in_flight.leave();
 }
 
 void CUPTIAPI cuda_bridge_engine::on_callback(void* user_data, CUpti_CallbackDomain domain,
@@ -34,13 +31,15 @@ void CUPTIAPI cuda_bridge_engine::on_callback(void* user_data, CUpti_CallbackDom
                             ? cuda_bridge::bridge_core::wants_launch_enter()
                             : cuda_bridge::bridge_core::wants_launch_exit();
     if (!wanted) return;
-    cuda_bridge_engine* engine = enter_callback(gate);
+    thread_presence::ticket entered;
+    cuda_bridge_engine* engine = enter_callback(gate, entered);
     if (engine == nullptr) return;
     engine->on_launch(id, call);
-    leave_callback(gate);
+    thread_presence::leave(entered);
     return;
   }
-  cuda_bridge_engine* engine = enter_callback(gate);
+  thread_presence::ticket entered;
+  cuda_bridge_engine* engine = enter_callback(gate, entered);
   if (engine == nullptr) return;
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API || domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
     engine->on_api_call(domain, id, *static_cast<const CUpti_CallbackData*>(data));
@@ -53,7 +52,7 @@ void CUPTIAPI cuda_bridge_engine::on_callback(void* user_data, CUpti_CallbackDom
   } else if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
     engine->on_graph_node(id, *static_cast<const CUpti_ResourceData*>(data));
   }
-  leave_callback(gate);
+  thread_presence::leave(entered);
 }
 
 void cuda_bridge_engine::on_launch(CUpti_CallbackId id, const CUpti_CallbackData& call) {

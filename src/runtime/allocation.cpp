@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <shared_mutex>  // std::shared_lock
 #include <unordered_map>
 
 #include "core/interface/fork_locks.hpp"
@@ -102,7 +101,7 @@ std::vector<allocation::use> allocation::uses() const {
 
 allocation* allocation::find(std::uint64_t id) {
   auto& r = registry::get();
-  std::shared_lock lock{r.mutex};
+  reader_lock lock{r.mutex};
   const auto it = r.entries.find(id);
   return it == r.entries.end() ? nullptr : it->second;
 }

@@ -43,20 +43,20 @@ class background_waiter {
 
 TEST(ThreadPresence, AWaiterReturnsOnlyOnceTheThreadInsideLeft) {
   thread_presence presence;
-  presence.enter();
+  const thread_presence::ticket entered = presence.enter();
   {
     background_waiter waiter{presence};
     std::this_thread::sleep_for(50ms);
     EXPECT_FALSE(waiter.done());
-    presence.leave();
+    thread_presence::leave(entered);
   }
 }
 
 TEST(ThreadPresence, EnteringTwiceNeedsLeavingTwice) {
   thread_presence presence;
-  presence.enter();
-  presence.enter();
-  presence.leave();
+  (void)presence.enter();
+  (void)presence.enter();
+  presence.leave();  // the form that reads the thread's line again
   {
     background_waiter waiter{presence};
     std::this_thread::sleep_for(50ms);
@@ -74,11 +74,11 @@ TEST(ThreadPresence, AWaiterWaitsForThreadsBeyondTheSixtyFourthThatShareLines) {
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&] {
-      presence.enter();
+      const thread_presence::ticket entered = presence.enter();
       if (!thread_line::is_owned(thread_line::of_this_thread())) sharing.fetch_add(1);
       inside.fetch_add(1);
       while (!release.load()) std::this_thread::sleep_for(1ms);
-      presence.leave();
+      thread_presence::leave(entered);
     });
   }
   while (inside.load() < threads) std::this_thread::sleep_for(1ms);
@@ -114,14 +114,23 @@ TEST(DistributedSharedMutex, ReadersNeverSeeAWriteHalfDone) {
   std::atomic<std::uint64_t> torn{0};
   std::atomic<std::uint64_t> reads{0};
   std::vector<std::thread> readers;
+  const auto read = [&] {
+    const std::uint64_t first = value.first;
+    std::this_thread::yield();  // a writer that did not wait would change the value meanwhile
+    if (first != value.second) torn.fetch_add(1);
+    reads.fetch_add(1, std::memory_order_relaxed);
+  };
   for (int r = 0; r < 4; ++r) {
-    readers.emplace_back([&] {
+    // Half through std::shared_lock (lock_shared, unlock_shared), half through reader_lock.
+    readers.emplace_back([&, r] {
       while (!stop.load(std::memory_order_relaxed)) {
-        std::shared_lock lock{mutex};
-        const std::uint64_t first = value.first;
-        std::this_thread::yield();  // a writer that did not wait would change the value meanwhile
-        if (first != value.second) torn.fetch_add(1);
-        reads.fetch_add(1, std::memory_order_relaxed);
+        if (r % 2 == 0) {
+          std::shared_lock lock{mutex};
+          read();
+        } else {
+          reader_lock lock{mutex};
+          read();
+        }
       }
     });
   }
@@ -142,9 +151,9 @@ TEST(DistributedSharedMutex, ReadersNeverSeeAWriteHalfDone) {
   EXPECT_EQ(torn.load(), 0u) << "of " << reads.load() << " reads, " << writes << " writes";
 }
 
-TEST(DistributedSharedMutex, AWriterWaitsForAReaderInside) {
+TEST(DistributedSharedMutex, AWriterWaitsForAReaderLockUntilItIsUnlocked) {
   distributed_shared_mutex mutex;
-  std::shared_lock reading{mutex};
+  reader_lock reading{mutex};
   std::atomic<bool> written{false};
   std::thread writer{[&] {
     std::unique_lock lock{mutex};

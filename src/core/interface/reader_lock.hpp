@@ -25,19 +25,25 @@ namespace launchwatch::detail {
 /// not take it again (the observer slot aborts on that before it gets here).
 class distributed_shared_mutex {
  public:
+  /// Where a reader counted itself (reader_lock keeps it between the two ends).
+  using ticket = thread_presence::ticket;
+
   /// Cost: a thread-local read, a load and a store to this thread's own line, a load of the writer
   /// flag (thread_presence::enter).
-  void lock_shared() noexcept {
+  ticket lock_shared_ticket() noexcept {
     for (;;) {
       // Dekker's pattern, asymmetric: either this reader sees the writer's flag, or the writer
       // sees this reader's count.
-      readers_.enter();
-      if (!writer_.load(std::memory_order_seq_cst)) return;
-      readers_.leave();
+      const ticket entered = readers_.enter();
+      if (!writer_.load(std::memory_order_seq_cst)) return entered;
+      thread_presence::leave(entered);
       while (writer_.load(std::memory_order_acquire)) std::this_thread::yield();
     }
   }
+  static void unlock_shared(ticket entered) noexcept { thread_presence::leave(entered); }
 
+  /// For std::shared_lock; reader_lock reads the thread's line once for both ends.
+  void lock_shared() noexcept { (void)lock_shared_ticket(); }
   void unlock_shared() noexcept { readers_.leave(); }
 
   void lock() {
@@ -56,6 +62,30 @@ class distributed_shared_mutex {
   thread_presence readers_;
   alignas(64) std::atomic<bool> writer_{false};
   std::mutex writers_;
+};
+
+/// Holds a distributed_shared_mutex shared for its scope, as std::shared_lock does, with the
+/// thread's line read once for both ends: the launch path's lock of the observer slot.
+/// Not copyable or movable.
+class [[nodiscard]] reader_lock {
+ public:
+  explicit reader_lock(distributed_shared_mutex& mutex) noexcept
+      : entered_{mutex.lock_shared_ticket()} {}
+  ~reader_lock() {
+    if (held_) distributed_shared_mutex::unlock_shared(entered_);
+  }
+  reader_lock(const reader_lock&) = delete;
+  reader_lock& operator=(const reader_lock&) = delete;
+
+  /// Releases the lock before the scope ends (once).
+  void unlock() noexcept {
+    distributed_shared_mutex::unlock_shared(entered_);
+    held_ = false;
+  }
+
+ private:
+  distributed_shared_mutex::ticket entered_;
+  bool held_ = true;
 };
 
 }  // namespace launchwatch::detail

@@ -100,32 +100,55 @@ class thread_presence {
   thread_presence(const thread_presence&) = delete;
   thread_presence& operator=(const thread_presence&) = delete;
 
+  /// Where a thread counted itself in: enter() returns it, leave() takes it, so the two ends of a
+  /// section read the thread-local line index once (a call into the dynamic linker per read in a
+  /// shared library).
+  class ticket {
+   public:
+    /// A ticket of no section, to be assigned from enter().
+    ticket() noexcept = default;
+    ticket(std::atomic<long>& count, bool owned) noexcept : count_{&count}, owned_{owned} {}
+
+   private:
+    friend class thread_presence;
+    std::atomic<long>* count_ = nullptr;
+    bool owned_ = false;
+  };
+
   /// Counts this thread in, ordered before the caller's next load: either that load sees what a
   /// rare thread stored before its asymmetric_fence::heavy(), or that rare thread's wait after the
   /// fence sees this thread counted. Cost: a thread-local read, a load and a store to this thread's
   /// own line (a locked increment without membarrier, or for a thread beyond the 64th).
-  void enter() noexcept {
+  [[nodiscard]] ticket enter() noexcept {
     const std::size_t index = thread_line::of_this_thread();
     auto& count = lines_[index].count;
-    if (thread_line::is_owned(index) && asymmetric_fence::fast()) [[likely]] {
+    const bool owned = thread_line::is_owned(index);
+    if (owned && asymmetric_fence::fast()) [[likely]] {
       count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       asymmetric_fence::light();
     } else {
       count.fetch_add(1, std::memory_order_seq_cst);
     }
+    return ticket{count, owned};
   }
 
-  /// Counts this thread out; what it did inside happens before a waiter that sees it out. Cost: a
-  /// thread-local read, a load and a release store (a locked decrement where enter() took one).
-  void leave() noexcept {
-    const std::size_t index = thread_line::of_this_thread();
-    auto& count = lines_[index].count;
-    if (thread_line::is_owned(index)) {
+  /// Counts the thread of `entered` out; what it did inside happens before a waiter that sees it
+  /// out. On the thread that entered. Cost: a load and a release store (a locked decrement where
+  /// enter() took one).
+  static void leave(ticket entered) noexcept {
+    auto& count = *entered.count_;
+    if (entered.owned_) {
       // Only this thread writes an owned line, whichever way enter() counted it in.
       count.store(count.load(std::memory_order_relaxed) - 1, std::memory_order_release);
     } else {
       count.fetch_sub(1, std::memory_order_release);
     }
+  }
+
+  /// The same, reading the thread's line again. Cost: a thread-local read more.
+  void leave() noexcept {
+    const std::size_t index = thread_line::of_this_thread();
+    leave(ticket{lines_[index].count, thread_line::is_owned(index)});
   }
 
   /// Waits until no thread is counted in. Call after the store that turns newcomers away and an

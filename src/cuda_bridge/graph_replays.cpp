@@ -174,14 +174,21 @@ void graph_replays::on_record(const kernel_record& record) {
                            steady_window(record.start, record.end)};
     }
     if (waiting && mapped && r->second.known && --r->second.remaining == 0) settle_locked(r);
+    // Counted before the lock is let go: a replay settled here is pending() until it was told.
+    if (node) telling_.fetch_add(1, std::memory_order_relaxed);
   }
-  if (node && launch_path::deliver_replayed(observation, *node)) {
+  if (!node) return;
+  if (launch_path::deliver_replayed(observation, *node)) {
     delivered_.fetch_add(1, std::memory_order_relaxed);
     if (!mapped) delivered_unmapped_.fetch_add(1, std::memory_order_relaxed);
   }
+  telling_.fetch_sub(1, std::memory_order_release);
 }
 
 bool graph_replays::pending() {
+  // A node being told on the thread that handled its record (the collector's flush, say) is not
+  // told yet: whoever waits for the replays to be delivered waits for it too.
+  if (telling_.load(std::memory_order_acquire) != 0) return true;
   std::lock_guard lock{mutex_};
   const auto now = clock::now();
   give_up_locked(now - max_age_);

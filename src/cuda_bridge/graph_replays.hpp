@@ -88,8 +88,9 @@ class graph_replays {
                        int device, std::uint64_t stream);
   /// A kernel record that nobody awaited: told to the observer if it belongs to a replay.
   void on_record(const kernel_record& record);
-  /// Whether any replay still has nodes whose records have not arrived (replays older than the
-  /// maximum age are given up first).
+  /// Whether any replay still has nodes whose records have not arrived, or whose record is being
+  /// told to its observer on another thread (replays older than the maximum age are given up
+  /// first).
   bool pending();
   /// Replays still waiting for records are given up (teardown).
   void forget_pending();
@@ -163,6 +164,9 @@ class graph_replays {
   std::size_t known_pending_ = 0;
   clock::time_point last_unknown_{};
   std::uint64_t next_replay_ = 1;
+  /// Replayed nodes being told to their observer now, outside mutex_ (on_record): counted under it
+  /// with their replay's settling, so pending() covers them.
+  std::atomic<std::uint64_t> telling_{0};
   std::atomic<std::uint64_t> delivered_{0};
   std::atomic<std::uint64_t> delivered_unmapped_{0};
 };

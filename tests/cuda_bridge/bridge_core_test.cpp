@@ -63,9 +63,12 @@ class recording_observer final : public launch_observer, public graph_replay_obs
     timed_.emplace_back(std::string{kernel}, length);
   }
   void replayed(const replayed_node& node) override {
+    std::this_thread::sleep_for(replay_delay_);
     std::lock_guard lock{mutex_};
     replayed_.push_back(node);
   }
+  /// Each replayed node takes `delay` to be told (set before the observation is installed).
+  void slow_replays(std::chrono::milliseconds delay) { replay_delay_ = delay; }
 
   std::vector<reported_launch> launches() {
     std::lock_guard lock{mutex_};
@@ -92,6 +95,7 @@ class recording_observer final : public launch_observer, public graph_replay_obs
   std::vector<std::pair<std::string, profile_duration>> profiles_;
   std::vector<std::pair<std::string, std::chrono::nanoseconds>> timed_;
   std::vector<replayed_node> replayed_;
+  std::chrono::milliseconds replay_delay_{0};
 };
 
 cuda_bridge_options per_node() {
@@ -427,6 +431,19 @@ TEST(BridgeCore, ALateReplayRecordIsToldToTheObservationOfItsReplay) {
   const auto nodes = observer->replayed_nodes();
   ASSERT_EQ(nodes.size(), 1u);
   EXPECT_EQ(nodes[0].kernel, "attention");
+}
+
+TEST(BridgeCore, DeliveringPendingRecordsWaitsForAReplayedNodeBeingToldOnTheCollectorsThread) {
+  fake_cupti cupti{per_node()};
+  auto observer = std::make_shared<recording_observer>(cupti, timing_request::none);
+  observer->slow_replays(100ms);
+  launch_observation watching{observer};
+  cupti.replay(captured_attention(cupti));
+  // The collector flushes every 10 ms while a replay is pending: by now its flush brought the
+  // record, settled the replay and is telling the node.
+  std::this_thread::sleep_for(30ms);
+  cupti.core().deliver_pending(2s);
+  EXPECT_EQ(observer->replayed_nodes().size(), 1u);
 }
 
 TEST(BridgeCore, ALateReplayRecordIsNotToldToAnObservationNewerThanItsReplay) {

@@ -4,6 +4,7 @@
 #include "core/interface/thread_presence.hpp"
 
 #include <bitset>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -13,6 +14,7 @@
 #include <pthread.h>
 
 #include <linux/membarrier.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -24,10 +26,35 @@ long membarrier(int command) noexcept {
   return ::syscall(__NR_membarrier, command, 0, 0);
 }
 
+/// Registers for the private expedited command and checks that it then works (a seccomp filter
+/// may allow one and refuse the other).
 bool register_private_expedited() noexcept {
   const long commands = membarrier(MEMBARRIER_CMD_QUERY);
   if (commands < 0 || (commands & MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return false;
-  return membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+  return membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 &&
+         membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0;
+}
+
+/// The last resort where membarrier stopped working after it was registered: changing a page's
+/// protection makes the kernel flush the page's translation on every CPU running a thread of the
+/// process, by an interrupt that is a full barrier there (the fallback of folly's asymmetric
+/// barrier, and of .NET's FlushProcessWriteBuffers).
+void protection_change_barrier() noexcept {
+  static std::mutex mutex;
+  static char* const page = [] {
+    void* mapped =
+        ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return mapped == MAP_FAILED ? nullptr : static_cast<char*>(mapped);
+  }();
+  if (page == nullptr) {
+    // Nothing left that orders the other threads: wait for every CPU to schedule, most likely.
+    std::this_thread::sleep_for(std::chrono::milliseconds{20});
+    return;
+  }
+  std::lock_guard lock{mutex};
+  (void)::mprotect(page, 4096, PROT_READ | PROT_WRITE);
+  *static_cast<volatile char*>(page) = 0;  // the page is mapped, so its translation is cached
+  (void)::mprotect(page, 4096, PROT_READ);
 }
 
 // Before main, so launches find the fast path from their first one; heavy() also makes sure.
@@ -47,8 +74,8 @@ void prepare() noexcept {
 void heavy() noexcept {
   prepare();
   if (!membarrier_ready.load(std::memory_order_acquire)) {
-    // No frequent thread skipped its locked instruction: ours is enough (a system call that cannot
-    // fail stands in for a fence the sanitizers accept).
+    // No frequent thread skipped its locked instruction: ours is enough (a read-modify-write, which
+    // ThreadSanitizer understands, where it does not understand a fence).
     static std::atomic<int> fence_word{0};
     fence_word.fetch_add(1, std::memory_order_seq_cst);
     return;
@@ -60,7 +87,8 @@ void heavy() noexcept {
     return;
   }
   // The global command needs no registration; it waits for every CPU to schedule (milliseconds).
-  while (membarrier(MEMBARRIER_CMD_GLOBAL) != 0) std::this_thread::yield();
+  if (membarrier(MEMBARRIER_CMD_GLOBAL) == 0) return;
+  protection_change_barrier();
 }
 
 }  // namespace asymmetric_fence
@@ -144,7 +172,10 @@ std::size_t claim() noexcept {
 
 void thread_presence::wait_until_empty() const noexcept {
   for (const auto& line : lines_) {
-    while (line.count.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+    // Sequentially consistent, as the readers' locked increment where membarrier is not used:
+    // Dekker's pattern needs the writer's store and these loads ordered too (acquire, for what the
+    // readers did inside, comes with it).
+    while (line.count.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
   }
 }
 

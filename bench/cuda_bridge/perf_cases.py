@@ -28,6 +28,9 @@ def case_of(frames):
         loop = "floor"
     elif any("launch_loop" in sym for sym in symbols):
         loop = "launches"
+    elif any(dso.startswith("launchwatch_launch_loop") for dso, _ in frames):
+        # launchwatch_launch_loop (launch_loop.cu) under `launchwatch run`: its loop is main's own.
+        return "program / launches"
     else:
         return None
     block = "floor" if loop == "floor" else "main"

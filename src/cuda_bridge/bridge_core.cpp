@@ -1,7 +1,6 @@
 // The bridge's state machine (bridge_core.hpp): launch ENTER/EXIT pairing, graph nodes and replays.
 #include "bridge_core.hpp"
 
-#include <algorithm>
 #include <functional>
 #include <string>
 #include <utility>
@@ -176,10 +175,6 @@ void bridge_core::launch_entered(const launch_call& call) {
     return;
   }
   const std::uint64_t correlation = records_->widen_at_enter(call.correlation);
-  // How far this thread's launches' ids step (every CUDA call takes one), for the prefetch below.
-  const std::uint64_t step = state.generation == generation_ && correlation > state.correlation
-                                 ? correlation - state.correlation
-                                 : 0;
   launch_info& info = state.info;
   describe(info, call.symbol, name_source::launch_callback, call.context, call.grid, call.block,
            state);
@@ -224,9 +219,6 @@ void bridge_core::launch_entered(const launch_call& call) {
   } else if (device_.kernel_records_on()) {
     records_->await(correlation);
     state.awaiting = true;
-    // The next launch's slot, two slots a cache line: at least two ahead, so the line after this.
-    if (step != 0 && step < 4096)
-      records_->prefetch(correlation + std::max<std::uint64_t>(step, 2));
   } else {
     state.refusal = "CUPTI's kernel records could not be turned on";
   }

@@ -105,13 +105,6 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   /// when that slot is still taken, the lock and a node of the overflow map (an allocation; see
   /// `slot`).
   void await(std::uint64_t correlation);
-  /// Asks the processor to bring the ring slot of `correlation` into this core's cache, for
-  /// writing: call with the id the thread's next launch will likely have, so the slot its await()
-  /// claims (last touched 65,536 CUDA calls before, so long out of the caches) arrives while the
-  /// driver submits this launch. A hint only; changes nothing. Cost: one prefetch instruction.
-  void prefetch(std::uint64_t correlation) const noexcept {
-    __builtin_prefetch(&ring_[correlation & (ring_size - 1)], 1, 3);
-  }
   /// At the launch's EXIT: its measurement now owns the entry (take() or forget() ends it). Returns
   /// false when the entry was forgotten meanwhile (forget_unadopted()). Cost: no lock for an entry
   /// in the ring: a compare-and-swap on its slot and an atomic increment; the lock otherwise.

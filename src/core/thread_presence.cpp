@@ -107,10 +107,6 @@ struct owned_line_table {
 constinit owned_line_table line_table;
 static_assert(std::is_trivially_destructible_v<owned_line_table>);
 
-owned_line_table& owned_lines_table() {
-  return line_table;
-}
-
 /// Returns a thread's owned line at its exit (a pthread key's destructor, which runs after the
 /// thread's C++ thread_local destructors, so one of those that launches still finds its line). A
 /// presence count on it is zero by then: a thread cannot exit from inside a section, which is a
@@ -119,9 +115,8 @@ owned_line_table& owned_lines_table() {
 /// that allocates, and a thread's first launch must not.
 void return_line(void* value) {
   thread_line::index_plus_one = thread_line::owned + 1;
-  auto& table = owned_lines_table();
-  std::lock_guard lock{table.mutex};
-  table.taken.reset(reinterpret_cast<std::uintptr_t>(value) - 1);
+  std::lock_guard lock{line_table.mutex};
+  line_table.taken.reset(reinterpret_cast<std::uintptr_t>(value) - 1);
 }
 
 /// The key whose value is a thread's owned line plus one; none where the key could not be made
@@ -140,29 +135,24 @@ std::optional<pthread_key_t> line_key() {
 namespace thread_line {
 
 std::size_t claim() noexcept {
-  auto& table = owned_lines_table();
   const std::optional<pthread_key_t> key = line_key();
-  std::size_t index = 0;
-  bool is_owned = false;
-  if (key) {
-    std::lock_guard lock{table.mutex};
-    for (std::size_t i = 0; i < owned; ++i) {
-      if (!table.taken.test(i)) {
-        table.taken.set(i);
+  std::size_t index = owned;
+  {
+    std::lock_guard lock{line_table.mutex};
+    for (std::size_t i = 0; key && i < owned; ++i) {
+      if (!line_table.taken.test(i)) {
+        line_table.taken.set(i);
         index = i;
-        is_owned = true;
         break;
       }
     }
+    if (!is_owned(index)) index = owned + (line_table.next_shared++ % owned);
   }
-  if (is_owned && pthread_setspecific(*key, reinterpret_cast<void*>(index + 1)) != 0) {
-    std::lock_guard lock{table.mutex};
-    table.taken.reset(index);
-    is_owned = false;
-  }
-  if (!is_owned) {
-    std::lock_guard lock{table.mutex};
-    index = owned + (table.next_shared++ % owned);
+  // The key returns the line at the thread's exit; a line it cannot return is given up now.
+  if (is_owned(index) && pthread_setspecific(*key, reinterpret_cast<void*>(index + 1)) != 0) {
+    std::lock_guard lock{line_table.mutex};
+    line_table.taken.reset(index);
+    index = owned + (line_table.next_shared++ % owned);
   }
   index_plus_one = static_cast<std::uint32_t>(index + 1);
   return index;
@@ -171,6 +161,7 @@ std::size_t claim() noexcept {
 }  // namespace thread_line
 
 void thread_presence::wait_until_empty() const noexcept {
+  asymmetric_fence::heavy();
   for (const auto& line : lines_) {
     // Sequentially consistent, as the readers' locked increment where membarrier is not used:
     // Dekker's pattern needs the writer's store and these loads ordered too (acquire, for what the

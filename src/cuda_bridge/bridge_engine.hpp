@@ -38,7 +38,6 @@ struct callback_gate {
   /// Turns later callbacks away, then waits for those already in (teardown, or a failed start).
   void close() noexcept {
     engine.store(nullptr, std::memory_order_seq_cst);
-    asymmetric_fence::heavy();
     in_flight.wait_until_empty();
   }
 };

@@ -26,7 +26,6 @@ class background_waiter {
  public:
   explicit background_waiter(thread_presence& presence)
       : thread_{[this, &presence] {
-          asymmetric_fence::heavy();
           presence.wait_until_empty();
           done_.store(true);
         }} {}

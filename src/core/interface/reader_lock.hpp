@@ -49,7 +49,6 @@ class distributed_shared_mutex {
   void lock() {
     writers_.lock();
     writer_.store(true, std::memory_order_seq_cst);
-    asymmetric_fence::heavy();
     readers_.wait_until_empty();
   }
 

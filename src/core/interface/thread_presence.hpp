@@ -116,9 +116,9 @@ class thread_presence {
   };
 
   /// Counts this thread in, ordered before the caller's next load: either that load sees what a
-  /// rare thread stored before its asymmetric_fence::heavy(), or that rare thread's wait after the
-  /// fence sees this thread counted. Cost: a thread-local read, a load and a store to this thread's
-  /// own line (a locked increment without membarrier, or for a thread beyond the 64th).
+  /// rare thread stored before its wait_until_empty(), or that wait sees this thread counted.
+  /// Cost: a thread-local read, a load and a store to this thread's own line (a locked increment
+  /// without membarrier, or for a thread beyond the 64th).
   [[nodiscard]] ticket enter() noexcept {
     const std::size_t index = thread_line::of_this_thread();
     auto& count = lines_[index].count;
@@ -151,9 +151,10 @@ class thread_presence {
     leave(ticket{lines_[index].count, thread_line::is_owned(index)});
   }
 
-  /// Waits until no thread is counted in. Call after the store that turns newcomers away and an
-  /// asymmetric_fence::heavy(). Never from inside the section (it would wait for itself). Cost: a
-  /// load of each of 128 lines, and yields while any thread is inside.
+  /// Waits until no thread is counted in: fences for every thread (asymmetric_fence::heavy), then
+  /// waits for each line to drain. Call after the store that turns newcomers away. Never from
+  /// inside the section (it would wait for itself). Cost: a system call (about 1 µs), a load of
+  /// each of 128 lines, and yields while any thread is inside.
   void wait_until_empty() const noexcept;
 
  private:

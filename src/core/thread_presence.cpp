@@ -3,6 +3,8 @@
 
 #include "core/interface/thread_presence.hpp"
 
+#include "core/interface/fork_locks.hpp"
+
 #include <bitset>
 #include <chrono>
 #include <cstdint>
@@ -118,6 +120,31 @@ void return_line(void* value) {
   std::lock_guard lock{line_table.mutex};
   line_table.taken.reset(reinterpret_cast<std::uintptr_t>(value) - 1);
 }
+
+/// In a forked child, where only the forking thread lives: every owned line is freed but that
+/// thread's, since their owners do not exist there (they kept 63 lines taken for good, sending the
+/// child's later threads to the shared lines' locked increments). Counts left on a freed line stay:
+/// a thread_counts sum goes on from them, and no presence count was held across the fork by a
+/// section a rare thread waits out in the child (the observer slot's readers drain before it).
+void free_lines_in_child() noexcept {
+  std::bitset<thread_line::owned> kept;
+  if (const std::uint32_t mine = thread_line::index_plus_one;
+      mine != 0 && thread_line::is_owned(mine - 1)) {
+    kept.set(mine - 1);
+  }
+  line_table.taken = kept;
+  line_table.mutex.unlock();
+}
+
+/// Across fork(): the table's lock, so no thread is claiming or returning a line as the process
+/// forks (a child would wait for it for good at its next thread's first launch).
+constinit const fork_locks::handlers line_table_across_fork{
+    []() noexcept { line_table.mutex.lock(); },
+    []() noexcept { line_table.mutex.unlock(); },
+    &free_lines_in_child,
+};
+[[maybe_unused]] const bool lines_enrolled =
+    fork_locks::enroll(fork_locks::rank::thread_lines, line_table_across_fork);
 
 /// The key whose value is a thread's owned line plus one; none where the key could not be made
 /// (then no line is owned).

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <shared_mutex>
@@ -11,6 +12,9 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "core/interface/reader_lock.hpp"
 #include "core/interface/thread_presence.hpp"
@@ -98,6 +102,49 @@ TEST(ThreadLine, AThreadsOwnedLineIsReturnedWhenItExits) {
     std::thread{[&] { owns = thread_line::is_owned(thread_line::of_this_thread()); }}.join();
     ASSERT_TRUE(owns) << "thread " << t;
   }
+}
+
+TEST(ThreadLine, AForkedChildFreesTheLinesOwnedByTheParentsOtherThreads) {
+  (void)thread_line::of_this_thread();
+  // Threads alive across the fork, owning every owned line the process has not yet given out.
+  std::mutex mutex;
+  std::condition_variable changed;
+  int claimed = 0;
+  bool release = false;
+  std::vector<std::thread> owners;
+  for (std::size_t t = 0; t < thread_line::owned; ++t) {
+    owners.emplace_back([&] {
+      (void)thread_line::of_this_thread();
+      std::unique_lock lock{mutex};
+      ++claimed;
+      changed.notify_all();
+      changed.wait(lock, [&] { return release; });
+    });
+  }
+  bool full = false;
+  {
+    std::unique_lock lock{mutex};
+    changed.wait(lock, [&] { return claimed == static_cast<int>(thread_line::owned); });
+    std::thread{[&] { full = !thread_line::is_owned(thread_line::of_this_thread()); }}.join();
+  }
+  const pid_t child = full ? ::fork() : -1;
+  if (child == 0) {
+    // Only this thread lives here: a line claimed now is owned unless the absent threads' are
+    // still taken. No thread is started in the child (ThreadSanitizer forbids it).
+    ::_exit(thread_line::is_owned(thread_line::claim()) ? 0 : 1);
+  }
+  int status = -1;
+  if (child > 0) (void)::waitpid(child, &status, 0);
+  {
+    std::lock_guard lock{mutex};
+    release = true;
+  }
+  changed.notify_all();
+  for (auto& t : owners) t.join();
+  ASSERT_TRUE(full) << "the parent's threads did not take every owned line";
+  ASSERT_GT(child, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's next thread would share a line";
 }
 
 /// A value a writer changes in two steps; a reader that saw the two differ read during a write.

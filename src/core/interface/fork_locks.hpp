@@ -52,7 +52,10 @@
 // 18. cpu_pool            which CPU pool is the process's (backend/cpu/cpu_pool.cpp), held while a
 //                         pool starts: by a stream's worker at its first launch, and by
 //                         cpu_device::name(), which an observer may call under the slot. A leaf,
-//                         last so any lock above may be held when it is taken.
+//                         taken under any lock above.
+// 19. thread_lines        which threads own a per-thread line (thread_presence.cpp), taken at a
+//                         thread's first launch or count, under any lock above. A leaf, last; the
+//                         child frees the lines of the threads it does not have.
 //
 // Locks that are not here, and why: a stream's and a CPU timing pool's locks (a child never uses a
 // stream made before the fork: each stream records its fork generation), the CPU pool's own queue
@@ -86,8 +89,9 @@ enum class rank : std::uint8_t {
   logger_queue,
   symbol_table,
   cpu_pool,
+  thread_lines,
 };
-inline constexpr std::size_t rank_count = static_cast<std::size_t>(rank::cpu_pool) + 1;
+inline constexpr std::size_t rank_count = static_cast<std::size_t>(rank::thread_lines) + 1;
 
 /// What the fork does with one rank's locks. `prepare` takes them (waiting for their holders);
 /// `parent` releases them in the parent; `child` releases or re-initialises them in the child,

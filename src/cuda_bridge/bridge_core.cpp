@@ -147,7 +147,7 @@ void bridge_core::launch_entered(const launch_call& call) {
   thread_state& state = this_thread;
   if (launch_path::reported_here_now()) {
     // Launchwatch's own backend reported this launch through the launch path already.
-    own_launches_skipped_.fetch_add(1, std::memory_order_relaxed);
+    launch_counts_.add(own_skipped_count);
     return;
   }
   if (launch_path::inside_observer()) {
@@ -166,7 +166,7 @@ void bridge_core::launch_entered(const launch_call& call) {
   }
   state.capture_only = false;
   if (!in_range_.load(std::memory_order_relaxed)) {
-    outside_capture_range_.fetch_add(1, std::memory_order_relaxed);
+    launch_counts_.add(outside_range_count);
     // Nsight's usual pattern: capture, then cudaProfilerStart, replay, Stop. The capture is not
     // reported, but its node is mapped so the replays inside the range are told (finding 10).
     if (options_.graph_replays == cuda_graph_replays::per_node && stream_capturing(call.stream)) {
@@ -193,7 +193,7 @@ void bridge_core::launch_entered(const launch_call& call) {
     return;  // nothing may cross into CUPTI; begin_issue contains observers' exceptions itself
   }
   state.open = true;
-  launches_reported_.fetch_add(1, std::memory_order_relaxed);
+  launch_counts_.add(reported_count);
   note_device(info.device);
   if (!state.decision.measure()) return;
   if (info.capturing) {
@@ -376,7 +376,7 @@ void bridge_core::report_kernel_node(const created_node& node) {
   }
   const bool in_range = in_range_.load(std::memory_order_relaxed);
   const bool per_node = options_.graph_replays == cuda_graph_replays::per_node;
-  if (!in_range) outside_capture_range_.fetch_add(1, std::memory_order_relaxed);
+  if (!in_range) launch_counts_.add(outside_range_count);
   // Outside the profiler API range a node is not reported, but still mapped for its replays
   // inside the range (finding 10).
   if (!in_range && (!per_node || !node.id)) return;
@@ -400,7 +400,7 @@ void bridge_core::report_kernel_node(const created_node& node) {
   }
   try {
     const launch_path::issue_decision decision = launch_path::begin_issue(info);
-    launches_reported_.fetch_add(1, std::memory_order_relaxed);
+    launch_counts_.add(reported_count);
     if (decision.measure()) {
       launch_path::measured_submission refused;
       refused.refusal = launch_path::capture_refusal;
@@ -472,9 +472,9 @@ graph_table_sizes bridge_core::graph_tables() const { return graphs_.sizes(); }
 
 cuda_bridge_stats bridge_core::stats() const noexcept {
   cuda_bridge_stats s;
-  s.launches_reported = launches_reported_.load(std::memory_order_relaxed);
-  s.own_launches_skipped = own_launches_skipped_.load(std::memory_order_relaxed);
-  s.outside_capture_range = outside_capture_range_.load(std::memory_order_relaxed);
+  s.launches_reported = launch_counts_.sum(reported_count);
+  s.own_launches_skipped = launch_counts_.sum(own_skipped_count);
+  s.outside_capture_range = launch_counts_.sum(outside_range_count);
   const record_counts counts = records_->counts();
   s.measurements_delivered = counts.delivered;
   s.measurements_missing = counts.missing;

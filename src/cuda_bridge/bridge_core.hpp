@@ -25,6 +25,7 @@
 #include <launchwatch/profile.hpp>
 
 #include "capture_gate.hpp"
+#include "core/interface/thread_counts.hpp"
 #include "graph_replays.hpp"
 #include "kernel_records.hpp"
 #include "timing_window_gate.hpp"
@@ -304,12 +305,11 @@ class bridge_core {
   std::atomic<bool> every_unload_seen_{false};
   std::atomic<bool> in_range_{true};
   std::atomic<std::uint64_t> devices_seen_{0};
-  /// The counts launches change, off the line of the flags above that every launching thread reads:
-  /// a count changed on the flags' line sent every other launching thread's next read of them to
-  /// the changer's cache.
-  alignas(64) std::atomic<std::uint64_t> launches_reported_{0};
-  std::atomic<std::uint64_t> own_launches_skipped_{0};
-  std::atomic<std::uint64_t> outside_capture_range_{0};
+  /// The counts every launch changes, each thread on its own line, read only by stats(): a shared
+  /// counter was a locked increment a launch, and on the line of the flags above it sent every
+  /// other launching thread's next read of them to the changer's cache.
+  enum count : std::size_t { reported_count, own_skipped_count, outside_range_count };
+  thread_counts<3> launch_counts_;
   std::atomic<std::uint64_t> untimed_records_elsewhere_{0};
   /// Which launches are timed under timing windows (unused without them).
   timing_window_gate windows_;

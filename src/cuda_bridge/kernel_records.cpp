@@ -48,16 +48,17 @@ void kernel_records::start() {
 
 std::uint64_t kernel_records::outstanding() const noexcept {
   // settled_ first: every entry counted settled was counted awaited before (its slot or map entry
-  // was seen, which its await published after counting it), so the later read of awaits_ is never
-  // the smaller.
+  // was seen, which its await published after counting it), so the later sum of the awaited counts
+  // is never the smaller.
   const std::uint64_t settled = settled_.load(std::memory_order_acquire);
-  const std::uint64_t awaits = awaits_.load(std::memory_order_acquire);
+  const std::uint64_t awaits = counts_by_thread_.sum(awaited_count);
   return awaits > settled ? awaits - settled : 0;
 }
 
 std::uint64_t kernel_records::unadopted() const noexcept {
-  const std::uint64_t adopted = adopted_.load(std::memory_order_acquire);
-  const std::uint64_t awaits = awaits_.load(std::memory_order_acquire);
+  // Adopted first, for the same reason.
+  const std::uint64_t adopted = counts_by_thread_.sum(adopted_count);
+  const std::uint64_t awaits = counts_by_thread_.sum(awaited_count);
   return awaits > adopted ? awaits - adopted : 0;
 }
 
@@ -95,23 +96,23 @@ kernel_records::entry_view kernel_records::erase_locked(std::uint64_t correlatio
     overflow_.erase(found);
   }
   if (!was.arrived && !was.lost) settled_.fetch_add(1, std::memory_order_release);
-  if (!was.adopted) adopted_.fetch_add(1, std::memory_order_release);
+  if (!was.adopted) counts_by_thread_.add(adopted_count);
   return was;
 }
 
 void kernel_records::await(std::uint64_t correlation) {
+  // Counted before it is published, so whoever sees the entry sees it counted.
+  counts_by_thread_.add(awaited_count);
   slot& s = slot_of(correlation);
   std::uint64_t free = 0;
   // Acquire: the slot's last owner freed it with a release, so its reads of the slot are over.
-  if (s.state.compare_exchange_strong(free, (correlation & id_bits) | claiming_bit,
-                                      std::memory_order_acquire, std::memory_order_relaxed)) {
-    s.sequence.store(awaits_.fetch_add(1, std::memory_order_acq_rel), std::memory_order_relaxed);
-    s.state.store((correlation & id_bits) | taken_bit, std::memory_order_release);
+  // Release: the count above is seen by whoever sees the entry.
+  if (s.state.compare_exchange_strong(free, (correlation & id_bits) | taken_bit,
+                                      std::memory_order_acq_rel, std::memory_order_relaxed)) {
     return;
   }
   std::lock_guard lock{mutex_};
-  overflow_.insert_or_assign(correlation,
-                             awaited{.sequence = awaits_.fetch_add(1, std::memory_order_acq_rel)});
+  overflow_.insert_or_assign(correlation, awaited{});
 }
 
 bool kernel_records::adopt(std::uint64_t correlation) noexcept {
@@ -121,7 +122,7 @@ bool kernel_records::adopt(std::uint64_t correlation) noexcept {
     if ((state & adopted_bit) != 0) return true;
     if (s.state.compare_exchange_weak(state, state | adopted_bit, std::memory_order_acq_rel,
                                       std::memory_order_acquire)) {
-      adopted_.fetch_add(1, std::memory_order_release);
+      counts_by_thread_.add(adopted_count);
       return true;
     }
   }
@@ -129,7 +130,7 @@ bool kernel_records::adopt(std::uint64_t correlation) noexcept {
   std::lock_guard lock{mutex_};
   const auto found = overflow_.find(correlation);
   if (found == overflow_.end()) return false;
-  if (!found->second.adopted) adopted_.fetch_add(1, std::memory_order_release);
+  if (!found->second.adopted) counts_by_thread_.add(adopted_count);
   found->second.adopted = true;
   return true;
 }
@@ -162,7 +163,7 @@ void kernel_records::forget_unadopted() noexcept {
     it = overflow_.erase(it);
   }
   settled_.fetch_add(settled, std::memory_order_release);
-  adopted_.fetch_add(forgotten, std::memory_order_release);
+  counts_by_thread_.add(adopted_count, forgotten);
 }
 
 void kernel_records::forget(std::uint64_t correlation) noexcept {
@@ -185,9 +186,7 @@ std::size_t kernel_records::give_up_locked(std::uint64_t before) noexcept {
     slot& s = ring_[i];
     std::uint64_t state = s.state.load(std::memory_order_acquire);
     while ((state & taken_bit) != 0 && (state & (arrived_bit | lost_bit)) == 0) {
-      // Read after acquiring the published state, and confirmed by the compare-and-swap of that
-      // same state (ids are never awaited twice, so the slot was not freed and taken again).
-      if (s.sequence.load(std::memory_order_relaxed) >= before) break;
+      if (!awaited_before(state, before)) break;
       if (s.state.compare_exchange_weak(state, state | lost_bit, std::memory_order_acq_rel,
                                         std::memory_order_acquire)) {
         ++lost;
@@ -196,7 +195,7 @@ std::size_t kernel_records::give_up_locked(std::uint64_t before) noexcept {
     }
   }
   for (auto& [correlation, entry] : overflow_) {
-    if (entry.arrived || entry.lost || entry.sequence >= before) continue;
+    if (entry.arrived || entry.lost || correlation >= before) continue;
     entry.lost = true;
     ++lost;
   }
@@ -217,7 +216,7 @@ std::optional<profile_ticks> kernel_records::take(std::uint64_t correlation) {
       if (start != 0 && end != 0 && end >= start &&
           s.state.compare_exchange_strong(state, 0, std::memory_order_release,
                                           std::memory_order_relaxed)) {
-        if ((state & adopted_bit) == 0) adopted_.fetch_add(1, std::memory_order_release);
+        if ((state & adopted_bit) == 0) counts_by_thread_.add(adopted_count);
         delivered_.fetch_add(1, std::memory_order_relaxed);
         return steady_window(start, end);
       }
@@ -237,7 +236,7 @@ std::optional<profile_ticks> kernel_records::take(std::uint64_t correlation) {
     // Everything awaited before this wait began is given up with it when it times out: the
     // records that did not come in one timeout are not coming (another CUPTI client took them,
     // CUPTI dropped them), and each of their readers must not wait a timeout of its own.
-    const std::uint64_t awaited_before = awaits_.load(std::memory_order_acquire);
+    const std::uint64_t awaited_before = mark();
     const std::uint64_t received_before = received_;
     const std::uint64_t dropped_before = counts_.dropped;
     urgent_ = true;
@@ -396,7 +395,7 @@ void kernel_records::collect() {
 void kernel_records::flush_completed() { flush_(false); }
 
 std::uint64_t kernel_records::mark() const noexcept {
-  return awaits_.load(std::memory_order_acquire);
+  return epochs_.newest() + 1;
 }
 
 void kernel_records::flush_until_delivered(std::chrono::milliseconds patience,

@@ -28,6 +28,7 @@
 
 #include <launchwatch/profile.hpp>
 
+#include "core/interface/thread_counts.hpp"
 #include "correlation_epochs.hpp"
 #include "record_holder.hpp"
 
@@ -100,19 +101,20 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   [[nodiscard]] std::uint64_t newest_launch() const noexcept { return epochs_.newest(); }
 
   /// Notes that the launch with `correlation` wants its record. Call at ENTER, before the launch is
-  /// submitted (its record may be delivered at once); adopt() at EXIT. Cost: no lock: two
-  /// compare-and-swaps and a store on its ring slot, and an atomic increment of the awaited count;
-  /// when that slot is still taken, the lock and a node of the overflow map (an allocation; see
-  /// `slot`).
+  /// submitted (its record may be delivered at once); adopt() at EXIT. Cost: no lock: a count on
+  /// this thread's line (thread_counts) and a compare-and-swap on its ring slot; when that slot is
+  /// still taken, the lock and a node of the overflow map (an allocation; see `slot`).
   void await(std::uint64_t correlation);
   /// At the launch's EXIT: its measurement now owns the entry (take() or forget() ends it). Returns
   /// false when the entry was forgotten meanwhile (forget_unadopted()). Cost: no lock for an entry
-  /// in the ring: a compare-and-swap on its slot and an atomic increment; the lock otherwise.
+  /// in the ring: a compare-and-swap on its slot and a count on this thread's line; the lock
+  /// otherwise.
   bool adopt(std::uint64_t correlation) noexcept;
   /// Forgets every entry no measurement owns yet: launch callbacks were turned off, so a launch
   /// caught between its ENTER and EXIT never gets its EXIT, and nobody will read its record. An
   /// entry whose await() is still under way is left to its launch (as one awaited just after).
-  /// Cost: two atomic loads when no launch is between the two; else a scan of the table.
+  /// Cost: two sums of per-thread counts when no launch is between the two; else a scan of the
+  /// table.
   void forget_unadopted() noexcept;
   /// The launch's record will not be read (its measurement was dropped unread, or it never ran).
   /// Cost: no lock once its record arrived (a compare-and-swap); the lock otherwise.
@@ -125,8 +127,9 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   std::optional<profile_ticks> take(std::uint64_t correlation);
 
   /// Where the awaited entries stand now: flush_until_delivered() gives up only entries awaited
-  /// before it (an entry whose await() is under way while it is taken may be counted either way,
-  /// and is then not given up). Take it before waiting for the devices.
+  /// before it (an entry whose launch's ENTER is under way while it is taken may be counted either
+  /// way). Take it before waiting for the devices. It is the newest correlation id seen at a
+  /// launch's ENTER, plus one: ids grow with every CUDA call, so an entry's own id orders it.
   [[nodiscard]] std::uint64_t mark() const noexcept;
   /// Flushes completed buffers now (never FORCED). Returns once CUPTI handed them over.
   void flush_completed();
@@ -167,8 +170,6 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
     bool lost = false;
     /// A measurement owns the entry (adopt()).
     bool adopted = false;
-    /// The order it was awaited in (awaits_).
-    std::uint64_t sequence = 0;
     std::uint64_t start = 0;
     std::uint64_t end = 0;
   };
@@ -187,10 +188,10 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   ///
   /// The slot's `state` says whose it is and how far its entry got: 0 when free, else the lower 48
   /// bits of the entry's correlation id (two ids 2^48 CUDA calls apart, 9 years at 1 M a second,
-  /// are never awaited at once) and the flags below. Who changes it, and how:
-  ///   - await() claims a free slot (0 to `claiming_bit`), writes `sequence`, then publishes
-  ///     `taken_bit` with a release store: a slot still claiming is nobody's yet for every other
-  ///     step;
+  /// are never awaited at once; the id also orders entries, for give_up_locked) and the flags
+  /// below. Who changes it, and how:
+  ///   - await() counts the entry awaited, then claims a free slot and publishes it in one
+  ///     compare-and-swap (0 to the id with `taken_bit`, release);
   ///   - adopt() adds `adopted_bit`, by compare-and-swap (the one change made without the lock to
   ///     an entry not yet arrived or lost);
   ///   - on_records() writes `start` and `end`, then adds `arrived_bit` (release), under the lock;
@@ -200,10 +201,9 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   ///     under the lock (an entry not yet arrived or lost: its record may be being applied).
   /// So a step that reads the slot's other words first acquires `state` naming its entry, and
   /// confirms with a compare-and-swap of that same state when another thread may free it.
-  struct slot {
+  /// Two to a cache line.
+  struct alignas(32) slot {
     std::atomic<std::uint64_t> state{0};
-    /// The order it was awaited in (awaits_).
-    std::atomic<std::uint64_t> sequence{0};
     /// The record's timestamps, once `arrived_bit` is set.
     std::atomic<std::uint64_t> start{0};
     std::atomic<std::uint64_t> end{0};
@@ -211,7 +211,6 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   static constexpr std::size_t ring_size = std::size_t{1} << 16;
   /// The parts of a slot's `state`: the entry's id, and its flags (see `slot`).
   static constexpr std::uint64_t id_bits = (std::uint64_t{1} << 48) - 1;
-  static constexpr std::uint64_t claiming_bit = std::uint64_t{1} << 48;
   static constexpr std::uint64_t taken_bit = std::uint64_t{1} << 49;
   static constexpr std::uint64_t adopted_bit = std::uint64_t{1} << 50;
   static constexpr std::uint64_t arrived_bit = std::uint64_t{1} << 51;
@@ -248,6 +247,13 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   static bool holds(std::uint64_t state, std::uint64_t correlation) noexcept {
     return (state & taken_bit) != 0 && (state & id_bits) == (correlation & id_bits);
   }
+  /// Whether the entry a slot's `state` names was awaited before `mark` (mark()): its id is
+  /// older, compared modulo 2^48 (ids awaited at once are much nearer than 2^47).
+  static bool awaited_before(std::uint64_t state, std::uint64_t mark) noexcept {
+    constexpr std::uint64_t half = (id_bits >> 1) + 1;
+    const std::uint64_t behind = (mark - state) & id_bits;  // the flags above the id drop out
+    return behind != 0 && behind < half;
+  }
   /// The entry of `correlation` (mutex_ held: only adopt() may change it meanwhile).
   entry_view look_locked(std::uint64_t correlation) noexcept;
   /// Ends the entry of `correlation` (mutex_ held), counting it settled and adopted when it was
@@ -275,17 +281,17 @@ class kernel_records : public std::enable_shared_from_this<kernel_records> {
   std::function<bool()> others_pending_;
 
   const std::unique_ptr<slot[]> ring_{new slot[ring_size]};
-  /// The counts launching threads change, on a cache line of their own (the delivering thread
-  /// changes `settled_`, and readers `delivered_`, each on another). Entries awaited so far (each
-  /// entry's sequence); entries adopted, or ended before they were (awaits_ - adopted_: launches
-  /// between ENTER and EXIT).
-  alignas(64) std::atomic<std::uint64_t> awaits_{0};
-  std::atomic<std::uint64_t> adopted_{0};
+  /// The counts launching threads change, each thread on its own line (a locked increment of a
+  /// shared counter was two of a deferred launch's locked instructions): entries awaited so far,
+  /// and entries adopted or ended before they were (awaited - adopted: launches between ENTER and
+  /// EXIT). Read by the collector, flushes and teardown.
+  enum count : std::size_t { awaited_count, adopted_count };
+  thread_counts<2> counts_by_thread_;
   /// Measurements delivered (record_counts::delivered): changed by whoever reads them, which under
   /// `launchwatch run` is the attribution's fold thread while the launching thread goes on. On the
   /// launching threads' line it made each of their awaits wait for the line to come back.
   alignas(64) std::atomic<std::uint64_t> delivered_{0};
-  /// Entries whose record arrived or was given up, or that ended before either: awaits_ - settled_
+  /// Entries whose record arrived or was given up, or that ended before either: awaited - settled
   /// are outstanding, and the collector flushes while there are any.
   alignas(64) std::atomic<std::uint64_t> settled_{0};
   correlation_epochs epochs_;

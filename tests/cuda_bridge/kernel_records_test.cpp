@@ -187,6 +187,30 @@ TEST(KernelRecords,
   table->close();
 }
 
+TEST(KernelRecords, FlushingIdleDevicesGivesUpOnlyTheRecordsAwaitedBeforeTheMark) {
+  stress_device device;
+  const auto table = device.make_table();
+  // Awaited before the mark, its kernel never runs: its record is not coming.
+  const std::uint64_t before = table->widen_at_enter(7);
+  table->await(before);
+  ASSERT_TRUE(table->adopt(before));
+  const std::uint64_t mark = table->mark();
+  // Awaited after the mark: its kernel may still be on its way, so it stays awaited.
+  const std::uint64_t after = table->widen_at_enter(9);
+  table->await(after);
+  ASSERT_TRUE(table->adopt(after));
+  table->flush_until_delivered(10s, mark);
+  EXPECT_EQ(table->counts().missing, 1u);
+  device.ran(9);
+  const auto window = table->take(after);
+  ASSERT_TRUE(window.has_value()) << "an entry awaited after the mark was given up";
+  EXPECT_EQ(window->length(), 5ns);
+  const auto began = std::chrono::steady_clock::now();
+  EXPECT_FALSE(table->take(before).has_value());
+  EXPECT_LT(std::chrono::steady_clock::now() - began, 1s) << "a given-up entry was waited for";
+  table->close();
+}
+
 TEST(KernelRecords, TheCollectorThreadIsNamedLwRecordsForTheToolsThatWatchTheProcess) {
   if (testing::thread_names().empty()) GTEST_SKIP() << "no /proc/self/task here";
   EXPECT_FALSE(testing::has_thread_named("lw-records"));

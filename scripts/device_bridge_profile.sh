@@ -14,7 +14,7 @@
 #   cp /tmp/perf/usr/bin/perf .perf/ && ldd .perf/perf | awk '$3 ~ /^\// {print $3}' |
 #     grep -vE 'lib(c|m|gcc_s|stdc\+\+|z|zstd|lzma|bz2|pthread|dl|rt)\.so|ld-linux' | xargs -I{} cp -L {} .perf/lib/
 # Usage: OUT=dir [ROUNDS=25] [PINNED_ONLY=1] [PERF=path] [PERF_BLOCKS=...] [BEFORE=dir [PERF_PAIRS=n]]
-#          scripts/device_bridge_profile.sh
+#          [RUN_LOOP=1 [RUN_PAIRS=n]] scripts/device_bridge_profile.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/device-out}; BUILD=${BUILD:-build/gpu}; mkdir -p "$OUT"
@@ -90,6 +90,54 @@ if [ -n "$perf" ] && [ -x "$perf" ]; then
   done; done; done
   rm -f "$OUT/perf.data"
   unset LD_LIBRARY_PATH
+fi
+# RUN_LOOP=1: the same launches as a user runs them, `launchwatch run` injecting
+# liblaunchwatch_inject.so into launchwatch_launch_loop (the program's own <<<>>> loop, timed by
+# itself): plain, `run --timing none` and `run` (deferred) in turn RUN_PAIRS times (default 3) for
+# each tree, then `run` under perf once per tree, split as above.
+if [ -n "${RUN_LOOP:-}" ]; then
+  build_run() {  # source-tree build-dir log
+    (cd "$1" && cmake --preset cuda -B "$2" -DCMAKE_CUDA_ARCHITECTURES=90 -DLAUNCHWATCH_BUILD_TESTS=OFF \
+      "${cupti_args[@]}" >"$3" 2>&1 &&
+      ninja -C "$2" -j16 launchwatch launchwatch_inject launchwatch_launch_loop >>"$3" 2>&1) || { tail -30 "$3"; exit 1; }
+  }
+  run_dir() { [ "$1" = before ] && echo "$(realpath -m "$BUILD-run-before")" || echo "$(realpath -m "$BUILD-run")"; }
+  for version in $versions; do
+    t=$(date +%s); src=.; [ "$version" = before ] && src=$BEFORE
+    build_run "$src" "$(run_dir "$version")" "$OUT/build_run_$version.log"
+    echo "built run ($version) in $(( $(date +%s) - t )) s"
+  done
+  work=$(mktemp -d); results=$OUT/run_loop.txt; : >"$results"
+  for pair in $(seq "${RUN_PAIRS:-3}"); do
+    for version in $versions; do
+      dir=$(run_dir "$version"); loop=$dir/bench/cuda_bridge/launchwatch_launch_loop; lw=$dir/apps/launchwatch/launchwatch
+      for form in plain none deferred; do
+        case $form in
+          plain) cmd=("$loop" 20000 10) ;;
+          none) cmd=("$lw" run --timing none -- "$loop" 20000 10) ;;
+          deferred) cmd=("$lw" run -- "$loop" 20000 10) ;;
+        esac
+        median=$(cd "$work" && timeout 120 taskset -c "$first" "${cmd[@]}" 2>/dev/null | grep -i median | grep -oE "[0-9]+\.[0-9]+" | head -1)
+        echo "$pair $version $form ${median:-failed}" | tee -a "$results"
+      done
+    done
+  done
+  if [ -n "$perf" ] && [ -x "$perf" ]; then
+    export LD_LIBRARY_PATH=$(dirname "$perf")/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    for version in $versions; do
+      dir=$(run_dir "$version")
+      (cd "$work" && timeout 200 taskset -c "$first" "$perf" record -e cpu-clock -F "${PERF_HZ:-1999}" \
+        --call-graph dwarf,8192 -o "$work/perf.data" "$dir/apps/launchwatch/launchwatch" run -- \
+        "$dir/bench/cuda_bridge/launchwatch_launch_loop" 20000 10 >"$OUT/perf_bench_run_$version.log" 2>&1)
+      echo "perf record run $version rc=$?"
+      "$perf" script -F comm,tid,period,ip,sym,dso -i "$work/perf.data" 2>/dev/null |
+        python3 bench/cuda_bridge/perf_cases.py "$((1000000000 / ${PERF_HZ:-1999}))" >"$OUT/perf_cases_run_$version.txt"
+    done
+    rm -f "$work/perf.data"
+    unset LD_LIBRARY_PATH
+  fi
+  rm -rf "$work"
+  echo "== run loop (pair tree form median-us)"; cat "$results"
 fi
 for f in "$OUT"/perf_cases_*.txt; do [ -f "$f" ] && { echo "== $f"; cat "$f"; log=${f/perf_cases_/perf_bench_}; grep -E "us/launch|^(raw|names|deferred|CUPTI)" "${log%.txt}.log"; }; done
 for f in "$OUT"/perf_launchwatch_*.txt; do [ -f "$f" ] && { echo "== $f"; grep -v "^#" "$f" | grep -v "^$" | head -25 | cut -c1-140; }; done

@@ -19,10 +19,13 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/device-out}; BUILD=${BUILD:-build/gpu}; mkdir -p "$OUT"
 source scripts/find_cupti.sh
+# With RUN_LOOP (below), the same build also makes launchwatch, its injected library and the loop.
 build_bench() {  # source-tree build-dir log
+  local apps=OFF targets=(launchwatch_cuda_bridge_bench)
+  [ -n "${RUN_LOOP:-}" ] && apps=ON && targets+=(launchwatch launchwatch_inject launchwatch_launch_loop)
   (cd "$1" && cmake --preset cuda -B "$2" -DCMAKE_CUDA_ARCHITECTURES=90 -DLAUNCHWATCH_BUILD_TESTS=OFF \
-    -DLAUNCHWATCH_BUILD_APPS=OFF "${cupti_args[@]}" >"$3" 2>&1 &&
-    ninja -C "$2" -j16 launchwatch_cuda_bridge_bench >>"$3" 2>&1) || { tail -30 "$3"; exit 1; }
+    -DLAUNCHWATCH_BUILD_APPS=$apps "${cupti_args[@]}" >"$3" 2>&1 &&
+    ninja -C "$2" -j16 "${targets[@]}" >>"$3" 2>&1) || { tail -30 "$3"; exit 1; }
 }
 t=$(date +%s)
 build_bench . "$(realpath -m "$BUILD")" "$OUT/build.log"
@@ -71,12 +74,15 @@ timeout 200 "$bench" 20000 "$rounds" >"$OUT/unpinned.log" 2>&1; echo "unpinned r
 timeout 200 taskset -c "$first" "$bench" 20000 "$rounds" >"$OUT/pinned2.log" 2>&1; echo "pinned2 rc=$?"; }
 # perf, where installed or carried (PERF=path/to/perf, its libraries in lib/ beside it).
 perf=${PERF:-$(command -v perf)}
+[ -n "$perf" ] && perf=$(realpath -m "$perf")  # RUN_LOOP runs it from another directory
 if [ -n "$perf" ] && [ -x "$perf" ]; then
   export LD_LIBRARY_PATH=$(dirname "$perf")/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   cat /proc/sys/kernel/perf_event_paranoid >"$OUT/perf_paranoid.txt" 2>&1
   # One profile per block list (PERF_BLOCKS, space-separated lists), each split by case.
   # With BEFORE, each block list is profiled PERF_PAIRS times (default 1) for each tree in turn.
+  # PERF_BLOCKS=none: no profile of the bench (RUN_LOOP's profiles only).
   for blocks in ${PERF_BLOCKS:-as-run floor callbacks}; do
+  [ "$blocks" = none ] && continue
   for pair in $(seq "${PERF_PAIRS:-1}"); do
   for version in $versions; do
     tag=$blocks; [ -n "${BEFORE:-}" ] && tag=${version}_${blocks}_$pair
@@ -96,17 +102,7 @@ fi
 # itself): plain, `run --timing none` and `run` (deferred) in turn RUN_PAIRS times (default 3) for
 # each tree, then `run` under perf once per tree, split as above.
 if [ -n "${RUN_LOOP:-}" ]; then
-  build_run() {  # source-tree build-dir log
-    (cd "$1" && cmake --preset cuda -B "$2" -DCMAKE_CUDA_ARCHITECTURES=90 -DLAUNCHWATCH_BUILD_TESTS=OFF \
-      "${cupti_args[@]}" >"$3" 2>&1 &&
-      ninja -C "$2" -j16 launchwatch launchwatch_inject launchwatch_launch_loop >>"$3" 2>&1) || { tail -30 "$3"; exit 1; }
-  }
-  run_dir() { [ "$1" = before ] && echo "$(realpath -m "$BUILD-run-before")" || echo "$(realpath -m "$BUILD-run")"; }
-  for version in $versions; do
-    t=$(date +%s); src=.; [ "$version" = before ] && src=$BEFORE
-    build_run "$src" "$(run_dir "$version")" "$OUT/build_run_$version.log"
-    echo "built run ($version) in $(( $(date +%s) - t )) s"
-  done
+  run_dir() { [ "$1" = before ] && realpath -m "$BUILD-before" || realpath -m "$BUILD"; }
   work=$(mktemp -d); results=$OUT/run_loop.txt; : >"$results"
   for pair in $(seq "${RUN_PAIRS:-3}"); do
     for version in $versions; do

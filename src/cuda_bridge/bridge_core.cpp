@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -40,10 +41,9 @@ struct bridge_core::thread_state {
   std::uint64_t embedding = 0;
   std::uint64_t embedded_graph = 0;
   std::uint32_t copies_made = 0;
-  /// The generation inside whose callbacks this thread is in a cudaGraphInstantiate call, and the
-  /// clones (original, clone) CUPTI announced during it, filed once the call says its exec.
+  /// The generation inside whose callbacks this thread is in a cudaGraphInstantiate call (the
+  /// clones CUPTI announces during it are in instantiate_clones).
   std::uint64_t instantiating = 0;
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> clones;
   /// The generation of the core that opened the launch.
   std::uint64_t generation = 0;
   /// The open launch's correlation id, widened (correlation_epochs.hpp).
@@ -61,7 +61,25 @@ struct bridge_core::thread_state {
 
 namespace {
 
-thread_local bridge_core::thread_state this_thread;
+// Constant-initialised and trivially destructible, so a launch reads it directly: a thread_local
+// with a destructor is reached through the file's thread-local initialisation function, a call at
+// each of a launch's three reads (and in the injected library, a dynamic linker's lookup more).
+constinit thread_local bridge_core::thread_state this_thread;
+static_assert(std::is_trivially_destructible_v<bridge_core::thread_state>);
+
+/// This thread's state, its address taken once. In the injected shared library a thread-local's
+/// address comes from a call into the dynamic linker (__tls_get_addr), which GCC repeats after
+/// every other call a function makes rather than keep its result: seven times on a launch's ENTER
+/// path. Passed through an empty asm, the address is an ordinary value the compiler keeps.
+bridge_core::thread_state& this_thread_state() noexcept {
+  bridge_core::thread_state* state = &this_thread;
+  asm("" : "+r"(state));
+  return *state;
+}
+
+/// The clones (original, clone) CUPTI announced during this thread's cudaGraphInstantiate call,
+/// filed once the call says its exec (thread_state::instantiating).
+thread_local std::vector<std::pair<std::uint64_t, std::uint64_t>> instantiate_clones;
 
 /// Numbers the spans in which no kernel name's memory was freed (symbol_cache's generation): raised
 /// at every module unload or context destruction a bridge hears of, and when a bridge starts to
@@ -144,7 +162,7 @@ void bridge_core::note_device(int device) noexcept {
 }
 
 void bridge_core::launch_entered(const launch_call& call) {
-  thread_state& state = this_thread;
+  thread_state& state = this_thread_state();
   if (launch_path::reported_here_now()) {
     // Launchwatch's own backend reported this launch through the launch path already.
     launch_counts_.add(own_skipped_count);
@@ -238,7 +256,7 @@ void bridge_core::open_capture_outside_range(const launch_call& call, thread_sta
 }
 
 void bridge_core::launch_exited(const launch_call& call) {
-  thread_state& state = this_thread;
+  thread_state& state = this_thread_state();
   if (state.generation != generation_ ||
       static_cast<std::uint32_t>(state.correlation) != call.correlation) {
     return;
@@ -284,14 +302,13 @@ void bridge_core::graph_launch_entered(const graph_launch_call& call) {
   if (options_.timing_windows && !windows_.is_open()) return;
   const launch_path::observation_ref observation = launch_path::current_observation();
   if (observation.empty()) return;
-  (void)graphs_.replay_launched(records_->widen_at_enter(call.correlation), call.exec,
-                                observation, device_of(call.context, this_thread),
-                                call.stream_number);
+  (void)graphs_.replay_launched(records_->widen_at_enter(call.correlation), call.exec, observation,
+                                device_of(call.context, this_thread_state()), call.stream_number);
 }
 
 void bridge_core::node_adding_call(bool entering, bool adds_kernel,
                                    std::uint64_t embeds) noexcept {
-  thread_state& state = this_thread;
+  thread_state& state = this_thread_state();
   state.adding_node = entering && adds_kernel ? generation_ : 0;
   state.embedding = entering && embeds != 0 ? generation_ : 0;
   state.embedded_graph = embeds;
@@ -300,7 +317,7 @@ void bridge_core::node_adding_call(bool entering, bool adds_kernel,
 
 void bridge_core::node_created(const created_node& node) {
   // Inside a reported launch's ENTER..EXIT on this thread: the node is that launch's kernel.
-  thread_state& state = this_thread;
+  thread_state& state = this_thread_state();
   if (!state.open || state.generation != generation_ || !state.info.capturing) {
     if (state.adding_node == generation_ && node.kernel) {
       state.adding_node = 0;  // the call's one node; later ones are copies (U3)
@@ -324,10 +341,10 @@ void bridge_core::node_created(const created_node& node) {
 }
 
 void bridge_core::node_cloned(std::uint64_t original, std::uint64_t clone, std::uint64_t exec) {
-  thread_state& state = this_thread;
+  thread_state& state = this_thread_state();
   if (state.instantiating == generation_) {
     try {
-      state.clones.emplace_back(original, clone);
+      instantiate_clones.emplace_back(original, clone);
       return;
     } catch (...) {
       // Out of memory: filed under what CUPTI said instead.
@@ -337,19 +354,21 @@ void bridge_core::node_cloned(std::uint64_t original, std::uint64_t clone, std::
 }
 
 void bridge_core::instantiate_entered() noexcept {
-  thread_state& state = this_thread;
+  thread_state& state = this_thread_state();
   state.instantiating = generation_;
-  state.clones.clear();
+  instantiate_clones.clear();
 }
 
 void bridge_core::instantiate_exited(std::uint64_t exec) {
-  thread_state& state = this_thread;
+  thread_state& state = this_thread_state();
   if (state.instantiating != generation_) return;
   state.instantiating = 0;
   if (exec != 0) {
-    for (const auto& [original, clone] : state.clones) graphs_.node_cloned(original, clone, exec);
+    for (const auto& [original, clone] : instantiate_clones) {
+      graphs_.node_cloned(original, clone, exec);
+    }
   }
-  state.clones.clear();
+  instantiate_clones.clear();
 }
 
 void bridge_core::graph_destroyed(std::uint64_t graph) { graphs_.graph_destroyed(graph); }
@@ -384,7 +403,7 @@ void bridge_core::report_kernel_node(const created_node& node) {
   if (!described) return;
   launch_info info;
   describe(info, described->name, name_source::driver_query, described->context, described->grid,
-           described->block, this_thread);
+           described->block, this_thread_state());
   info.stream = 0;  // a node has no stream until a replay gives it one
   info.capturing = true;
   // Apart from the launches' ids (launch_id_of, bit 63 clear): the top bit.

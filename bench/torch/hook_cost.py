@@ -177,12 +177,15 @@ def split(rounds):
 
     def c_setup(grad_enabled):
         """The C hooks' state; with grad_enabled False they hook no graph node (forward only)."""
+        routes = {}  # the node hooks' direct route, where the package has one (since 2026-12-04)
+        if hasattr(hooks, "_direct_route"):
+            routes = {"new_carrier": hooks._new_carrier, "direct_route": hooks._direct_route}
         c_api.hooks_setup(
             sink_module=_sink, thread=hooks._thread, states=hooks._states, passes=hooks._passes,
             new_state=hooks._new_module_state, close_forward=hooks._close_forward,
             input_nodes=hooks._input_nodes, graph_nodes=hooks._graph_nodes,
             queue_end_of_pass=hooks._queue_end_of_pass, grad_enabled=grad_enabled,
-            tensor=torch.Tensor, compiling=hooks._dynamo_check)
+            tensor=torch.Tensor, compiling=hooks._dynamo_check, **routes)
 
     def empty_pre(module, args):
         return None
@@ -322,6 +325,9 @@ def pieces(hooks):
     def unregistered():
         leaf * 2
 
+    def added_directly():  # launchwatch's own route (torch.py's _add_node_hook), where it has one
+        hooks._add_node_hook((leaf * 2).grad_fn, nothing)
+
     def chain(hooked, length=50):
         def run():
             out = leaf
@@ -332,7 +338,10 @@ def pieces(hooks):
             torch.autograd.backward.__wrapped__(out)  # no backward scope: torch's part only
         return run
 
-    register = best_ns(registered, number=5000) - best_ns(unregistered, number=5000)
+    unhooked = best_ns(unregistered, number=5000)
+    register = best_ns(registered, number=5000) - unhooked
+    direct = (best_ns(added_directly, number=5000) - unhooked
+              if hasattr(hooks, "_add_node_hook") else None)
     call = (best_ns(chain(True), number=100) - best_ns(chain(False), number=100)) / 50 - register
     kind = getattr(_sink_of(hooks), "via", None) or "a Python sink recording nothing"
     print(f"| per call, best of 7, sink: {kind} | Python hooks | C hooks |")
@@ -342,6 +351,9 @@ def pieces(hooks):
     print("| a graph node's hook: one module's backward range closed, the next one's opened | "
           + " | ".join(f"{ns:.0f} ns" for ns in rows["node"]) + " |")
     print(f"| torch's part of a graph node's hook: register_prehook | {register:.0f} ns | |")
+    if direct is not None:
+        print(f"| the same added by launchwatch's direct route (_add_node_hook, Python) "
+              f"| {direct:.0f} ns | |")
     print(f"| torch's part of a graph node's hook: the engine calling it (a C no-op) "
           f"| {call:.0f} ns | |")
 

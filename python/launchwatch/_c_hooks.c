@@ -4,9 +4,10 @@
  * Why: on a host-bound step of many small modules the hooks' own Python was their largest cost
  * (about 2.6 us a module call forward and 5-7 us for each graph node's hook in backward, on
  * torch 1.13: docs/benchmarks.md, "Hooks in C"). These are line for line torch.py's
- * _forward_pre, _forward_post, _hook_graph, _node_hook and _NodeHook.__call__ with its
- * _this_pass, _open_backward and _close_backward_to, on the same Python state (torch.py's
- * `_thread`, `_states`, `_passes`, the _Module objects, the forward and backward lists), so the
+ * _forward_pre, _forward_post, _hook_graph, _node_hook (with _add_node_hook) and
+ * _NodeHook.__call__ with its _this_pass, _open_backward and _close_backward_to, on the same
+ * Python state (torch.py's `_thread`, `_states`, `_passes`, the _Module objects, the forward and
+ * backward lists), so the
  * Python implementation (the fallback where this module does not load) and this one behave alike,
  * may run in one process, and torch.py's rarer paths (a module's first call, a call closed out of
  * order, nested outputs, the end of a backward pass) stay Python: the hooks call them back.
@@ -33,6 +34,8 @@ static struct {
   PyObject* grad_enabled;  /* torch.is_grad_enabled */
   PyObject* tensor;        /* torch.Tensor */
   PyObject* compiling;     /* Dynamo's is_compiling, or None where torch has no Dynamo */
+  PyObject* new_carrier;   /* _new_carrier(): this thread's carrier, made (None: no direct route) */
+  PyObject* direct_route;  /* _direct_route: [True] until torch refuses the direct route */
 } ctx;
 
 static PyTypeObject* node_hook_type;
@@ -40,7 +43,9 @@ static PyTypeObject* node_hook_type;
 /* Attribute names, interned once. */
 static PyObject *s_current, *s_active, *s_push, *s_push_under, *s_pop_to, *s_forward, *s_backward,
     *s_generation, *s_callback_queued, *s_node, *s_hooked, *s_parent, *s_first, *s_rest, *s_path,
-    *s_grad_fn, *s_register_prehook, *s_entries;
+    *s_grad_fn, *s_register_prehook, *s_entries, *s_carrier, *s_backward_hooks,
+    *s_register_hook_dict;
+static PyObject* zero; /* the carrier's output number, the hook dict's one key */
 static PyObject* everything; /* pop_to(1 << 30): pops nothing, says how many ranges are open */
 
 typedef struct {
@@ -254,10 +259,47 @@ done:
   return result;
 }
 
+/* The direct route of torch.py's _add_node_hook: `hook` on `node` through this thread's carrier's
+ * hook dict; 0, 1 where torch refused it (no exception left), -1 with an exception. */
+static int add_through_carrier(PyObject* node, PyObject* hook) {
+  PyObject* carrier = PyObject_GetAttr(ctx.thread, s_carrier);
+  if (carrier == Py_None) {
+    Py_DECREF(carrier);
+    carrier = PyObject_CallNoArgs(ctx.new_carrier);
+  }
+  if (carrier == NULL) return -1;
+  PyObject* hooks = PyDict_New();
+  int status = -1;
+  if (hooks != NULL && PyDict_SetItem(hooks, zero, hook) == 0) {
+    PyObject* added = NULL;
+    if (PyObject_SetAttr(carrier, s_backward_hooks, hooks) == 0) {
+      added = PyObject_CallMethodObjArgs(node, s_register_hook_dict, carrier, NULL);
+    }
+    status = added != NULL ? 0 : 1;
+    Py_XDECREF(added);
+    if (status == 1) PyErr_Clear();
+  }
+  Py_XDECREF(hooks);
+  Py_DECREF(carrier);
+  return status;
+}
+
+/* torch.py's _add_node_hook: `hook` on `node` as a pre hook; 0, or -1 with an exception. */
+static int add_node_hook(PyObject* node, PyObject* hook) {
+  if (ctx.new_carrier != Py_None && PyObject_IsTrue(PyList_GetItem(ctx.direct_route, 0)) == 1) {
+    const int direct = add_through_carrier(node, hook);
+    if (direct <= 0) return direct;
+    if (PyList_SetItem(ctx.direct_route, 0, Py_NewRef(Py_False)) != 0) return -1;
+  }
+  PyObject* handle = PyObject_CallMethodObjArgs(node, s_register_prehook, hook, NULL);
+  Py_XDECREF(handle);
+  return handle == NULL ? -1 : 0;
+}
+
 /* torch.py's _node_hook: the hook on `node` (borrowed from `hooked`, this thread's), registered
  * on its first call while the outermost forward runs; NULL with an exception. */
 static PyObject* node_hook_of(PyObject* hooked, PyObject* node) {
-  PyObject *hook = NULL, *handle = NULL, *pair = NULL;
+  PyObject *hook = NULL, *pair = NULL;
   PyObject* key = PyLong_FromVoidPtr(node);
   if (key == NULL) goto done;
   PyObject* found = PyDict_GetItemWithError(hooked, key);
@@ -268,14 +310,13 @@ static PyObject* node_hook_of(PyObject* hooked, PyObject* node) {
   if (PyErr_Occurred()) goto done;
   PyObject* made = PyObject_CallNoArgs((PyObject*)node_hook_type);
   if (made == NULL) goto done;
-  if ((handle = PyObject_CallMethodObjArgs(node, s_register_prehook, made, NULL)) != NULL &&
-      (pair = PyTuple_Pack(2, node, made)) != NULL && PyDict_SetItem(hooked, key, pair) == 0) {
+  if (add_node_hook(node, made) == 0 && (pair = PyTuple_Pack(2, node, made)) != NULL &&
+      PyDict_SetItem(hooked, key, pair) == 0) {
     hook = made; /* `hooked` holds it now */
   }
   Py_DECREF(made);
 done:
   Py_XDECREF(pair);
-  Py_XDECREF(handle);
   Py_XDECREF(key);
   return hook;
 }
@@ -631,18 +672,27 @@ static PyObject* hooks_setup(PyObject* self, PyObject* args, PyObject* kwargs) {
   (void)self;
   static char* keywords[] = {"sink_module", "thread", "states", "passes", "new_state",
                              "close_forward", "input_nodes", "graph_nodes", "queue_end_of_pass",
-                             "grad_enabled", "tensor", "compiling", NULL};
-  PyObject* objects[12];
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOOOOOO:hooks_setup", keywords,
+                             "grad_enabled", "tensor", "compiling", "new_carrier",
+                             "direct_route", NULL};
+  PyObject* objects[14] = {[12] = Py_None, [13] = NULL};
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOOOOOO|OO:hooks_setup", keywords,
                                    &objects[0], &objects[1], &objects[2], &objects[3],
                                    &objects[4], &objects[5], &objects[6], &objects[7],
-                                   &objects[8], &objects[9], &objects[10], &objects[11])) {
+                                   &objects[8], &objects[9], &objects[10], &objects[11],
+                                   &objects[12], &objects[13])) {
     return NULL;
   }
   if (!PyList_Check(objects[3]) || !PyDict_Check(objects[2])) {
     PyErr_SetString(PyExc_TypeError, "hooks_setup: states is a dict and passes a list");
     return NULL;
   }
+  if (objects[12] != Py_None &&
+      (objects[13] == NULL || !PyList_Check(objects[13]) || PyList_Size(objects[13]) != 1)) {
+    PyErr_SetString(PyExc_TypeError,
+                    "hooks_setup: new_carrier needs direct_route, a list of one flag");
+    return NULL;
+  }
+  if (objects[12] == Py_None) objects[13] = Py_None;
   PyObject* get = PyObject_GetAttrString(objects[0], "get");
   if (get == NULL) return NULL;
   replace(&ctx.sink_get, get);
@@ -658,6 +708,8 @@ static PyObject* hooks_setup(PyObject* self, PyObject* args, PyObject* kwargs) {
   replace(&ctx.grad_enabled, Py_NewRef(objects[9]));
   replace(&ctx.tensor, Py_NewRef(objects[10]));
   replace(&ctx.compiling, Py_NewRef(objects[11]));
+  replace(&ctx.new_carrier, Py_NewRef(objects[12]));
+  replace(&ctx.direct_route, Py_NewRef(objects[13]));
   Py_RETURN_NONE;
 }
 
@@ -694,9 +746,12 @@ int launchwatch_py_add_hooks(PyObject* module) {
       intern(&s_node, "node") || intern(&s_hooked, "hooked") || intern(&s_parent, "parent") ||
       intern(&s_first, "first") || intern(&s_rest, "rest") || intern(&s_path, "path") ||
       intern(&s_grad_fn, "grad_fn") || intern(&s_register_prehook, "register_prehook") ||
-      intern(&s_entries, "entries")) {
+      intern(&s_entries, "entries") || intern(&s_carrier, "carrier") ||
+      intern(&s_backward_hooks, "_backward_hooks") ||
+      intern(&s_register_hook_dict, "_register_hook_dict")) {
     return -1;
   }
+  if (zero == NULL && (zero = PyLong_FromLong(0)) == NULL) return -1;
   if (everything == NULL && (everything = PyLong_FromLong(1L << 30)) == NULL) return -1;
   if (ctx.native_sink == NULL) ctx.native_sink = Py_NewRef(Py_None);
   if (PyModule_AddFunctions(module, hook_methods) != 0) return -1;

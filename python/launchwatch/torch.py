@@ -71,6 +71,7 @@ class _Thread(threading.local):
         self.callback_queued = 0  # the generation whose end callback this thread queued
         self.node = None  # the hook of the graph node whose begin ran last on this thread
         self.hooked = {}  # id(node) -> (node, _NodeHook): nodes hooked in the running forward
+        self.carrier = None  # the tensor whose hook dict puts a hook on a node (_add_node_hook)
 
 
 _thread = _Thread()
@@ -254,8 +255,8 @@ def _forward_post(module, args, result):
 #   since). A node both input and output (a module returning its input) gets neither.
 # Each node gets one hook (_NodeHook) holding every call's begin and end on it, in the order they
 # were added, innermost module first; a begin keeps the deeper ranges an earlier begin on the same
-# node opened. One registration per node, not per module (torch's register_prehook is Python and
-# allocates a handle), and the node identified by its hook, not by id(grad_fn): torch 2 frees a
+# node opened. One registration per node, not per module, and not through torch's register_prehook
+# (_add_node_hook says why), and the node identified by its hook, not by id(grad_fn): torch 2 frees a
 # node's Python object when nothing holds it, so two reads of one node's grad_fn differ. A module
 # whose inputs have no node (the first layer, a root taking images) closes when another module's
 # backward begins or the pass ends. AccumulateGrad nodes run as soon as they are ready, so a
@@ -421,6 +422,39 @@ def _input_nodes(args):
     return _graph_nodes(args, [])
 
 
+def _new_carrier():
+    """This thread's carrier (_add_node_hook), made on its first use."""
+    carrier = _thread.carrier = torch.empty(0, device="cpu")
+    return carrier
+
+
+_direct_route = [True]  # False once torch refused the direct route: register_prehook from then on
+
+
+def _add_node_hook(node, hook):
+    """Puts `hook` on graph node `node` as a pre hook (called when the node runs, before it).
+
+    Not through torch's `register_prehook`, which makes a RemovableHandle and a hook dict in Python
+    for every node (launchwatch never removes a node's hook: it goes with the node) and was the
+    larger half of a hooked node's cost (docs/benchmarks.md, "A node's hook without torch's
+    handle"), but the way torch's own `Tensor.register_hook` reaches a node: the node's
+    `_register_hook_dict(tensor)` hooks `tensor._backward_hooks` on the node, at the tensor's
+    output number. The tensor is launchwatch's own (an empty leaf per thread, output number 0,
+    which every node has), never one of the program's, so no tensor of the program is touched.
+    Where torch refuses that route (a version without it), register_prehook from then on."""
+    if _direct_route[0]:
+        carrier = _thread.carrier
+        if carrier is None:
+            carrier = _new_carrier()
+        try:
+            carrier._backward_hooks = {0: hook}
+            node._register_hook_dict(carrier)
+            return
+        except Exception:  # pylint: disable=broad-except
+            _direct_route[0] = False
+    node.register_prehook(hook)
+
+
 def _node_hook(node):
     """The _NodeHook on `node`, registered on the first call for it while this thread's outermost
     forward runs (which holds the node, so its id stays its own)."""
@@ -429,7 +463,7 @@ def _node_hook(node):
     if found is not None:
         return found[1]
     hook = _hooks.node_hook()
-    node.register_prehook(hook)
+    _add_node_hook(node, hook)
     hooked[id(node)] = (node, hook)
     return hook
 
@@ -712,7 +746,8 @@ def _c_implementation():
             sink_module=_sink, thread=_thread, states=_states, passes=_passes,
             new_state=_new_module_state, close_forward=_close_forward, input_nodes=_input_nodes,
             graph_nodes=_graph_nodes, queue_end_of_pass=_queue_end_of_pass,
-            grad_enabled=_grad_enabled, tensor=_Tensor, compiling=_dynamo_check)
+            grad_enabled=_grad_enabled, tensor=_Tensor, compiling=_dynamo_check,
+            new_carrier=_new_carrier, direct_route=_direct_route)
     except Exception:  # not built, another Python, or a build without the hooks: Python's
         return None
     return _Implementation("c", _c_api.forward_pre, _c_api.forward_post, _c_api.NodeHook)

@@ -297,6 +297,62 @@ def test_a_loss_computed_outside_the_model_is_under_backward_loss(hooks):
     assert hooks.paths() == ["backward", "backward/[loss]", "backward/Linear"]
 
 
+def backward_paths_of_net(sink):
+    """The scopes a backward of Net opens, the model run with the hooks in use."""
+    loss = Net()(inputs(requires_grad=True)).sum()
+    sink.opened.clear()
+    loss.backward()
+    return sink.paths()
+
+
+@pytest.fixture
+def handles_made(monkeypatch):
+    """Counts the RemovableHandles torch makes (its register_prehook makes one a hook)."""
+    made = []
+
+    class Counted(torch.utils.hooks.RemovableHandle):
+        def __init__(self, *args, **kwargs):
+            made.append(1)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(torch.utils.hooks, "RemovableHandle", Counted)
+    return made
+
+
+def test_a_graph_nodes_hook_goes_on_without_a_handle_and_scopes_backward(hooks, handles_made):
+    assert "backward/Net/layer1/0/conv1" in backward_paths_of_net(hooks)
+    assert lwtorch._direct_route == [True]
+    assert len(handles_made) == 1  # backward()'s own hook on the loss, removed as it returns
+
+
+def test_a_graph_nodes_hook_leaves_the_programs_tensors_without_hooks_and_theirs_run(hooks):
+    net = Net()
+    hidden = []
+    net.layer1.register_forward_hook(lambda module, args, result: hidden.append(result))
+    out = net(inputs(requires_grad=True))
+    assert out._backward_hooks is None and hidden[0]._backward_hooks is None
+    seen = []
+    out.register_hook(lambda grad: seen.append(grad.shape))
+    hooks.opened.clear()
+    out.sum().backward()
+    assert seen == [torch.Size([3, 2])]
+    assert "backward/Net/fc" in hooks.paths()
+
+
+def test_where_torch_refuses_the_direct_route_node_hooks_go_through_register_prehook_alike(
+        hooks, handles_made):
+    expected = backward_paths_of_net(hooks)
+    refused = lwtorch._thread.carrier
+    lwtorch._thread.carrier = object()  # takes no _backward_hooks: the route fails at once
+    try:
+        assert backward_paths_of_net(hooks) == expected
+        assert lwtorch._direct_route == [False]
+        assert len(handles_made) > 2  # the loss's, both runs', and a node's at least
+    finally:
+        lwtorch._direct_route[0] = True
+        lwtorch._thread.carrier = refused
+
+
 def test_an_optimizer_step_is_under_optimizer_and_its_class_name(hooks):
     net = nn.Linear(4, 2)
     optimizer = torch.optim.SGD(net.parameters(), lr=0.1)

@@ -37,6 +37,11 @@
 #            Vulkan loader: DEBS names the carried folder of Debian's .debs that script describes);
 #            VULKAN_STEPS picks its steps (default all: tests demo launch timing)
 #   long     runtimes_table.py --long-run ${LONG:-450} (issue 23; a command of its own)
+#   hooks    the Python package's tests on this torch (ctest -L python: the torch hooks' tests
+#            against torch 2.x, Dynamo's among them), then bench/torch/hook_cost.py --split on
+#            the host-bound stack, the build's package and, where HOOKS_BEFORE names a copy of an
+#            earlier package (its _c_api.abi3.so built for this Python), that one in turn, twice
+#            (issue 22: a graph node's hook through its hook dict against register_prehook)
 #   corebench bench/cuda_bridge/bridge_core_bench on this host's CPU, three runs each with run's
 #            fold as run decides (a thread where 4 cores are allowed) and inline, in turn: the
 #            attribution's part of a launch, names-only and deferred (issue 24)
@@ -64,8 +69,12 @@ targets=(launchwatch launchwatch_inject launchwatch_child_graph_probe
          launchwatch_cuda_bridge_run_exit_test launchwatch_cuda_bridge_bench
          launchwatch_cuda_bridge_core_bench)
 source scripts/find_cupti.sh
+python_targets() {  # the package's C extension, where this Python's headers let CMake make it
+  ninja -C "$BUILD" -t targets all 2>/dev/null | grep -o '^launchwatch_python_c_api:' | tr -d :
+}
 if cmake --preset cuda -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES=90 "${cupti_args[@]}" \
-     >"$OUT/build.log" 2>&1 && ninja -C "$BUILD" -j"$JOBS" "${targets[@]}" >>"$OUT/build.log" 2>&1; then
+     >"$OUT/build.log" 2>&1 && ninja -C "$BUILD" -j"$JOBS" "${targets[@]}" $(python_targets) \
+     >>"$OUT/build.log" 2>&1; then
   row build ok "$(( $(date +%s) - t )) s"
 else
   grep -E "error" -A3 "$OUT/build.log" | head -40
@@ -117,6 +126,19 @@ want counts && step counts 290 env OUT="$OUT/counts" BUILD="$BUILD" SKIP_BUILD=1
   COUNTER="$BUILD/bench/runtimes/liblaunchwatch_kernel_counter.so" bench/torch/modules_table.sh
 want vulkan && step vulkan 240 env OUT="$OUT/vulkan" DEBS="${DEBS:-}" \
   STEPS="${VULKAN_STEPS:-tests demo launch timing}" scripts/device_vulkan.sh
+hook_split() {  # the --split table of the build's package, and of HOOKS_BEFORE's in turn
+  local round package
+  for round in 1 2; do
+    for package in "$BUILD/python" ${HOOKS_BEFORE:+"$HOOKS_BEFORE"}; do
+      echo "== round $round, package $package"
+      python3 bench/torch/hook_cost.py --launchwatch "$BUILD/apps/launchwatch/launchwatch" \
+        --split "${HOOK_ROUNDS:-100}" --package "$package" || return
+    done
+  done
+}
+export -f hook_split
+want hooks && step hooks 300 env BUILD="$BUILD" HOOKS_BEFORE="${HOOKS_BEFORE:-}" bash -c \
+  'ctest --test-dir "$BUILD" -L python --no-tests=error --output-on-failure && hook_split'
 want corebench && step corebench 200 bash -c "for round in 1 2 3; do for fold in auto inline; do \
   echo \"== round \$round, fold \$fold\"; \
   '$BUILD/bench/cuda_bridge/launchwatch_cuda_bridge_core_bench' 60000 15 0 -1 \$fold; done; done"
@@ -125,7 +147,7 @@ want long && step long 560 env OUT="$OUT/long" BUILD="$BUILD" \
 
 echo "==== device_session ===="
 printf '%s\n' "${rows[@]}"
-for name in probe toggle hostcost native windows split vulkan corebench; do
+for name in probe toggle hostcost native windows split vulkan hooks corebench; do
   [ -f "$OUT/$name.log" ] && { echo "== $name"; tail -40 "$OUT/$name.log"; }
 done
 if [ -n "${PACK:-}" ]; then

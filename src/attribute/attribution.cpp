@@ -399,7 +399,7 @@ using device_unions = std::map<detail::device_key, detail::interval_union, detai
 /// One thread's trace prefix, taken by a collect.
 struct taken_prefix {
   std::shared_ptr<detail::thread_log> log;
-  std::vector<detail::prefix_launch> launches;
+  detail::chunk<detail::prefix_launch>* launches = nullptr;
   detail::chunk<detail::interval_entry>* intervals = nullptr;
 };
 
@@ -478,7 +478,7 @@ aggregate_read read_aggregate(detail::recorder& r, bool measurements_may_come, r
     }
     // Taken before the fold, which may throw: the intervals are freed with the other prefixes'.
     if (kind == read_kind::take)
-      read.prefixes.push_back(taken_prefix{shared, {}, prefix_intervals});
+      read.prefixes.push_back(taken_prefix{shared, nullptr, prefix_intervals});
     detail::fold_chunks(r, log, unfolded);
     // A thread counts when it launched or left a scope this pass, as summarize() counts a full
     // record's threads (kept in the prefix or not).
@@ -493,7 +493,7 @@ aggregate_read read_aggregate(detail::recorder& r, bool measurements_may_come, r
       // Forgotten first: the groups' nodes leave the log here, even if the push throws.
       log.forget_aggregate_index();
       read.aggregates.push_back(std::exchange(log.aggregate, {}));
-      read.prefixes.back().launches = std::exchange(log.prefix, {});
+      read.prefixes.back().launches = log.prefix.release();
     }
   }
   std::lock_guard lock{r.timeline_mutex};
@@ -522,13 +522,16 @@ pass_summary summary_of(const detail::recorder& r, aggregate_read& read) {
   return builder.finish(read.lost, read.threads, read.unions.first, read.unions.second);
 }
 
-/// Frees each prefix's interval chunks, however the collect ends: not kept in the pool for the
-/// next pass, since a prefix fills once a pass and its storage (up to the cap) should not be held
-/// while the report is written.
-struct free_prefix_intervals {
+/// Frees each prefix's launch and interval chunks, however the collect ends: not kept in the
+/// pools for the next pass, since a prefix fills once a pass and its storage (up to the cap)
+/// should not be held while the report is written.
+struct free_taken_prefixes {
   std::vector<taken_prefix>& prefixes;
-  ~free_prefix_intervals() {
-    for (auto& p : prefixes) detail::delete_chunks(std::exchange(p.intervals, nullptr));
+  ~free_taken_prefixes() {
+    for (auto& p : prefixes) {
+      detail::delete_chunks(std::exchange(p.launches, nullptr));
+      detail::delete_chunks(std::exchange(p.intervals, nullptr));
+    }
   }
 };
 
@@ -543,7 +546,7 @@ pass_summary attribution::collect_summary() {
   const bool may_come = measurements_may_come();
   std::lock_guard collecting{r.collect_mutex};
   auto read = read_aggregate(r, may_come, read_kind::take);
-  free_prefix_intervals on_exit{read.prefixes};
+  free_taken_prefixes on_exit{read.prefixes};
   r.origin = r.clock();
   r.pools->prefix.reset(r.pools->prefix_events);
   return summary_of(r, read);
@@ -563,7 +566,7 @@ bounded_pass attribution::collect_bounded() {
   const bool may_come = measurements_may_come();
   std::lock_guard collecting{r.collect_mutex};
   auto read = read_aggregate(r, may_come, read_kind::take);
-  free_prefix_intervals on_exit{read.prefixes};
+  free_taken_prefixes on_exit{read.prefixes};
   const auto ended = r.pools->prefix.ended();
   r.pools->prefix.reset(r.pools->prefix_events);
   // The next pass starts now, or with the launch left to it if that was issued earlier (collect).
@@ -578,15 +581,22 @@ bounded_pass attribution::collect_bounded() {
   }
 
   pass_builder tables{pass};
+  std::size_t prefix_launches = 0;
+  for (const auto& p : read.prefixes) {
+    for (const auto* c = p.launches; c != nullptr; c = c->next) prefix_launches += c->items.size();
+  }
+  pass.launches.reserve(prefix_launches);  // one allocation for up to the cap's 250,000
   for (auto& p : read.prefixes) {
-    if (p.launches.empty() && p.intervals == nullptr) continue;
+    if (p.launches == nullptr && p.intervals == nullptr) continue;
     const auto thread = add_host_thread(pass, *p.log);
-    for (auto& kept : p.launches) {
-      auto& launch = pass.launches.emplace_back(kept.record);
-      launch.kernel = tables.kernel(kept.kernel);
-      launch.scope = tables.scope(kept.path);
-      launch.thread = thread;
-      launch.stream = tables.stream(kept.backend, kept.device, kept.stream);
+    for (const auto* c = p.launches; c != nullptr; c = c->next) {
+      for (const auto& kept : c->items) {
+        auto& launch = pass.launches.emplace_back(kept.record);
+        launch.kernel = tables.kernel(kept.kernel);
+        launch.scope = tables.scope(kept.path);
+        launch.thread = thread;
+        launch.stream = tables.stream(kept.backend, kept.device, kept.stream);
+      }
     }
     add_intervals(pass, tables, thread, p.intervals);
   }

@@ -283,6 +283,9 @@ struct interval_entry {
 struct recorder_pools {
   chunk_pool<launch_entry> launches;
   chunk_pool<interval_entry> intervals;
+  /// The trace prefix's chunks: none spare (a collect frees the prefix's, which fills once a pass
+  /// and should not be held while the report is written), so each is a fresh one.
+  chunk_pool<prefix_launch> prefix_launches;
   /// The attribution keeps only the aggregate (attribution_options::aggregate_only): scopes record
   /// no intervals. Set before any thread has a log.
   bool aggregate_only = false;
@@ -410,8 +413,11 @@ struct thread_log {
   lost_measurements aggregate_lost;
   std::vector<std::tuple<std::string_view, int, std::uint64_t, instant, instant>> placed_scratch;
   /// Aggregate-only: the folded launches of the trace prefix, under `fold_mutex` (their scope
-  /// intervals are in `intervals`).
-  std::vector<prefix_launch> prefix;
+  /// intervals are in `intervals`). Chunks, not one vector: a vector that doubles to the prefix's
+  /// size copies it and faults in about twice its memory (fresh pages past glibc's 32 MiB mmap
+  /// threshold), which on a virtual machine cost a launch 450 ns in a job's first 250,000
+  /// (docs/benchmarks.md, "The trace prefix in chunks").
+  chunk_list<prefix_launch> prefix;
 
   /// Takes every launch handed over to be folded, oldest first, and resets what counts and
   /// queues them. The caller holds `mutex`.
@@ -434,12 +440,12 @@ struct thread_log {
     chunk<launch_entry>* dropped_launches = nullptr;
     chunk<launch_entry>* dropped_handed = nullptr;
     chunk<interval_entry>* dropped_intervals = nullptr;
-    std::vector<prefix_launch> dropped_prefix;
+    chunk<prefix_launch>* dropped_prefix = nullptr;
     {
       std::lock_guard folding{fold_mutex};
       std::lock_guard lock{mutex};
       closed = true;
-      dropped_prefix.swap(prefix);
+      dropped_prefix = prefix.release();
       awaiting = nullptr;
       dropped_launches = launches.release();
       dropped_handed = take_handed();
@@ -449,6 +455,7 @@ struct thread_log {
     delete_chunks(dropped_launches);
     delete_chunks(dropped_handed);
     delete_chunks(dropped_intervals);
+    delete_chunks(dropped_prefix);
   }
 };
 

@@ -339,6 +339,30 @@ def test_a_graph_nodes_hook_leaves_the_programs_tensors_without_hooks_and_theirs
     assert "backward/Net/fc" in hooks.paths()
 
 
+def test_a_module_whose_output_a_custom_autograd_function_made_has_its_backward_scope(hooks):
+    class Double(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+
+    class Custom(nn.Module):
+        def forward(self, x):
+            return Double.apply(x)
+
+    net = nn.Sequential(nn.Linear(4, 4), Custom(), nn.Linear(4, 2))
+    loss = net(inputs(requires_grad=True)).sum()
+    hooks.opened.clear()
+    loss.backward()
+    paths = hooks.paths()
+    assert paths.index("backward/Sequential/2") < paths.index("backward/Sequential/1") < \
+        paths.index("backward/Sequential/0")
+    assert lwtorch._direct_route == [True]
+
+
 def test_where_torch_refuses_the_direct_route_node_hooks_go_through_register_prehook_alike(
         hooks, handles_made):
     expected = backward_paths_of_net(hooks)

@@ -7,10 +7,10 @@
  * _forward_pre, _forward_post, _hook_graph, _node_hook (with _add_node_hook) and
  * _NodeHook.__call__ with its _this_pass, _open_backward and _close_backward_to, on the same
  * Python state (torch.py's `_thread`, `_states`, `_passes`, the _Module objects, the forward and
- * backward lists), so the
- * Python implementation (the fallback where this module does not load) and this one behave alike,
- * may run in one process, and torch.py's rarer paths (a module's first call, a call closed out of
- * order, nested outputs, the end of a backward pass) stay Python: the hooks call them back.
+ * backward lists), so the Python implementation (the fallback where this module does not load)
+ * and this one behave alike, may run in one process, and torch.py's rarer paths (a module's first
+ * call, a call closed out of order, nested outputs, the end of a backward pass) stay Python: the
+ * hooks call them back.
  * Ranges go straight to the injection's C API when the process's sink is the extension's own
  * (set_native_sink), else through the sink's Python methods (a test's recording sink, ctypes).
  *
@@ -260,35 +260,32 @@ done:
 }
 
 /* The direct route of torch.py's _add_node_hook: `hook` on `node` through this thread's carrier's
- * hook dict; 0, 1 where torch refused it (no exception left), -1 with an exception. */
+ * hook dict; 0, or 1 where it failed (torch refused it, or no carrier could be made; no exception
+ * left: the caller falls back, and the program's forward goes on). */
 static int add_through_carrier(PyObject* node, PyObject* hook) {
   PyObject* carrier = PyObject_GetAttr(ctx.thread, s_carrier);
   if (carrier == Py_None) {
     Py_DECREF(carrier);
     carrier = PyObject_CallNoArgs(ctx.new_carrier);
   }
-  if (carrier == NULL) return -1;
-  PyObject* hooks = PyDict_New();
-  int status = -1;
-  if (hooks != NULL && PyDict_SetItem(hooks, zero, hook) == 0) {
-    PyObject* added = NULL;
-    if (PyObject_SetAttr(carrier, s_backward_hooks, hooks) == 0) {
-      added = PyObject_CallMethodObjArgs(node, s_register_hook_dict, carrier, NULL);
-    }
-    status = added != NULL ? 0 : 1;
-    Py_XDECREF(added);
-    if (status == 1) PyErr_Clear();
+  PyObject* hooks = carrier != NULL ? PyDict_New() : NULL;
+  PyObject* added = NULL;
+  if (hooks != NULL && PyDict_SetItem(hooks, zero, hook) == 0 &&
+      PyObject_SetAttr(carrier, s_backward_hooks, hooks) == 0) {
+    added = PyObject_CallMethodObjArgs(node, s_register_hook_dict, carrier, NULL);
   }
+  const int status = added != NULL ? 0 : 1;
+  if (status == 1) PyErr_Clear();
+  Py_XDECREF(added);
   Py_XDECREF(hooks);
-  Py_DECREF(carrier);
+  Py_XDECREF(carrier);
   return status;
 }
 
 /* torch.py's _add_node_hook: `hook` on `node` as a pre hook; 0, or -1 with an exception. */
 static int add_node_hook(PyObject* node, PyObject* hook) {
   if (ctx.new_carrier != Py_None && PyObject_IsTrue(PyList_GetItem(ctx.direct_route, 0)) == 1) {
-    const int direct = add_through_carrier(node, hook);
-    if (direct <= 0) return direct;
+    if (add_through_carrier(node, hook) == 0) return 0;
     if (PyList_SetItem(ctx.direct_route, 0, Py_NewRef(Py_False)) != 0) return -1;
   }
   PyObject* handle = PyObject_CallMethodObjArgs(node, s_register_prehook, hook, NULL);

@@ -441,12 +441,13 @@ def _add_node_hook(node, hook):
     `_register_hook_dict(tensor)` hooks `tensor._backward_hooks` on the node, at the tensor's
     output number. The tensor is launchwatch's own (an empty leaf per thread, output number 0,
     which every node has), never one of the program's, so no tensor of the program is touched.
-    Where torch refuses that route (a version without it), register_prehook from then on."""
+    Where that route fails (a torch without it, a carrier that cannot be made), register_prehook
+    from then on."""
     if _direct_route[0]:
-        carrier = _thread.carrier
-        if carrier is None:
-            carrier = _new_carrier()
         try:
+            carrier = _thread.carrier
+            if carrier is None:
+                carrier = _new_carrier()
             carrier._backward_hooks = {0: hook}
             node._register_hook_dict(carrier)
             return

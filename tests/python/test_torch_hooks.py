@@ -297,9 +297,9 @@ def test_a_loss_computed_outside_the_model_is_under_backward_loss(hooks):
     assert hooks.paths() == ["backward", "backward/[loss]", "backward/Linear"]
 
 
-def backward_paths_of_net(sink):
-    """The scopes a backward of Net opens, the model run with the hooks in use."""
-    loss = Net()(inputs(requires_grad=True)).sum()
+def backward_paths_of_net(sink, forward=lambda net, x: net(x)):
+    """The scopes a backward of Net opens, the model run with the hooks in use (by `forward`)."""
+    loss = forward(Net(), inputs(requires_grad=True)).sum()
     sink.opened.clear()
     loss.backward()
     return sink.paths()
@@ -375,6 +375,29 @@ def test_where_torch_refuses_the_direct_route_node_hooks_go_through_register_pre
     finally:
         lwtorch._direct_route[0] = True
         lwtorch._thread.carrier = refused
+
+
+def test_where_no_carrier_can_be_made_node_hooks_go_through_register_prehook_alike(
+        hooks, handles_made, monkeypatch):
+    expected = backward_paths_of_net(hooks)
+    made = lwtorch._thread.carrier
+
+    def refused(*args, **kwargs):
+        raise RuntimeError("no tensor here")
+
+    def forward_without_empty(net, x):  # the model made; its forward can make no empty tensor
+        with monkeypatch.context() as patch:
+            patch.setattr(torch, "empty", refused)
+            return net(x)
+
+    lwtorch._thread.carrier = None
+    try:
+        assert backward_paths_of_net(hooks, forward_without_empty) == expected
+        assert lwtorch._direct_route == [False]
+        assert len(handles_made) > 2
+    finally:
+        lwtorch._direct_route[0] = True
+        lwtorch._thread.carrier = made
 
 
 def test_an_optimizer_step_is_under_optimizer_and_its_class_name(hooks):

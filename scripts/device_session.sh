@@ -40,8 +40,11 @@
 #   hooks    the Python package's tests on this torch (ctest -L python: the torch hooks' tests
 #            against torch 2.x, Dynamo's among them), then bench/torch/hook_cost.py --split on
 #            the host-bound stack, the build's package and, where HOOKS_BEFORE names a copy of an
-#            earlier package (its _c_api.abi3.so built for this Python), that one in turn, twice
-#            (issue 22: a graph node's hook through its hook dict against register_prehook)
+#            earlier package, that one in turn, twice (issue 22: a graph node's hook through its
+#            hook dict against register_prehook). HOOKS_BEFORE is a folder holding launchwatch/,
+#            carried: `git archive COMMIT python/launchwatch | tar -x -C DIR --strip-components=1`
+#            and the build's launchwatch/_version.py beside it; its _c_api.abi3.so is compiled
+#            here from its own _c_api.c and _c_hooks.c when it has none
 #   corebench bench/cuda_bridge/bridge_core_bench on this host's CPU, three runs each with run's
 #            fold as run decides (a thread where 4 cores are allowed) and inline, in turn: the
 #            attribution's part of a launch, names-only and deferred (issue 24)
@@ -127,7 +130,11 @@ want counts && step counts 290 env OUT="$OUT/counts" BUILD="$BUILD" SKIP_BUILD=1
 want vulkan && step vulkan 240 env OUT="$OUT/vulkan" DEBS="${DEBS:-}" \
   STEPS="${VULKAN_STEPS:-tests demo launch timing}" scripts/device_vulkan.sh
 hook_split() {  # the --split table of the build's package, and of HOOKS_BEFORE's in turn
-  local round package
+  local round package before=${HOOKS_BEFORE:+$HOOKS_BEFORE/launchwatch}
+  if [ -n "$before" ] && [ ! -e "$before/_c_api.abi3.so" ]; then
+    cc $(python3-config --includes) -O2 -fPIC -fvisibility=hidden -std=gnu11 -shared \
+      -o "$before/_c_api.abi3.so" "$before/_c_api.c" "$before/_c_hooks.c" -ldl || return
+  fi
   for round in 1 2; do
     for package in "$BUILD/python" ${HOOKS_BEFORE:+"$HOOKS_BEFORE"}; do
       echo "== round $round, package $package"

@@ -14,6 +14,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "launch_paths.hpp"
 #include "support/recording_observer.hpp"
 
 namespace launchwatch {
@@ -31,12 +32,6 @@ static_assert(!std::is_move_constructible_v<launch_counting>);
 constexpr std::string_view matmul_f = "demo::ops::matmul<float, 16>";
 constexpr std::string_view matmul_h = "demo::ops::matmul<half, 16>";
 constexpr std::string_view softmax = "demo::ops::softmax<float>";
-
-void launch(std::string_view kernel) {
-  launch_info info;
-  info.kernel = kernel;
-  launch_path::notify_launch(info);
-}
 
 /// What a small block launches: two matmul instantiations and a softmax.
 void block() {

@@ -25,8 +25,8 @@ using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 using testing::fake_clock;
 
-constexpr std::array<std::string_view, 3> kernels{"demo::ops::matmul<float, 16>",
-                                                  "demo::ops::softmax<float>", "demo::copy"};
+constexpr std::array<std::string_view, 3> step_kernels{"demo::ops::matmul<float, 16>",
+                                                       "demo::ops::softmax<float>", "demo::copy"};
 
 /// `steps` steps from fake time `from`, each a scope `step` around one launch (its measurement on
 /// the fake clock, every fifth untimed), all inside a scope `model`; launch i is issued at
@@ -41,7 +41,7 @@ void run_steps(const std::shared_ptr<attribution>& observer, int steps,
     fake_clock::set(now);
     scope step{"step"};
     launch_info info;
-    info.kernel = kernels[static_cast<std::size_t>(i) % kernels.size()];
+    info.kernel = step_kernels[static_cast<std::size_t>(i) % step_kernels.size()];
     info.backend = "cpu";
     info.stream = 1 + static_cast<std::uint64_t>(i % 2);
     launch_path::notify_launch(info);
@@ -61,7 +61,7 @@ void run_steps(const std::shared_ptr<attribution>& observer, int steps,
   fake_clock::set(now);
 }
 
-std::shared_ptr<attribution> make(bool aggregate_only, std::size_t prefix_events = 0) {
+std::shared_ptr<attribution> make_attribution(bool aggregate_only, std::size_t prefix_events = 0) {
   attribution_options options;
   options.clock = &fake_clock::now;
   options.aggregate_only = aggregate_only;
@@ -74,7 +74,7 @@ std::shared_ptr<attribution> make(bool aggregate_only, std::size_t prefix_events
 constexpr std::size_t ten_steps = 10 * (4 + 1);
 
 TEST(TracePrefix, HoldsExactlyTheFirstLaunchesThatFitAndTheScopesOfThatStretch) {
-  const auto observer = make(true, ten_steps);
+  const auto observer = make_attribution(true, ten_steps);
   run_steps(observer, 100);
   const auto got = observer->collect_bounded();
   const auto& prefix = got.trace_prefix;
@@ -82,7 +82,7 @@ TEST(TracePrefix, HoldsExactlyTheFirstLaunchesThatFitAndTheScopesOfThatStretch) 
   for (std::size_t i = 0; i < prefix.launches.size(); ++i) {
     const auto& launch = prefix.launches[i];
     EXPECT_EQ(launch.issued, fake_clock::at(std::chrono::nanoseconds{300 * static_cast<long>(i)})) << i;
-    EXPECT_EQ(prefix.kernels.at(launch.kernel), kernels[i % kernels.size()]) << i;
+    EXPECT_EQ(prefix.kernels.at(launch.kernel), step_kernels[i % step_kernels.size()]) << i;
     ASSERT_TRUE(launch.scope.has_value());
     EXPECT_EQ(prefix.scope_path_text(*launch.scope), "model/step");
     EXPECT_EQ(launch.timing.has_value(), i % 5 != 4) << i;
@@ -102,7 +102,7 @@ TEST(TracePrefix, HoldsExactlyTheFirstLaunchesThatFitAndTheScopesOfThatStretch) 
 }
 
 TEST(TracePrefix, CountsTheLaunchesAndScopeIntervalsItLeftOutAndWhereItEnded) {
-  const auto observer = make(true, ten_steps);
+  const auto observer = make_attribution(true, ten_steps);
   run_steps(observer, 100);
   const auto got = observer->collect_bounded();
   EXPECT_EQ(got.left_out.launches, 90u);
@@ -115,10 +115,10 @@ TEST(TracePrefix, CountsTheLaunchesAndScopeIntervalsItLeftOutAndWhereItEnded) {
 TEST(TracePrefix, LeavesTheSummaryEqualToAFullAttributionsAndItsLaunchesToTheFullRecords) {
   // Enough launches for several folds, and a pass that does not end on a fold.
   constexpr int steps = 3 * 4096 + 77;
-  const auto full = make(false);
+  const auto full = make_attribution(false);
   run_steps(full, steps);
   const auto record = full->collect();
-  const auto bounded = make(true, 1000 * 5);
+  const auto bounded = make_attribution(true, 1000 * 5);
   run_steps(bounded, steps);
   const auto got = bounded->collect_bounded();
   EXPECT_EQ(got.summary, summarize(record));
@@ -138,10 +138,10 @@ TEST(TracePrefix, LeavesTheSummaryEqualToAFullAttributionsAndItsLaunchesToTheFul
 
 TEST(TracePrefix, ThatNeverFillsIsTheWholePassAsCollectGivesIt) {
   constexpr int steps = 4096 + 5;
-  const auto full = make(false);
+  const auto full = make_attribution(false);
   run_steps(full, steps);
   const auto record = full->collect();
-  const auto bounded = make(true, unlimited_trace_prefix);
+  const auto bounded = make_attribution(true, unlimited_trace_prefix);
   run_steps(bounded, steps);
   const auto got = bounded->collect_bounded();
   EXPECT_FALSE(got.left_out.any());
@@ -150,7 +150,7 @@ TEST(TracePrefix, ThatNeverFillsIsTheWholePassAsCollectGivesIt) {
 }
 
 TEST(TracePrefix, IsEmptyWhenNoneWasAskedFor) {
-  const auto observer = make(true);
+  const auto observer = make_attribution(true);
   run_steps(observer, 20);
   const auto got = observer->collect_bounded();
   EXPECT_TRUE(got.trace_prefix.launches.empty());
@@ -160,7 +160,7 @@ TEST(TracePrefix, IsEmptyWhenNoneWasAskedFor) {
 }
 
 TEST(TracePrefix, StartsAgainWithEachCollect) {
-  const auto observer = make(true, ten_steps);
+  const auto observer = make_attribution(true, ten_steps);
   run_steps(observer, 30);
   (void)observer->collect_summary();
   run_steps(observer, 30, 1ms);
@@ -172,7 +172,7 @@ TEST(TracePrefix, StartsAgainWithEachCollect) {
 }
 
 TEST(TracePrefix, OfAFullAttributionIsItsWholeRecord) {
-  const auto full = make(false, ten_steps);
+  const auto full = make_attribution(false, ten_steps);
   run_steps(full, 30);
   const auto got = full->collect_bounded();
   EXPECT_EQ(got.trace_prefix.launches.size(), 30u);
@@ -181,11 +181,11 @@ TEST(TracePrefix, OfAFullAttributionIsItsWholeRecord) {
 }
 
 TEST(SnapshotSummary, SummarisesThePassSoFarWithoutStartingTheNextOne) {
-  const auto full = make(false);
+  const auto full = make_attribution(false);
   run_steps(full, 5000);
   const auto first_part = summarize(full->collect());
 
-  const auto observer = make(true, ten_steps);
+  const auto observer = make_attribution(true, ten_steps);
   run_steps(observer, 5000);
   EXPECT_EQ(observer->snapshot_summary(), first_part);
   // Taken twice, it gives the same again: nothing was emptied.
@@ -193,12 +193,12 @@ TEST(SnapshotSummary, SummarisesThePassSoFarWithoutStartingTheNextOne) {
 }
 
 TEST(SnapshotSummary, LeavesEverythingToTheCollectThatFollows) {
-  const auto full = make(false);
+  const auto full = make_attribution(false);
   run_steps(full, 5000);
   run_steps(full, 300, 5ms);
   const auto whole = summarize(full->collect());
 
-  const auto observer = make(true, ten_steps);
+  const auto observer = make_attribution(true, ten_steps);
   run_steps(observer, 5000);
   (void)observer->snapshot_summary();
   run_steps(observer, 300, 5ms);
@@ -210,14 +210,14 @@ TEST(SnapshotSummary, LeavesEverythingToTheCollectThatFollows) {
 }
 
 TEST(SnapshotSummary, IsRefusedByAFullAttribution) {
-  const auto full = make(false);
+  const auto full = make_attribution(false);
   EXPECT_THROW((void)full->snapshot_summary(), std::logic_error);
 }
 
 /// The trace of `steps` steps' prefix (`prefix_events`), told what the prefix left out.
 std::string trace_of(int steps, std::size_t prefix_events, trace_stats* stats = nullptr,
                      prefix_left_out* left_out = nullptr) {
-  const auto observer = make(true, prefix_events);
+  const auto observer = make_attribution(true, prefix_events);
   run_steps(observer, steps);
   const auto got = observer->collect_bounded();
   trace_options options;

@@ -52,7 +52,7 @@ struct gated {
   }
 };
 
-struct fill {
+struct fill_value {
   device_span<int> out;
   int value;
   void operator()(unit u) const {
@@ -128,7 +128,7 @@ TEST(CpuBackend, AReadWaitsOnlyForTheLaunchesThatReferencedItsBuffer) {
   auto held_out = held.empty<int>(1);
   auto values = free.empty<int>(4);
   held.launch(gated{&g, held_out.view()}, cube_count{1}, cube_dim{1});
-  free.launch(fill{values.view(), 3}, cube_count{1}, cube_dim{4});
+  free.launch(fill_value{values.view(), 3}, cube_count{1}, cube_dim{4});
   EXPECT_EQ(free.read(values), std::vector<int>(4, 3));  // Would hang were it waiting for the gate.
   EXPECT_FALSE(g.open.load());
   g.release();
@@ -165,7 +165,7 @@ TEST(CpuBackend, ReadingOneMeasurementWaitsForThatKernelOnly) {
   auto out = client.empty<int>(1);
   {
     launch_observation watching{keeps};
-    client.launch(fill{values.view(), 1}, cube_count{1}, cube_dim{4});
+    client.launch(fill_value{values.view(), 1}, cube_count{1}, cube_dim{4});
     client.launch(gated{&g, out.view()}, cube_count{1}, cube_dim{1});
   }
   auto kept = keeps->take_profiles();
@@ -181,7 +181,7 @@ TEST(CpuBackend, TheLaunchesQueuedAfterAFailedOneStillRun) {
   auto client = client::cpu();
   auto out = client.empty<int>(4);
   client.launch(throws_at_first_unit{out.view()}, cube_count{1}, cube_dim{4});
-  client.launch(fill{out.view(), 5}, cube_count{1}, cube_dim{4});
+  client.launch(fill_value{out.view(), 5}, cube_count{1}, cube_dim{4});
   EXPECT_THROW(client.sync(), kernel_failure);
   EXPECT_EQ(client.read(out), std::vector<int>(4, 5));
 }
@@ -208,14 +208,18 @@ TEST(CpuBackend, AFailureInACubeSpreadOverThePoolIsReported) {
 TEST(CpuBackend, AThreadThatExitsLeavesItsLaunchesToFinish) {
   auto client = client::cpu();
   auto values = client.empty<int>(1 << 16);
-  std::thread{[&] { client.launch(fill{values.view(), 2}, cube_count{64}, cube_dim{1024}); }}.join();
+  std::thread{[&] {
+    client.launch(fill_value{values.view(), 2}, cube_count{64}, cube_dim{1024});
+  }}.join();
   EXPECT_EQ(client.read(values), std::vector<int>(1 << 16, 2));
 }
 
 TEST(CpuBackend, AReplayCanBeIssuedFromAnotherThread) {
   auto client = client::cpu();
   auto values = client.empty<int>(4);
-  auto recorded = client.capture([&] { client.launch(fill{values.view(), 9}, cube_count{1}, cube_dim{4}); });
+  auto recorded = client.capture([&] {
+    client.launch(fill_value{values.view(), 9}, cube_count{1}, cube_dim{4});
+  });
   std::thread{[&] { recorded.replay(); }}.join();
   EXPECT_EQ(client.read(values), std::vector<int>(4, 9));
 }
@@ -223,7 +227,9 @@ TEST(CpuBackend, AReplayCanBeIssuedFromAnotherThread) {
 TEST(CpuBackend, AReplayOnAStreamThatIsCapturingIsRefused) {
   auto client = client::cpu();
   auto values = client.empty<int>(4);
-  auto recorded = client.capture([&] { client.launch(fill{values.view(), 9}, cube_count{1}, cube_dim{4}); });
+  auto recorded = client.capture([&] {
+    client.launch(fill_value{values.view(), 9}, cube_count{1}, cube_dim{4});
+  });
   client.begin_capture();
   EXPECT_THROW(recorded.replay(), capture_error);
   (void)client.end_capture();
@@ -243,7 +249,7 @@ TEST(CpuBackend, AnAllocationFailureSaysOutOfMemoryWithTheSizeAndTheDeviceGoesOn
     EXPECT_THAT(error.what(), ::testing::HasSubstr(std::to_string(too_many) + " bytes"));
   }
   auto values = client.empty<int>(64);
-  client.launch(fill{values.view(), 2}, cube_count{1}, cube_dim{64});
+  client.launch(fill_value{values.view(), 2}, cube_count{1}, cube_dim{64});
   EXPECT_EQ(client.read(values), std::vector<int>(64, 2));
 }
 
@@ -311,7 +317,7 @@ class launches_from_callback : public launch_observer {
  public:
   explicit launches_from_callback(client c) : client_{std::move(c)} {}
   void launched(std::string_view) override {
-    client_.launch(fill{device_span<int>{}, 0}, cube_count{1}, cube_dim{1});
+    client_.launch(fill_value{device_span<int>{}, 0}, cube_count{1}, cube_dim{1});
   }
 
  private:
@@ -325,7 +331,7 @@ TEST(CpuBackendDeathTest, AnObserverThatLaunchesFromACallbackFailsLoudly) {
       {
         auto client = client::cpu();
         launch_observation watching{std::make_shared<launches_from_callback>(client)};
-        client.launch(fill{device_span<int>{}, 0}, cube_count{1}, cube_dim{1});
+        client.launch(fill_value{device_span<int>{}, 0}, cube_count{1}, cube_dim{1});
       },
       "launch a kernel");
 #else

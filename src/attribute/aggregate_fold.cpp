@@ -93,9 +93,8 @@ void fold_chunks(recorder& r, thread_log& log, chunk<launch_entry>* chunks) {
         launch.cube_count = entry.cube_count;
         launch.cube_dim = entry.cube_dim;
         launch.replayed = entry.replayed;
-        log.prefix.emplace(r.pools->prefix_launches,
-                           prefix_launch{entry.kernel, entry.backend, entry.stream, entry.device,
-                                         entry.path, launch});
+        log.prefix.emplace_unpooled(prefix_launch{entry.kernel, entry.backend, entry.stream,
+                                                  entry.device, entry.path, launch});
       }
       if (launch.timing && launch.timing->ticks && !launch.dry_run) {
         placed.emplace_back(entry.backend, entry.device, entry.stream,

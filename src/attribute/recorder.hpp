@@ -131,15 +131,15 @@ class chunk_list {
   /// Appends a record, taking a chunk from `pool` when the last one is full.
   template <class... Args>
   T& emplace(chunk_pool<T>& pool, Args&&... args) {
-    if (tail_ == nullptr || tail_->items.size() == chunk<T>::capacity) {
-      auto* fresh = pool.take();
-      if (tail_ != nullptr) {
-        tail_->next = fresh;
-      } else {
-        head_ = fresh;
-      }
-      tail_ = fresh;
-    }
+    if (last_is_full()) append_chunk(pool.take());
+    return tail_->items.emplace_back(std::forward<Args>(args)...);
+  }
+
+  /// Appends a record, making a new chunk when the last one is full: for storage that is freed
+  /// after use rather than kept in a pool (the trace prefix).
+  template <class... Args>
+  T& emplace_unpooled(Args&&... args) {
+    if (last_is_full()) append_chunk(new chunk<T>);
     return tail_->items.emplace_back(std::forward<Args>(args)...);
   }
 
@@ -173,6 +173,20 @@ class chunk_list {
   }
 
  private:
+  bool last_is_full() const noexcept {
+    return tail_ == nullptr || tail_->items.size() == chunk<T>::capacity;
+  }
+
+  /// Appends one empty chunk and makes it the last.
+  void append_chunk(chunk<T>* fresh) noexcept {
+    if (tail_ != nullptr) {
+      tail_->next = fresh;
+    } else {
+      head_ = fresh;
+    }
+    tail_ = fresh;
+  }
+
   chunk<T>* head_ = nullptr;
   chunk<T>* tail_ = nullptr;
 };
@@ -283,9 +297,6 @@ struct interval_entry {
 struct recorder_pools {
   chunk_pool<launch_entry> launches;
   chunk_pool<interval_entry> intervals;
-  /// The trace prefix's chunks: none spare (a collect frees the prefix's, which fills once a pass
-  /// and should not be held while the report is written), so each is a fresh one.
-  chunk_pool<prefix_launch> prefix_launches;
   /// The attribution keeps only the aggregate (attribution_options::aggregate_only): scopes record
   /// no intervals. Set before any thread has a log.
   bool aggregate_only = false;
@@ -416,7 +427,8 @@ struct thread_log {
   /// intervals are in `intervals`). Chunks, not one vector: a vector that doubles to the prefix's
   /// size copies it and faults in about twice its memory (fresh pages past glibc's 32 MiB mmap
   /// threshold), which on a virtual machine cost a launch 450 ns in a job's first 250,000
-  /// (docs/benchmarks.md, "The trace prefix in chunks").
+  /// (docs/benchmarks.md, "The trace prefix in chunks"). Not pooled: a collect frees them, since
+  /// a prefix fills once a pass and should not be held while the report is written.
   chunk_list<prefix_launch> prefix;
 
   /// Takes every launch handed over to be folded, oldest first, and resets what counts and

@@ -22,6 +22,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "conformance/conformance_kernels.hpp"
 #include "support/recording_observer.hpp"
 #include "support/thread_names.hpp"
 
@@ -29,6 +30,7 @@ namespace launchwatch {
 namespace {
 
 using namespace std::chrono_literals;
+using conformance::fill;
 using ::testing::HasSubstr;
 
 /// A host flag a kernel waits on, so a test decides when that kernel ends.
@@ -49,15 +51,6 @@ struct gated {
     the_gate->entered.store(true, std::memory_order_release);
     while (!the_gate->open.load(std::memory_order_acquire)) std::this_thread::yield();
     if (!out.empty()) out[0] = 1;
-  }
-};
-
-struct fill_value {
-  device_span<int> out;
-  int value;
-  void operator()(unit u) const {
-    const auto i = u.absolute_pos();
-    if (i < out.size()) out[i] = value;
   }
 };
 
@@ -128,7 +121,7 @@ TEST(CpuBackend, AReadWaitsOnlyForTheLaunchesThatReferencedItsBuffer) {
   auto held_out = held.empty<int>(1);
   auto values = free.empty<int>(4);
   held.launch(gated{&g, held_out.view()}, cube_count{1}, cube_dim{1});
-  free.launch(fill_value{values.view(), 3}, cube_count{1}, cube_dim{4});
+  free.launch(fill{values.view(), 3}, cube_count{1}, cube_dim{4});
   EXPECT_EQ(free.read(values), std::vector<int>(4, 3));  // Would hang were it waiting for the gate.
   EXPECT_FALSE(g.open.load());
   g.release();
@@ -165,7 +158,7 @@ TEST(CpuBackend, ReadingOneMeasurementWaitsForThatKernelOnly) {
   auto out = client.empty<int>(1);
   {
     launch_observation watching{keeps};
-    client.launch(fill_value{values.view(), 1}, cube_count{1}, cube_dim{4});
+    client.launch(fill{values.view(), 1}, cube_count{1}, cube_dim{4});
     client.launch(gated{&g, out.view()}, cube_count{1}, cube_dim{1});
   }
   auto kept = keeps->take_profiles();
@@ -181,7 +174,7 @@ TEST(CpuBackend, TheLaunchesQueuedAfterAFailedOneStillRun) {
   auto client = client::cpu();
   auto out = client.empty<int>(4);
   client.launch(throws_at_first_unit{out.view()}, cube_count{1}, cube_dim{4});
-  client.launch(fill_value{out.view(), 5}, cube_count{1}, cube_dim{4});
+  client.launch(fill{out.view(), 5}, cube_count{1}, cube_dim{4});
   EXPECT_THROW(client.sync(), kernel_failure);
   EXPECT_EQ(client.read(out), std::vector<int>(4, 5));
 }
@@ -209,7 +202,7 @@ TEST(CpuBackend, AThreadThatExitsLeavesItsLaunchesToFinish) {
   auto client = client::cpu();
   auto values = client.empty<int>(1 << 16);
   std::thread{[&] {
-    client.launch(fill_value{values.view(), 2}, cube_count{64}, cube_dim{1024});
+    client.launch(fill{values.view(), 2}, cube_count{64}, cube_dim{1024});
   }}.join();
   EXPECT_EQ(client.read(values), std::vector<int>(1 << 16, 2));
 }
@@ -218,7 +211,7 @@ TEST(CpuBackend, AReplayCanBeIssuedFromAnotherThread) {
   auto client = client::cpu();
   auto values = client.empty<int>(4);
   auto recorded = client.capture([&] {
-    client.launch(fill_value{values.view(), 9}, cube_count{1}, cube_dim{4});
+    client.launch(fill{values.view(), 9}, cube_count{1}, cube_dim{4});
   });
   std::thread{[&] { recorded.replay(); }}.join();
   EXPECT_EQ(client.read(values), std::vector<int>(4, 9));
@@ -228,7 +221,7 @@ TEST(CpuBackend, AReplayOnAStreamThatIsCapturingIsRefused) {
   auto client = client::cpu();
   auto values = client.empty<int>(4);
   auto recorded = client.capture([&] {
-    client.launch(fill_value{values.view(), 9}, cube_count{1}, cube_dim{4});
+    client.launch(fill{values.view(), 9}, cube_count{1}, cube_dim{4});
   });
   client.begin_capture();
   EXPECT_THROW(recorded.replay(), capture_error);
@@ -249,7 +242,7 @@ TEST(CpuBackend, AnAllocationFailureSaysOutOfMemoryWithTheSizeAndTheDeviceGoesOn
     EXPECT_THAT(error.what(), ::testing::HasSubstr(std::to_string(too_many) + " bytes"));
   }
   auto values = client.empty<int>(64);
-  client.launch(fill_value{values.view(), 2}, cube_count{1}, cube_dim{64});
+  client.launch(fill{values.view(), 2}, cube_count{1}, cube_dim{64});
   EXPECT_EQ(client.read(values), std::vector<int>(64, 2));
 }
 
@@ -317,7 +310,7 @@ class launches_from_callback : public launch_observer {
  public:
   explicit launches_from_callback(client c) : client_{std::move(c)} {}
   void launched(std::string_view) override {
-    client_.launch(fill_value{device_span<int>{}, 0}, cube_count{1}, cube_dim{1});
+    client_.launch(fill{device_span<int>{}, 0}, cube_count{1}, cube_dim{1});
   }
 
  private:
@@ -331,7 +324,7 @@ TEST(CpuBackendDeathTest, AnObserverThatLaunchesFromACallbackFailsLoudly) {
       {
         auto client = client::cpu();
         launch_observation watching{std::make_shared<launches_from_callback>(client)};
-        client.launch(fill_value{device_span<int>{}, 0}, cube_count{1}, cube_dim{1});
+        client.launch(fill{device_span<int>{}, 0}, cube_count{1}, cube_dim{1});
       },
       "launch a kernel");
 #else

@@ -86,6 +86,16 @@ void fold_max(unsigned long long& word, unsigned long long value) noexcept {
 
 constexpr std::size_t alignment = 256;
 
+/// longest_clock_probe()'s value.
+std::atomic<std::uint64_t> longest_probe_ns{0};
+
+void note_probe_life(std::uint64_t ns) noexcept {
+  std::uint64_t seen = longest_probe_ns.load(std::memory_order_relaxed);
+  while (seen < ns &&
+         !longest_probe_ns.compare_exchange_weak(seen, ns, std::memory_order_acq_rel)) {
+  }
+}
+
 std::atomic<bool> inside_the_launch{false};
 
 /// Events by handle, shared with the operations queued on them: an event destroyed while a record
@@ -450,6 +460,7 @@ R::error host_gpu_runtime::launch_clock_probe(stream_handle s,
           std::this_thread::yield();
         }
       }
+      note_probe_life(steady_ns() - began);
       s->probes.fetch_sub(1, std::memory_order_acq_rel);
     }}.detach();
   } catch (...) {
@@ -518,6 +529,10 @@ R::error host_gpu_runtime::free_async(void* p, stream_handle s) noexcept {
 }
 
 std::uint64_t kernels_run() noexcept { return run.load(std::memory_order_relaxed); }
+
+std::chrono::nanoseconds longest_clock_probe() noexcept {
+  return std::chrono::nanoseconds{longest_probe_ns.load(std::memory_order_acquire)};
+}
 
 }  // namespace launchwatch::testing::host_gpu
 

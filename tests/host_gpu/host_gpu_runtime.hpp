@@ -196,4 +196,9 @@ void run_kernels_inside_the_launch(bool inside) noexcept;
 /// Kernel launches the runtime has run (not counting captured ones), for tests.
 std::uint64_t kernels_run() noexcept;
 
+/// The longest any clock probe has answered so far, from its start to its end. Every exchange of
+/// a probe lies inside that time, so an anchor taken from it is off by at most this: the bound a
+/// test of mapped times may allow, however loaded the machine.
+std::chrono::nanoseconds longest_clock_probe() noexcept;
+
 }  // namespace launchwatch::testing::host_gpu

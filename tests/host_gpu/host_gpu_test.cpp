@@ -58,8 +58,11 @@ TEST(HostGpu, ADeferredMeasurementIsTheDevicesWindowInsideItsLaunchAndSync) {
   ASSERT_TRUE(ticks.has_value());
   EXPECT_GE(ticks->start(), before);
   // The emulated device's timer is the steady clock: mapped back through the clock's anchors, a
-  // window ends by the sync, give or take an anchor's uncertainty (an exchange's half round trip).
-  EXPECT_LE(ticks->end(), after + 1ms);
+  // window ends by the sync, give or take an anchor's uncertainty (an exchange's half round trip,
+  // inside its probe's life: long on a loaded machine, whose threads wait their turn).
+  EXPECT_LE(ticks->end(),
+            after + std::max<std::chrono::nanoseconds>(1ms, host_gpu::longest_clock_probe()))
+      << "the longest clock probe took " << host_gpu::longest_clock_probe().count() << " ns";
   EXPECT_GE(ticks->length(), 0ns);
 }
 

@@ -428,6 +428,18 @@ def _new_carrier():
     return carrier
 
 
+def _make_carrier_now():
+    """Makes this thread's carrier at install() or annotate(), outside any forward: one made
+    lazily inside a first forward run under a tensor mode (torch.export's FakeTensorMode) or with
+    torch.empty replaced would not be a plain tensor, and the route would fall back for good.
+    Where it cannot be made here, the first node hook tries again."""
+    if _thread.carrier is None:
+        try:
+            _new_carrier()
+        except Exception:  # pylint: disable=broad-except
+            pass
+
+
 _direct_route = [True]  # False once torch refused the direct route: register_prehook from then on
 
 
@@ -849,6 +861,7 @@ def install(mode="modules"):
         return []
     _installed.append(mode)
     missing = []
+    _make_carrier_now()
     _install_compiled_scope(torch.nn.Module.__call__)
     _wrap_module_call()
     _install_backward_scope()
@@ -882,5 +895,6 @@ def annotate(module):
             child.register_forward_hook(post)
             _install_exception_closing()
     object.__setattr__(module, "_launchwatch_annotated", True)
+    _make_carrier_now()
     _install_backward_scope()
     return module

@@ -514,6 +514,39 @@ print(json.dumps({"paths": sink.paths(), "open": len(sink.open_ranges())}))
     assert result["open"] == 0
 
 
+def test_install_makes_the_carrier_so_a_first_forward_that_could_not_keeps_the_direct_route():
+    """install() makes the calling thread's carrier outside any forward: a first forward that
+    could make no plain tensor (here torch.empty refused; under torch.export, a fake one) still
+    puts node hooks on by the direct route, and backward has its module scopes."""
+    script = """
+import json
+import torch
+import launchwatch.torch as lwtorch
+from launchwatch import _sink
+from fake_sink import FakeSink
+from test_torch_hooks import Net, inputs
+sink = FakeSink()
+_sink.set_sink(sink)
+assert lwtorch.install("modules") == []
+net, x = Net(), inputs(requires_grad=True)
+empty = torch.empty
+def refused(*args, **kwargs):
+    raise RuntimeError("no tensor here")
+torch.empty = refused
+try:
+    loss = net(x).sum()
+finally:
+    torch.empty = empty
+loss.backward()
+print(json.dumps({"direct": lwtorch._direct_route[0], "paths": sink.paths(),
+                  "open": len(sink.open_ranges())}))
+"""
+    result = _in_a_fresh_process(script)
+    assert result["direct"] is True
+    assert "backward/Net/layer1/0/conv1" in result["paths"]
+    assert result["open"] == 0
+
+
 class Fails(nn.Module):
     """A model whose forward raises after its first module ran."""
 

@@ -103,6 +103,7 @@ void attribution::launched_with(const launch_info& info) {
   auto& r = *recorder_;
   auto& log = detail::log_for(r);
   const instant now = log.clock();
+  detail::refresh_launch_scopes();
   detail::path_id path = detail::current_path();
   if (path == detail::no_path && r.unscoped == unscoped_launches::sole_scoped_thread) {
     path = detail::sole_scoped_thread_path();

@@ -177,6 +177,12 @@ path_node read_path(path_id id) {
   return path_node{node.parent, node.name};
 }
 
+std::atomic<launch_scope_hook> installed_launch_scope_hook{nullptr};
+
+void set_launch_scope_hook(launch_scope_hook hook) noexcept {
+  installed_launch_scope_hook.store(hook, std::memory_order_relaxed);
+}
+
 path_id current_path() noexcept {
   const auto& frames = open_scopes.frames;
   return frames.empty() ? no_path : frames.back().path;

@@ -40,6 +40,29 @@ path_node read_path(path_id id);
 /// The calling thread's innermost open scope path, or no_path. Cost: a thread-local read.
 path_id current_path() noexcept;
 
+/// A function that opens and closes the calling thread's scopes for what the thread is running
+/// at the moment it launches, rather than at every step it takes: PyTorch's autograd engine runs
+/// hundreds of graph nodes a backward pass, and the module whose forward made the running node is
+/// read off it only when the node launches a kernel (python/launchwatch/_c_hooks.c). It runs on
+/// the launching thread, before an attribution reads that thread's path, with no lock of the
+/// attribution's held; it may enter and leave scopes, and must not launch.
+using launch_scope_hook = void (*)();
+
+/// The hook in use (nullptr: none). One a process; set_launch_scope_hook replaces it.
+extern std::atomic<launch_scope_hook> installed_launch_scope_hook;
+
+/// Installs `hook` (nullptr removes it). Thread safety: any thread; a launch racing the change
+/// calls the old hook or the new one. A hook's code must outlive the process's launches (the
+/// Python extension that installs one is never unloaded).
+void set_launch_scope_hook(launch_scope_hook hook) noexcept;
+
+/// Calls the installed hook, where there is one. Cost: one relaxed load and a branch when none
+/// is installed.
+inline void refresh_launch_scopes() noexcept {
+  if (const launch_scope_hook hook = installed_launch_scope_hook.load(std::memory_order_relaxed))
+    hook();
+}
+
 /// Enters `name` on the calling thread's scope stack as a child of `parent`, a path another
 /// thread read with current_path() (no_path: at the root), rather than of this thread's innermost
 /// scope; scopes this thread enters inside it nest below it, and leave_scope(token) leaves it as

@@ -51,4 +51,9 @@ int launchwatch_range_pop_to(int depth) {
 
 std::uint32_t launchwatch_current_path() { return detail::current_path(); }
 
+int launchwatch_set_launch_scope_hook(void (*hook)(void)) {
+  detail::set_launch_scope_hook(hook);
+  return launchwatch_c_api_version();
+}
+
 }  // extern "C"

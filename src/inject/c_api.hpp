@@ -47,6 +47,16 @@ __attribute__((visibility("default"))) int launchwatch_range_pop_to(int depth);
 /// thread; 0 when it has none open (or nothing is recorded). Ids are the process's.
 __attribute__((visibility("default"))) std::uint32_t launchwatch_current_path();
 
+/// Calls `hook` on the launching thread just before each kernel launch is attributed to that
+/// thread's ranges, so a caller whose ranges follow what the thread is running at that moment
+/// can open and close them there, once a launch, instead of at every step the thread takes: the
+/// Python package reads the autograd engine's running graph node this way and opens the backward
+/// ranges of the module whose forward made it (python/launchwatch/_c_hooks.c). The hook may push
+/// and pop ranges with this API; it must not launch. Null removes it; one hook a process, a
+/// second call replaces the first. The hook's code must stay loaded while launches may come.
+/// Returns the API version. Cost: nothing at a launch while no hook is set but one relaxed load.
+__attribute__((visibility("default"))) int launchwatch_set_launch_scope_hook(void (*hook)(void));
+
 /// The program is about to start a CUPTI client of its own that registers activity buffers
 /// (cuptiActivityRegisterCallbacks): CUPTI hands every kernel record to the last client that did,
 /// so the CUDA bridge delivers what is pending and counts launches untimed, attributed as usual,

@@ -107,6 +107,40 @@ TEST(InjectCApi, ARangeUnderAnotherThreadsPathKeptOpenAcrossAPopStaysBelowThatPa
   EXPECT_THAT(launch_paths(pass), ElementsAre("step/backward/ResNet"));
 }
 
+/// The launch scope hook's test state: the ranges it opens for the "node" the thread runs.
+thread_local const char* running_node = nullptr;
+thread_local const char* opened_for = nullptr;
+thread_local int hook_calls = 0;
+
+void open_ranges_for_the_running_node() {
+  ++hook_calls;
+  if (running_node == opened_for) return;
+  launchwatch_range_pop_to(0);
+  if (running_node != nullptr) launchwatch_range_push(running_node);
+  opened_for = running_node;
+}
+
+TEST(InjectCApi, ALaunchScopeHookRunsOnTheLaunchingThreadBeforeItsLaunchIsAttributed) {
+  EXPECT_EQ(launchwatch_set_launch_scope_hook(&open_ranges_for_the_running_node), 1);
+  const auto pass = attribute_pass([] {
+    running_node = "conv1";
+    launch("a");
+    launch("b");
+    running_node = "fc";
+    launch("c");
+    running_node = nullptr;
+    launch("d");
+  });
+  EXPECT_EQ(launchwatch_set_launch_scope_hook(nullptr), 1);
+  EXPECT_EQ(hook_calls, 4);
+  EXPECT_THAT(launch_paths(pass), ElementsAre("conv1", "conv1", "fc", ""));
+  running_node = "after";
+  const auto unhooked = attribute_pass([] { launch("e"); });
+  EXPECT_EQ(hook_calls, 4) << "a removed hook ran";
+  EXPECT_THAT(launch_paths(unhooked), ElementsAre(""));
+  running_node = nullptr;
+}
+
 TEST(InjectCApi, ANullNameIsAnUnnamedRange) {
   const auto pass = attribute_pass([] {
     launchwatch_range_push(nullptr);

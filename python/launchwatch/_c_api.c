@@ -28,6 +28,7 @@ typedef uint32_t (*current_path_fn)(void);
 launchwatch_push_fn launchwatch_py_push;
 launchwatch_push_under_fn launchwatch_py_push_under;
 launchwatch_pop_to_fn launchwatch_py_pop_to;
+launchwatch_set_launch_scope_hook_fn launchwatch_py_set_launch_scope_hook;
 static current_path_fn current_path_;
 
 /* Looks `name` up in `library`; sets an OSError naming it when missing. */
@@ -83,6 +84,9 @@ static PyObject* load(PyObject* module, PyObject* path_object) {
   launchwatch_py_push_under = push_under;
   launchwatch_py_pop_to = pop_to;
   current_path_ = current_path;
+  /* Optional: a library without it has no sequence route. */
+  launchwatch_py_set_launch_scope_hook = (launchwatch_set_launch_scope_hook_fn)dlsym(
+      library, "launchwatch_set_launch_scope_hook");
   Py_RETURN_NONE;
 }
 
@@ -171,6 +175,9 @@ static struct PyModuleDef definition = {
 
 PyMODINIT_FUNC PyInit__c_api(void) {
   PyObject* module = PyModule_Create(&definition);
-  if (module != NULL && launchwatch_py_add_hooks(module) != 0) Py_CLEAR(module);
+  if (module != NULL &&
+      (launchwatch_py_add_hooks(module) != 0 || launchwatch_py_add_sequence(module) != 0)) {
+    Py_CLEAR(module);
+  }
   return module;
 }

@@ -22,6 +22,12 @@ extern launchwatch_push_fn launchwatch_py_push;
 extern launchwatch_push_under_fn launchwatch_py_push_under;
 extern launchwatch_pop_to_fn launchwatch_py_pop_to;
 
+typedef int (*launchwatch_set_launch_scope_hook_fn)(void (*)(void));
+
+/* launchwatch_set_launch_scope_hook, where the library has it (NULL: an older one, or not loaded):
+ * the sequence route (_c_sequence.c) needs it. */
+extern launchwatch_set_launch_scope_hook_fn launchwatch_py_set_launch_scope_hook;
+
 /* `name` as the C API takes it: a bytes object's buffer, or NULL with a TypeError. */
 const char* launchwatch_py_range_name(PyObject* name);
 
@@ -32,5 +38,24 @@ int launchwatch_py_depth(PyObject* depth);
 /* Adds the hooks' members (hooks_setup, set_native_sink, forward_pre, forward_post, NodeHook) to
  * `module`; 0, or -1 with an exception set. */
 int launchwatch_py_add_hooks(PyObject* module);
+
+/* The sequence route (_c_sequence.c): a module's backward found from the sequence numbers of the
+ * graph nodes its forward made, where torch lets it be read (torch.py's _sequence_route says when).
+ * The forward hooks (_c_hooks.c) ask launchwatch_py_sequence_route_here() whether this call is
+ * recorded that way (1) or by graph-node hooks (0: the route is off, or this is not the thread
+ * whose forward calls it records, which turns it off for good); a recorded call gets
+ * launchwatch_py_call_begins(path) (its index, or -1 with an exception) in its pre hook and
+ * launchwatch_py_call_ends(index) in its post hook. Under the GIL. */
+int launchwatch_py_sequence_route_here(void);
+long launchwatch_py_call_begins(PyObject* path);
+void launchwatch_py_call_ends(long index);
+
+/* Closes the backward ranges the sequence route opened on this thread, if any: the graph-node
+ * hooks call it before they open theirs (the route was turned off while its ranges were open). */
+void launchwatch_py_forget_sequence_ranges(void);
+
+/* Adds the sequence route's members (sequence_setup, sequence_offsets, pass_begins, pass_ends,
+ * ...) to `module`; 0, or -1 with an exception set. */
+int launchwatch_py_add_sequence(PyObject* module);
 
 #endif

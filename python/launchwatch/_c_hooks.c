@@ -187,8 +187,9 @@ static PyObject* input_nodes(PyObject* args) {
   return PyObject_CallFunctionObjArgs(ctx.input_nodes, args, NULL);
 }
 
-/* torch.py's _forward_pre (its caller, the wrapped Module.__call__ or annotate()'s per-module hook,
-   checks Dynamo first, where torch has it). */
+/* torch.py's _forward_pre; where the sequence route records this thread's calls, the call's record
+   in place of its input nodes (its caller, the wrapped Module.__call__ or annotate()'s per-module
+   hook, checks Dynamo first, where torch has it). */
 static PyObject* forward_pre(PyObject* self, PyObject* const* argv, Py_ssize_t argc) {
   (void)self;
   if (argc != 2) {
@@ -242,8 +243,21 @@ static PyObject* forward_pre(PyObject* self, PyObject* const* argv, Py_ssize_t a
   }
   const int grad = grad_enabled();
   if (grad < 0) goto done;
-  nodes = grad ? input_nodes(argv[1]) : Py_NewRef(Py_None);
-  if (nodes == NULL || (entry = PyTuple_Pack(4, module, state, depth, nodes)) == NULL) goto done;
+  if (grad && sink == ctx.native_sink && launchwatch_py_sequence_route_here()) {
+    /* The sequence route (_c_sequence.c): (module, state, depth, None, the call's index). */
+    PyObject* path = PyObject_GetAttr(state, s_path);
+    if (path == NULL) goto done;
+    const long call = launchwatch_py_call_begins(path);
+    Py_DECREF(path);
+    PyObject* index = PyLong_FromLong(call);
+    if (index == NULL) goto done;
+    entry = PyTuple_Pack(5, module, state, depth, Py_None, index);
+    Py_DECREF(index);
+    if (entry == NULL) goto done;
+  } else {
+    nodes = grad ? input_nodes(argv[1]) : Py_NewRef(Py_None);
+    if (nodes == NULL || (entry = PyTuple_Pack(4, module, state, depth, nodes)) == NULL) goto done;
+  }
   if (PyList_Append(forward, entry) == 0) result = Py_NewRef(Py_None);
 done:
   Py_XDECREF(entry);
@@ -416,6 +430,11 @@ static PyObject* forward_post(PyObject* self, PyObject* const* argv, Py_ssize_t 
       goto done;
     }
   }
+  if (PyTuple_Size(entry) == 5) { /* recorded by the sequence route */
+    const long call = PyLong_AsLong(PyTuple_GetItem(entry, 4));
+    if (call == -1 && PyErr_Occurred()) goto done;
+    launchwatch_py_call_ends(call);
+  }
   PyObject* nodes = PyTuple_GetItem(entry, 3);
   if (nodes == NULL) goto done;
   if (nodes != Py_None) {
@@ -459,6 +478,7 @@ static PyObject* this_pass(void) {
   const Py_ssize_t passes = PyList_Size(ctx.passes);
   if (passes < 0) return NULL;
   if (passes == 0) return Py_NewRef(Py_None);
+  launchwatch_py_forget_sequence_ranges(); /* graph-node hooks here: the route is off */
   if (ctx.compiling != Py_None) {
     PyObject* compiling = PyObject_CallNoArgs(ctx.compiling);
     if (compiling == NULL) return NULL;

@@ -20,6 +20,10 @@ that module's scope:
   unchanged (torch's full backward hooks would wrap them, and break an in-place op after a module).
   What backward() runs before any module's backward (a loss computed outside the model) is
   `backward/[loss]`; `backward` itself holds only the initial gradient (torch's ones_like).
+  Where torch lets autograd's running node and its sequence number be read (torch 2, under
+  `launchwatch run`), no graph node is hooked at all: the sequence route (_c_sequence.c) records
+  each forward call's range of sequence numbers, and at a kernel launch in backward opens the
+  ranges of the module whose forward made the running node (`_start_sequence_route`).
 - optimizer: each step under `optimizer/<class name>` (global step hooks on torch >= 2.0, a
   wrapped `step` before).
 - why a wrapped `Module.__call__` and not torch's global module hooks: with any global hook torch
@@ -46,6 +50,7 @@ Thread safety: hooks may run on any threads at once; each thread has its own ran
 
 import contextlib
 import functools
+import os
 import threading
 import weakref
 
@@ -515,19 +520,25 @@ def _wrap_backward(original):
             _generation[0] += 1
             entry = (_generation[0], sink.current_path(), threading.get_ident())
             _passes.append(entry)
+        sequence = _sequence_route[0]
+        if sequence is not None:
+            sequence.pass_begins(*entry)
         handles = []
-        try:
-            roots = args[0] if args else kwargs.get("tensors", kwargs.get("outputs"))
-            for node in _graph_nodes(roots, [], 1):
-                handles.append(node.register_prehook(
-                    functools.partial(_begin_loss, object())))
-        except Exception:  # not tensors: backward() itself says what was wrong
-            pass
+        if sequence is None or not sequence.sequence_on():  # the route names the loss's nodes
+            try:
+                roots = args[0] if args else kwargs.get("tensors", kwargs.get("outputs"))
+                for node in _graph_nodes(roots, [], 1):
+                    handles.append(node.register_prehook(
+                        functools.partial(_begin_loss, object())))
+            except Exception:  # not tensors: backward() itself says what was wrong
+                pass
         try:
             return original(*args, **kwargs)
         finally:
             for handle in handles:
                 handle.remove()
+            if sequence is not None:
+                sequence.pass_ends(entry[0])
             with _passes_lock:
                 _passes.remove(entry)
             sink.pop_to(depth)  # this thread's ranges of the pass are inside `backward`
@@ -538,6 +549,65 @@ def _wrap_backward(original):
     backward.__doc__ = getattr(original, "__doc__", None)
     backward._launchwatch = True
     return backward
+
+
+_sequence_route = [None]  # the extension, once the sequence route started (on until it stops)
+
+
+def _sequence_offset(c_api):
+    """Where a graph node keeps its sequence number, in bytes from its start: measured on two
+    nodes of launchwatch's own tiny CPU graph, run by the engine on this thread, each word of the
+    running node compared with the number torch says it has. None unless exactly one word holds
+    both nodes' numbers, and the counter read around each node's making gave that number."""
+    leaf = torch.ones(1, device="cpu", requires_grad=True)
+    with torch.enable_grad():
+        # Numbers far from the nodes' small fields (their topological number, a count of 0 or 1):
+        # the counter starts at 0 on each thread, so a fresh one is moved on by a few hundred.
+        for _ in range(max(0, 300 - c_api.sequence_peek())):
+            leaf * 1
+        numbers = [c_api.sequence_peek()]
+        first = leaf * 2
+        numbers.append(c_api.sequence_peek())
+        second = first * 3
+        numbers.append(c_api.sequence_peek())
+    nodes = (first.grad_fn, second.grad_fn)
+    if [node._sequence_nr() for node in nodes] != numbers[:2] or numbers[2] != numbers[1] + 1:
+        return None
+    seen = []
+    for node in nodes:
+        node.register_prehook(
+            lambda grads, number=node._sequence_nr(): seen.append(c_api.sequence_offsets(number)))
+    torch.autograd.grad(second, leaf)
+    bits = seen[0] & seen[1] if len(seen) == 2 else 0
+    if bits == 0 or bits & (bits - 1):
+        return None
+    return (bits.bit_length() - 1) * 8
+
+
+def _start_sequence_route():
+    """Starts the sequence route where it can run: the C hooks in use, the sink the extension's
+    own (the injection's C API, with its launch scope hook), torch's library exporting autograd's
+    running node and sequence counter (torch 2), and the offset of a node's number measured
+    (_sequence_offset). Before install() wraps backward(). Returns whether it started; where not,
+    graph-node hooks find each module's backward, as before. LAUNCHWATCH_TORCH_BACKWARD=node-hooks
+    keeps them (to compare the two)."""
+    if _c_hooks is None or _hooks is not _c_hooks or getattr(_sink.get(), "via", "") != "extension":
+        return False
+    if os.environ.get("LAUNCHWATCH_TORCH_BACKWARD", "") == "node-hooks":
+        return False
+    try:
+        from . import _c_api
+
+        library = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")
+        if not _c_api.sequence_setup(library):
+            return False
+        offset = _sequence_offset(_c_api)
+        if offset is None or not _c_api.sequence_start(offset):
+            return False
+    except Exception:  # pylint: disable=broad-except  # an older torch, or one laid out otherwise
+        return False
+    _sequence_route[0] = _c_api
+    return True
 
 
 def _install_backward_scope():
@@ -683,16 +753,18 @@ def _install_compiled_scope(module_call):
         sink = _sink.get()
         if not sink.active or getattr(_hidden, "depth", 0) > 0 or _compiling():
             return original(self, *args, **kwargs)
-        _forward_pre(self, args)
+        hooks = _hooks
+        hooks.pre(self, args)
         _hidden.depth = 1
         try:
             with _hooks_suspended():
                 result = original(self, *args, **kwargs)
-        finally:
+        except BaseException:
             _hidden.depth = 0
-            entry = _close_forward(self)
-        if entry is not None and entry[3] is not None:
-            _hook_graph(entry[1].path, entry[3], result)
+            hooks.post(self, args, None)
+            raise
+        _hidden.depth = 0
+        hooks.post(self, args, result)
         return result
 
     __call__._launchwatch = True
@@ -782,6 +854,8 @@ def _use_hooks(via):
                          + ("'c' or 'python'" if _c_hooks else "'python' (the C ones did not load)"))
     previous = _hooks
     _hooks = chosen
+    if chosen is not _c_hooks and _sequence_route[0] is not None:
+        _sequence_route[0].sequence_stop()  # the Python hooks hook graph nodes
     return previous.via
 
 
@@ -862,6 +936,7 @@ def install(mode="modules"):
     _installed.append(mode)
     missing = []
     _make_carrier_now()
+    _start_sequence_route()
     _install_compiled_scope(torch.nn.Module.__call__)
     _wrap_module_call()
     _install_backward_scope()

@@ -126,3 +126,31 @@ def test_the_program_and_the_python_package_give_the_projects_version_from_one_p
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"launchwatch {launchwatch.__version__} ("), done.stdout
     assert launchwatch.__version__ == os.environ.get("LAUNCHWATCH_VERSION", launchwatch.__version__)
+
+
+def test_the_sequence_route_opens_each_backward_launch_in_the_module_whose_forward_made_its_node(
+        tmp_path):
+    """The route on a fake running node (sequence_train.py): the forward calls recorded with
+    nested ranges of sequence numbers, and launches in backward under the module that made the
+    node, on another thread than backward()'s, below its `backward`; `[loss]` for a node made
+    after the model; a forward on a second thread turns the route off for good; past 131,072
+    calls the older half goes, each kept call whole."""
+    done = launchwatch_run(tmp_path, "--", torch_python(), os.path.join(HERE, "sequence_train.py"),
+                           PYTHONPATH=HERE)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("{")))
+    calls = {"/".join(path): (begin, end) for begin, end, path in result["calls"]}
+    assert {"TinyNet", "TinyNet/encoder", "TinyNet/encoder/0", "TinyNet/encoder/1",
+            "TinyNet/head"} <= set(calls)
+    root, encoder, head = calls["TinyNet"], calls["TinyNet/encoder"], calls["TinyNet/head"]
+    assert root[0] <= encoder[0] < encoder[1] <= head[0] < head[1] <= root[1]
+    paths = scope_paths(tmp_path / "report" / "trace.json")
+    backward = {p for p in paths if p.startswith("backward")}
+    assert backward == {"backward", "backward/TinyNet", "backward/TinyNet/head",
+                        "backward/TinyNet/encoder", "backward/TinyNet/encoder/0",
+                        "backward/TinyNet/encoder/1", "backward/[loss]"}
+    assert result["on"] is True
+    assert result["on_after_second_thread"] is False
+    assert result["last_hook_removed"] is True
+    assert 65536 <= result["kept"]["count"] < 131072, "the older half of the calls is dropped"
+    assert result["kept"]["whole"]

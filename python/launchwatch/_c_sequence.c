@@ -1,0 +1,603 @@
+/* launchwatch._c_api's sequence route: a module's backward found from the sequence numbers of the
+ * graph nodes its forward made, with no hook on any node.
+ *
+ * Why: on a host-bound step the graph-node hooks were the larger part of the module hooks' cost
+ * (on torch 2.11, a node's hook 6.6 us: torch's registration, the engine's call into Python, the
+ * hook's work; docs/benchmarks.md, "Graph-node hooks on torch 2.11"). Autograd numbers the nodes a
+ * thread makes in order (at::sequence_number), so the nodes a module's forward made are the numbers
+ * between its pre hook and its post hook, and the modules' calls nest as their ranges do. The
+ * engine keeps the node it is running in a thread-local (torch::autograd::get_current_node()), and
+ * the node keeps its number. So nothing is done per node: the forward hooks read the counter twice
+ * a call, and at each kernel launch on a thread running a graph node (the injection calls
+ * resolve_backward_scope there: launchwatch_set_launch_scope_hook) the running node's number finds
+ * the innermost module call that made it, whose backward ranges are opened on that thread, below
+ * the `backward` scope of the thread that called backward(), as the node hooks open them. That
+ * is done once a node: a node's later launches cost a call to torch's function and a compare.
+ * The calls are kept in the order they began, at most max_calls of them (the older half dropped).
+ *
+ * What torch gives for this is C++ without a stable ABI: both functions are looked up by their
+ * mangled names in torch's own library, and the offset of a node's number inside the node is
+ * measured once at install() (sequence_offsets, on a graph of launchwatch's own on the CPU), not
+ * assumed. torch.py's _start_sequence_route decides whether the route is on; anything missing
+ * leaves it off, and the node hooks do the work. Numbers are per thread, so one thread's forward
+ * calls are recorded (the first that records one); a forward with gradients on another thread (a
+ * model run on several threads, activation checkpointing recomputing in backward) turns the route
+ * off for good, and the node hooks take over from that call on.
+ *
+ * Thread safety: the forward side and the set-up run under the GIL; resolve_backward_scope runs on
+ * any thread without it, so what both read (the calls, the running passes) is under `lock`, which
+ * is never held while the GIL is taken or a Python object touched.
+ */
+#include "_c_api.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef uint64_t (*sequence_peek_fn)(void);
+
+/* _c_running_node.cpp: torch's get_current_node() (at `get_current_node`) called as C++ does. */
+const void* launchwatch_py_running_node(void* get_current_node);
+
+enum {
+  max_depth = 64,          /* backward ranges a thread keeps; a deeper module's path is cut */
+  max_passes = 16,         /* backward passes running at once (nested backward() calls) */
+  max_calls = 1 << 17,     /* forward calls kept: past it, the older half goes (about 10 MiB) */
+  path_cache_size = 4096,  /* path tuples whose names are kept ready (cleared when full) */
+};
+
+/* One forward call, in the order the calls began (so by `begin`). */
+typedef struct {
+  uint64_t begin;      /* the first sequence number its forward could give a node */
+  uint64_t end;        /* one past the last; 0 while it runs (so it holds none yet) */
+  long parent;         /* the index of the call it was made in, or -1 */
+  uint32_t names;      /* its path's names: `depth` of them, from names[names] on */
+  uint32_t depth;
+} call;
+
+/* A path tuple's names, as C strings that live as long as the process. */
+typedef struct {
+  PyObject* path; /* held */
+  uint32_t depth;
+  const char* names[max_depth];
+} cached_path;
+
+static struct {
+  atomic_int on;                 /* the route is in use */
+  atomic_int off_for_good;       /* turned off by a forward on another thread */
+  atomic_ullong newest;          /* the newest running pass's generation (0: none) */
+  void* current_node;            /* torch::autograd::get_current_node */
+  const void* (*fake_running_node)(void); /* a test's, in place of torch's (_sequence_testing) */
+  sequence_peek_fn peek;
+  size_t offset;                 /* of a node's sequence number, in bytes */
+  unsigned long forward_thread;  /* the thread whose forward calls are recorded (0: none yet) */
+  pthread_mutex_t lock;
+  call* calls;
+  long count, capacity;
+  const char** names;            /* every call's names, in one array */
+  long names_count, names_capacity;
+  long open[max_depth * 4];      /* the recording thread's open calls, innermost last */
+  int open_count;
+  /* The running backward passes, newest last: their generation, caller path, caller thread. */
+  struct {
+    unsigned long long generation;
+    uint32_t caller_path;
+    unsigned long caller_thread;
+  } passes[max_passes];
+  int passes_count;
+  cached_path* cache[path_cache_size];
+} route = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static const char loss_name[] = "[loss]";
+
+/* ---- names ----------------------------------------------------------------------------------- */
+
+/* Strings interned for good (each name once): backward ranges compare them by pointer, and a
+ * thread's open ranges keep pointing at them after their calls are dropped. Under the GIL. */
+static const char** interned;
+static size_t interned_count, interned_capacity;
+
+static size_t text_hash(const char* text) {
+  size_t hash = 1469598103934665603u;
+  for (; *text; ++text) hash = (hash ^ (unsigned char)*text) * 1099511628211u;
+  return hash;
+}
+
+static const char* intern_name(const char* text) {
+  if (interned_count * 2 >= interned_capacity) {
+    const size_t capacity = interned_capacity ? interned_capacity * 2 : 1024;
+    const char** grown = calloc(capacity, sizeof *grown);
+    if (grown == NULL) return NULL;
+    for (size_t i = 0; i < interned_capacity; ++i) {
+      if (interned[i] == NULL) continue;
+      size_t at = text_hash(interned[i]) & (capacity - 1);
+      while (grown[at] != NULL) at = (at + 1) & (capacity - 1);
+      grown[at] = interned[i];
+    }
+    free(interned);
+    interned = grown;
+    interned_capacity = capacity;
+  }
+  size_t at = text_hash(text) & (interned_capacity - 1);
+  while (interned[at] != NULL) {
+    if (strcmp(interned[at], text) == 0) return interned[at];
+    at = (at + 1) & (interned_capacity - 1);
+  }
+  char* copy = strdup(text);
+  if (copy == NULL) return NULL;
+  interned[at] = copy;
+  ++interned_count;
+  return copy;
+}
+
+/* `path`'s names (a tuple of bytes: a _Module's path), cached by the tuple (a _Module keeps its
+ * own); NULL with an exception. Under the GIL. */
+static const cached_path* path_names(PyObject* path) {
+  const size_t slot = ((size_t)path >> 4) & (path_cache_size - 1);
+  cached_path* cached = route.cache[slot];
+  if (cached != NULL && cached->path == path) return cached;
+  const Py_ssize_t depth = PyTuple_Size(path);
+  if (depth < 0) return NULL;
+  if (cached == NULL && (cached = route.cache[slot] = calloc(1, sizeof *cached)) == NULL) {
+    PyErr_NoMemory();
+    return NULL;
+  }
+  if (cached->path != NULL && route.cache[slot] == cached) Py_CLEAR(cached->path);
+  cached->depth = (uint32_t)(depth < max_depth ? depth : max_depth);
+  for (uint32_t i = 0; i < cached->depth; ++i) {
+    const char* text = launchwatch_py_range_name(PyTuple_GetItem(path, i));
+    if (text == NULL || (cached->names[i] = intern_name(text)) == NULL) {
+      if (!PyErr_Occurred()) PyErr_NoMemory();
+      return NULL;
+    }
+  }
+  cached->path = Py_NewRef(path);
+  return cached;
+}
+
+/* ---- the forward side (under the GIL) -------------------------------------------------------- */
+
+/* The route off for good: the injection stops calling the resolver, and the graph-node hooks
+ * (which close what it left open on their thread first: launchwatch_py_forget_sequence_ranges)
+ * do the work from the next forward call on. */
+static void stop_for_good(void) {
+  atomic_store(&route.off_for_good, 1);
+  if (atomic_exchange(&route.on, 0) && launchwatch_py_set_launch_scope_hook != NULL) {
+    launchwatch_py_set_launch_scope_hook(NULL);
+  }
+}
+
+int launchwatch_py_sequence_route_here(void) {
+  if (!atomic_load_explicit(&route.on, memory_order_relaxed)) return 0;
+  const unsigned long thread = PyThread_get_thread_ident();
+  if (route.forward_thread == thread) return 1;
+  if (route.forward_thread == 0) {
+    route.forward_thread = thread;
+    return 1;
+  }
+  /* A forward on a second thread: its nodes' numbers are that thread's own count. */
+  stop_for_good();
+  return 0;
+}
+
+/* Drops the older half of the calls, from the first outermost call of the newer half on (none
+ * is open: an outermost call begins only when none is). A graph made that long ago (some hundred
+ * thousand module calls) and still to be run backward would find its calls gone: its nodes'
+ * launches go to `[loss]`. Under `lock`. */
+static void drop_old_calls(void) {
+  long first = route.count / 2;
+  while (first < route.count && route.calls[first].parent >= 0) ++first;
+  if (first <= 0 || first >= route.count) return;
+  const uint32_t first_name = route.calls[first].names;
+  memmove(route.calls, route.calls + first, (size_t)(route.count - first) * sizeof *route.calls);
+  route.count -= first;
+  for (long i = 0; i < route.count; ++i) {
+    call* c = &route.calls[i];
+    c->parent = c->parent >= first ? c->parent - first : -1;
+    c->names -= first_name;
+  }
+  memmove(route.names, route.names + first_name,
+          (size_t)(route.names_count - first_name) * sizeof *route.names);
+  route.names_count -= first_name;
+}
+
+/* Room for one more call and `depth` more names; 0, or -1 (out of memory). Under `lock`. */
+static int make_room(uint32_t depth) {
+  if (route.count == route.capacity) {
+    const long capacity = route.capacity ? route.capacity * 2 : 4096;
+    call* grown = realloc(route.calls, (size_t)capacity * sizeof *grown);
+    if (grown == NULL) return -1;
+    route.calls = grown;
+    route.capacity = capacity;
+  }
+  if (route.names_count + depth > route.names_capacity) {
+    long capacity = route.names_capacity ? route.names_capacity * 2 : 16384;
+    while (capacity < route.names_count + depth) capacity *= 2;
+    const char** grown = realloc(route.names, (size_t)capacity * sizeof *grown);
+    if (grown == NULL) return -1;
+    route.names = grown;
+    route.names_capacity = capacity;
+  }
+  return 0;
+}
+
+long launchwatch_py_call_begins(PyObject* path) {
+  const cached_path* names = path_names(path);
+  if (names == NULL) { /* not recorded: its nodes go to the call around it, the program goes on */
+    PyErr_Clear();
+    return -1;
+  }
+  const uint64_t begin = route.peek();
+  pthread_mutex_lock(&route.lock);
+  long index = -1;
+  if (route.open_count == 0 && route.count >= max_calls) drop_old_calls();
+  if (route.open_count < (int)(sizeof route.open / sizeof *route.open) &&
+      make_room(names->depth) == 0) {
+    index = route.count++;
+    call* c = &route.calls[index];
+    c->begin = begin;
+    c->end = 0;
+    c->parent = route.open_count > 0 ? route.open[route.open_count - 1] : -1;
+    c->names = (uint32_t)route.names_count;
+    c->depth = names->depth;
+    memcpy(route.names + route.names_count, names->names, names->depth * sizeof *route.names);
+    route.names_count += names->depth;
+    route.open[route.open_count++] = index;
+  }
+  pthread_mutex_unlock(&route.lock);
+  /* -1: not recorded (out of memory, or nested past the stack): its nodes go to the call around
+   * it. */
+  return index;
+}
+
+void launchwatch_py_call_ends(long index) {
+  if (index < 0) return;
+  const uint64_t end = route.peek();
+  pthread_mutex_lock(&route.lock);
+  /* Calls above it still open did not return (closed out of order): they keep no range. */
+  for (int i = route.open_count - 1; i >= 0; --i) {
+    if (route.open[i] == index) {
+      route.open_count = i;
+      if (index < route.count) route.calls[index].end = end;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&route.lock);
+}
+
+/* ---- the backward side (any thread, no GIL) -------------------------------------------------- */
+
+/* This thread's backward ranges opened by resolve_backward_scope. */
+static _Thread_local struct {
+  const void* node;                 /* the node they were opened for */
+  unsigned long long generation;    /* the pass they belong to */
+  int open;
+  const char* names[max_depth];
+  int depths[max_depth];
+} mine;
+
+/* Closes this thread's ranges from `count` on. */
+static void close_mine_to(int count) {
+  if (mine.open > count) {
+    launchwatch_py_pop_to(mine.depths[count]);
+    mine.open = count;
+  }
+}
+
+/* The innermost call whose forward gave `number`, or -1. Under `lock`. */
+static long innermost_call(uint64_t number) {
+  long low = 0, high = route.count; /* the last call with begin <= number: below `high` */
+  while (low < high) {
+    const long middle = low + (high - low) / 2;
+    if (route.calls[middle].begin <= number) {
+      low = middle + 1;
+    } else {
+      high = middle;
+    }
+  }
+  long at = low - 1;
+  while (at >= 0 && !(number < route.calls[at].end)) at = route.calls[at].parent;
+  return at;
+}
+
+/* The node the engine runs on this thread, or NULL. */
+static const void* running_node(void) {
+  return route.fake_running_node != NULL ? route.fake_running_node()
+                                         : launchwatch_py_running_node(route.current_node);
+}
+
+static void resolve_backward_scope(void) {
+  const void* node = running_node();
+  /* A node's address comes back in a later pass's graph: the same node only in the same pass. */
+  const unsigned long long newest = atomic_load_explicit(&route.newest, memory_order_relaxed);
+  if (node == mine.node && newest == mine.generation) return;
+  mine.node = node;
+  if (node == NULL) return; /* not running a graph node: its ranges stay as they are */
+  uint64_t number;
+  memcpy(&number, (const char*)node + route.offset, sizeof number);
+  if (number == UINT64_MAX) return; /* AccumulateGrad: in the backward that produced the grad */
+  pthread_mutex_lock(&route.lock);
+  if (route.passes_count == 0 || !atomic_load_explicit(&route.on, memory_order_relaxed)) {
+    pthread_mutex_unlock(&route.lock); /* a node run by no wrapped backward() */
+    close_mine_to(0);
+    return;
+  }
+  const unsigned long long generation = route.passes[route.passes_count - 1].generation;
+  const uint32_t caller_path = route.passes[route.passes_count - 1].caller_path;
+  const unsigned long caller_thread = route.passes[route.passes_count - 1].caller_thread;
+  if (mine.generation != generation) {
+    close_mine_to(0); /* a finished pass's leftovers */
+    mine.generation = generation;
+  }
+  const long found = innermost_call(number);
+  static const char* const loss[1] = {loss_name};
+  const char* const* names = found >= 0 ? route.names + route.calls[found].names : loss;
+  const uint32_t depth = found >= 0 ? route.calls[found].depth : 1;
+  int common = 0;
+  while (common < mine.open && (uint32_t)common < depth &&
+         (mine.names[common] == names[common] || strcmp(mine.names[common], names[common]) == 0)) {
+    ++common;
+  }
+  close_mine_to(common);
+  const int other_thread = PyThread_get_thread_ident() != caller_thread;
+  for (uint32_t i = (uint32_t)common; i < depth; ++i) {
+    const int at = mine.open == 0 && other_thread ? launchwatch_py_push_under(caller_path, names[i])
+                                                  : launchwatch_py_push(names[i]);
+    mine.names[mine.open] = names[i];
+    mine.depths[mine.open] = at;
+    ++mine.open;
+  }
+  pthread_mutex_unlock(&route.lock);
+}
+
+void launchwatch_py_forget_sequence_ranges(void) {
+  close_mine_to(0);
+  mine.node = NULL;
+}
+
+/* ---- members --------------------------------------------------------------------------------- */
+
+static void* torch_symbol(const char* library, const char* name) {
+  void* handle = dlopen(library, RTLD_NOW | RTLD_NOLOAD);
+  void* found = handle != NULL ? dlsym(handle, name) : NULL;
+  if (found == NULL) found = dlsym(RTLD_DEFAULT, name);
+  return found;
+}
+
+/* sequence_setup(torch_library) -> bool: finds what the route reads in torch's library (a path:
+ * libtorch_cpu.so, loaded already); False where either is missing. */
+static PyObject* sequence_setup(PyObject* self, PyObject* library_path) {
+  (void)self;
+  PyObject* encoded = PyUnicode_EncodeFSDefault(library_path);
+  if (encoded == NULL) return NULL;
+  const char* library = PyBytes_AsString(encoded);
+  if (library == NULL) {
+    Py_DECREF(encoded);
+    return NULL;
+  }
+  route.current_node = torch_symbol(library, "_ZN5torch8autograd16get_current_nodeEv");
+  route.peek = (sequence_peek_fn)torch_symbol(library, "_ZN2at15sequence_number4peekEv");
+  Py_DECREF(encoded);
+  return PyBool_FromLong(route.current_node != NULL && route.peek != NULL &&
+                         launchwatch_py_set_launch_scope_hook != NULL);
+}
+
+/* sequence_offsets(number) -> int: called from a pre hook on a graph node whose sequence number is
+ * `number`, while the engine runs it: a bit for each 8-byte word of the running node (from the
+ * second: the first is its vtable) that holds `number`. */
+static PyObject* sequence_offsets(PyObject* self, PyObject* number_object) {
+  (void)self;
+  const unsigned long long number = PyLong_AsUnsignedLongLong(number_object);
+  if (number == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+  if (route.current_node == NULL && route.fake_running_node == NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "sequence_offsets: call sequence_setup(...) first");
+    return NULL;
+  }
+  const char* node = running_node();
+  unsigned long long bits = 0;
+  for (unsigned word = 1; node != NULL && word < 16; ++word) {
+    uint64_t value;
+    memcpy(&value, node + word * 8, sizeof value);
+    if (value == number) bits |= 1ull << word;
+  }
+  return PyLong_FromUnsignedLongLong(bits);
+}
+
+/* sequence_peek() -> int: autograd's next sequence number on this thread. */
+static PyObject* sequence_peek(PyObject* self, PyObject* unused) {
+  (void)self;
+  (void)unused;
+  if (route.peek == NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "sequence_peek: call sequence_setup(...) first");
+    return NULL;
+  }
+  return PyLong_FromUnsignedLongLong(route.peek());
+}
+
+/* sequence_start(offset) -> bool: the route on, reading a node's number at `offset` bytes, with
+ * the injection calling resolve_backward_scope at each launch; False where it cannot be (off for
+ * good, or not set up). */
+static PyObject* sequence_start(PyObject* self, PyObject* offset_object) {
+  (void)self;
+  const Py_ssize_t offset = PyLong_AsSsize_t(offset_object);
+  if (offset == -1 && PyErr_Occurred()) return NULL;
+  if (offset <= 0 || offset % 8 != 0 || offset >= 128) {
+    PyErr_Format(PyExc_ValueError, "sequence_start: an offset is 8 to 120 bytes, not %zd", offset);
+    return NULL;
+  }
+  if ((route.current_node == NULL && route.fake_running_node == NULL) || route.peek == NULL ||
+      launchwatch_py_set_launch_scope_hook == NULL || atomic_load(&route.off_for_good)) {
+    Py_RETURN_FALSE;
+  }
+  route.offset = (size_t)offset;
+  launchwatch_py_set_launch_scope_hook(resolve_backward_scope);
+  atomic_store(&route.on, 1);
+  Py_RETURN_TRUE;
+}
+
+/* sequence_stop(): the route off for good (the Python hooks put in use: they hook graph nodes). */
+static PyObject* sequence_stop(PyObject* self, PyObject* unused) {
+  (void)self;
+  (void)unused;
+  stop_for_good();
+  Py_RETURN_NONE;
+}
+
+/* sequence_on() -> bool: whether the route is in use. */
+static PyObject* sequence_on(PyObject* self, PyObject* unused) {
+  (void)self;
+  (void)unused;
+  return PyBool_FromLong(atomic_load(&route.on));
+}
+
+/* pass_begins(generation, caller_path, caller_thread): a backward() began (torch.py's
+ * _wrap_backward), the newest pass. */
+static PyObject* pass_begins(PyObject* self, PyObject* const* argv, Py_ssize_t argc) {
+  (void)self;
+  if (argc != 3) {
+    PyErr_Format(PyExc_TypeError, "pass_begins(generation, caller_path, caller_thread) takes 3 "
+                 "arguments, not %zd", argc);
+    return NULL;
+  }
+  const unsigned long long generation = PyLong_AsUnsignedLongLong(argv[0]);
+  const unsigned long path = PyLong_AsUnsignedLong(argv[1]);
+  const unsigned long thread = PyLong_AsUnsignedLong(argv[2]);
+  if (PyErr_Occurred()) return NULL;
+  pthread_mutex_lock(&route.lock);
+  if (route.passes_count < max_passes) {
+    route.passes[route.passes_count].generation = generation;
+    route.passes[route.passes_count].caller_path = (uint32_t)path;
+    route.passes[route.passes_count].caller_thread = thread;
+    ++route.passes_count;
+  }
+  atomic_store_explicit(&route.newest, generation, memory_order_relaxed);
+  pthread_mutex_unlock(&route.lock);
+  Py_RETURN_NONE;
+}
+
+/* pass_ends(generation): that backward() returned, on the thread that called it; the ranges this
+ * thread opened for its nodes were closed with its `backward` scope. */
+static PyObject* pass_ends(PyObject* self, PyObject* generation_object) {
+  (void)self;
+  const unsigned long long generation = PyLong_AsUnsignedLongLong(generation_object);
+  if (generation == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+  pthread_mutex_lock(&route.lock);
+  for (int i = route.passes_count - 1; i >= 0; --i) {
+    if (route.passes[i].generation == generation) {
+      memmove(&route.passes[i], &route.passes[i + 1],
+              (size_t)(route.passes_count - i - 1) * sizeof route.passes[0]);
+      --route.passes_count;
+      break;
+    }
+  }
+  atomic_store_explicit(
+      &route.newest,
+      route.passes_count > 0 ? route.passes[route.passes_count - 1].generation : 0,
+      memory_order_relaxed);
+  pthread_mutex_unlock(&route.lock);
+  if (mine.generation == generation) {
+    mine.open = 0; /* closed already, by the pop of this thread's `backward` */
+    mine.node = NULL;
+  }
+  Py_RETURN_NONE;
+}
+
+/* ---- for tests: torch's running node faked, the route's state read, a launch's call made ----- */
+
+/* _sequence_testing(running_node, set_launch_scope_hook, torch_library): the route set up with a
+ * test's functions (addresses of C functions: `const void* (void)` for the running node, the C
+ * API's signature for the hook's setter) and torch's own sequence counter, where torch has no
+ * running node to read (torch 1.13). */
+static PyObject* sequence_testing(PyObject* self, PyObject* const* argv, Py_ssize_t argc) {
+  (void)self;
+  if (argc != 3) {
+    PyErr_Format(PyExc_TypeError, "_sequence_testing(running_node, set_launch_scope_hook, "
+                 "torch_library) takes 3 arguments, not %zd", argc);
+    return NULL;
+  }
+  void* running = PyLong_AsVoidPtr(argv[0]);
+  void* set_hook = PyLong_AsVoidPtr(argv[1]);
+  PyObject* encoded = PyErr_Occurred() ? NULL : PyUnicode_EncodeFSDefault(argv[2]);
+  if (encoded == NULL) return NULL;
+  route.peek = (sequence_peek_fn)torch_symbol(PyBytes_AsString(encoded),
+                                              "_ZN2at15sequence_number4peekEv");
+  Py_DECREF(encoded);
+  if (route.peek == NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "_sequence_testing: no sequence counter in that library "
+                    "(import torch first)");
+    return NULL;
+  }
+  route.fake_running_node = (const void* (*)(void))running;
+  launchwatch_py_set_launch_scope_hook = (launchwatch_set_launch_scope_hook_fn)set_hook;
+  Py_RETURN_NONE;
+}
+
+/* _sequence_calls() -> [(begin, end, path)]: the recorded forward calls, oldest first. */
+static PyObject* sequence_calls(PyObject* self, PyObject* unused) {
+  (void)self;
+  (void)unused;
+  PyObject* calls = PyList_New(0);
+  if (calls == NULL) return NULL;
+  pthread_mutex_lock(&route.lock);
+  for (long i = 0; i < route.count; ++i) {
+    const call* c = &route.calls[i];
+    PyObject* path = PyTuple_New(c->depth);
+    for (uint32_t n = 0; path != NULL && n < c->depth; ++n) {
+      PyObject* name = PyBytes_FromString(route.names[c->names + n]);
+      if (name == NULL) Py_CLEAR(path);
+      else PyTuple_SetItem(path, n, name);
+    }
+    PyObject* item = path == NULL ? NULL : Py_BuildValue("(KKN)", (unsigned long long)c->begin,
+                                                         (unsigned long long)c->end, path);
+    if (item == NULL || PyList_Append(calls, item) != 0) {
+      Py_XDECREF(item);
+      Py_CLEAR(calls);
+      break;
+    }
+    Py_DECREF(item);
+  }
+  pthread_mutex_unlock(&route.lock);
+  return calls;
+}
+
+/* _sequence_launch(): what the injection does at a launch on this thread (the hook). */
+static PyObject* sequence_launch(PyObject* self, PyObject* unused) {
+  (void)self;
+  (void)unused;
+  resolve_backward_scope();
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef sequence_methods[] = {
+    {"sequence_setup", sequence_setup, METH_O,
+     "sequence_setup(torch_library) -> bool: finds autograd's running node and sequence counter\n"
+     "in torch's library; False where torch or the injection lacks what the route needs."},
+    {"sequence_offsets", sequence_offsets, METH_O,
+     "sequence_offsets(number) -> int: from a graph node's pre hook, a bit per 8-byte word of\n"
+     "the running node that holds `number` (install() measures the offset with it)."},
+    {"sequence_peek", sequence_peek, METH_NOARGS,
+     "sequence_peek() -> int: autograd's next sequence number on this thread."},
+    {"sequence_start", sequence_start, METH_O,
+     "sequence_start(offset) -> bool: the sequence route on, a node's number read at `offset`."},
+    {"sequence_stop", sequence_stop, METH_NOARGS,
+     "sequence_stop(): the sequence route off for good; graph-node hooks from then on."},
+    {"sequence_on", sequence_on, METH_NOARGS,
+     "sequence_on() -> bool: whether the sequence route is in use."},
+    {"pass_begins", (PyCFunction)(void (*)(void))pass_begins, METH_FASTCALL,
+     "pass_begins(generation, caller_path, caller_thread): a backward pass began."},
+    {"pass_ends", pass_ends, METH_O, "pass_ends(generation): that backward pass returned."},
+    {"_sequence_testing", (PyCFunction)(void (*)(void))sequence_testing, METH_FASTCALL,
+     "_sequence_testing(running_node, set_launch_scope_hook, torch_library): for tests, torch's\n"
+     "running node read through a test's function."},
+    {"_sequence_calls", sequence_calls, METH_NOARGS,
+     "_sequence_calls() -> [(begin, end, path)]: for tests, the recorded forward calls."},
+    {"_sequence_launch", sequence_launch, METH_NOARGS,
+     "_sequence_launch(): for tests, what a kernel launch on this thread does."},
+    {NULL, NULL, 0, NULL},
+};
+
+int launchwatch_py_add_sequence(PyObject* module) {
+  return PyModule_AddFunctions(module, sequence_methods);
+}

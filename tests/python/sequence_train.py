@@ -1,0 +1,121 @@
+"""TinyNet trained under `launchwatch run` with the sequence route (python/launchwatch/
+_c_sequence.c) on where torch cannot give it the running graph node (Debian's torch 1.13): a
+fake running node stands in for torch's, and each backward pass makes, on another thread, the
+launches the nodes of each recorded forward call would, so the ranges the route opens reach the
+run's trace. Prints JSON: the recorded calls of the last step, and whether the route stayed on."""
+
+import ctypes
+import json
+import os
+import queue
+import threading
+
+import torch
+from torch import nn
+
+import launchwatch.torch as lw
+from launchwatch import _c_api
+from tiny_train import TinyNet
+
+UINT64_MAX = (1 << 64) - 1
+
+# A node as the route reads one: its sequence number at byte 24. A node is known by its address
+# (one address a node of a pass: no more launches a pass than buffers here),
+# so each simulated node is the next of a few buffers.
+nodes = [(ctypes.c_uint64 * 8)() for _ in range(32)]
+running = [None]
+RUNNING_NODE = ctypes.CFUNCTYPE(ctypes.c_void_p)(
+    lambda: ctypes.addressof(running[0]) if running[0] is not None else None)
+hooks_set = []
+SET_HOOK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(
+    lambda hook: hooks_set.append(hook) or 1)
+
+
+def address(function):
+    return ctypes.cast(function, ctypes.c_void_p).value
+
+
+def launch_in_node(number, which=[0]):  # noqa: B006 (the buffer to use next)
+    which[0] = (which[0] + 1) % len(nodes)
+    node = nodes[which[0]]
+    node[3] = number
+    running[0] = node
+    _c_api._sequence_launch()  # what the injection does at a kernel launch on this thread
+    running[0] = None
+
+
+def launches_of_a_backward_pass():
+    """Launches in a node of each recorded call of the last forward (its first number), in an
+    AccumulateGrad node, and in one made after the model's forward (the loss's)."""
+    calls = _c_api._sequence_calls()
+    last_root = max(i for i, (_, _, path) in enumerate(calls) if len(path) == 1)
+    for begin, end, _ in reversed(calls[last_root:]):
+        if begin < end:
+            launch_in_node(begin)
+    launch_in_node(UINT64_MAX)
+    launch_in_node(calls[last_root][1])  # the loss's node: after the root's forward returned
+
+
+class AutogradThread(threading.Thread):
+    """Another thread than backward()'s that makes each pass's launches, kept from pass to pass as
+    CUDA's autograd thread is (the ranges of a pass are closed at its next pass's first launch)."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.passes, self.done = queue.Queue(), queue.Queue()
+
+    def run(self):
+        while self.passes.get():
+            launches_of_a_backward_pass()
+            self.done.put(True)
+
+    def __call__(self, grad_outputs):  # the loss node's pre hook
+        self.passes.put(True)
+        self.done.get()
+
+
+def many_calls_kept():
+    """Records 150,000 more forward calls (50,000 of a module of two): how many the route keeps,
+    and whether each kept root is whole (its two children after it, inside its numbers)."""
+    model = nn.Sequential(nn.Identity(), nn.Identity())
+    x = torch.ones(2, requires_grad=True)
+    for _ in range(50000):
+        model(x * 2)
+    calls = _c_api._sequence_calls()
+    whole = all(root[2] == (b"Sequential",) and first[2] == (b"Sequential", b"0")
+                and root[0] <= first[0] <= second[0] <= root[1]
+                for root, first, second in zip(calls[::3], calls[1::3], calls[2::3]))
+    return {"count": len(calls), "whole": whole and len(calls) % 3 == 0}
+
+
+def main():
+    library = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")
+    _c_api._sequence_testing(address(RUNNING_NODE), address(SET_HOOK), library)
+    assert _c_api.sequence_start(24)
+    lw._sequence_route[0] = _c_api
+    torch.manual_seed(0)
+    model = TinyNet()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(4, 8), torch.randn(4, 2)
+    autograd = AutogradThread()
+    autograd.start()
+    for _ in range(2):
+        optimizer.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.grad_fn.register_prehook(autograd)
+        loss.backward()
+        optimizer.step()
+    calls = [[begin, end, [name.decode() for name in path]]
+             for begin, end, path in _c_api._sequence_calls()]
+    kept = many_calls_kept()
+    on_before = _c_api.sequence_on()
+    worker = threading.Thread(target=lambda: model(x))  # a forward on a second thread
+    worker.start()
+    worker.join()
+    print(json.dumps({"calls": calls, "on": on_before, "on_after_second_thread":
+                      _c_api.sequence_on(), "hooks_set": len(hooks_set), "kept": kept,
+                      "last_hook_removed": hooks_set[-1] is None}))
+
+
+if __name__ == "__main__":
+    main()

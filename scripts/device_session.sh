@@ -45,6 +45,9 @@
 #            carried: `git archive COMMIT python/launchwatch | tar -x -C DIR --strip-components=1`
 #            and the build's launchwatch/_version.py beside it; its _c_api.abi3.so is compiled
 #            here from its own _c_api.c and _c_hooks.c when it has none
+#   sequence ResNet-18 training (10 steps) under run with LAUNCHWATCH_TORCH_BACKWARD=sequence and
+#            without, launches per scope path compared (bench/torch/scope_launches_diff.py), then
+#            ResNet-18's blocks (as `blocks`, one round) under each (issue 22: the sequence route)
 #   corebench bench/cuda_bridge/bridge_core_bench on this host's CPU, three runs each with run's
 #            fold as run decides (a thread where 4 cores are allowed) and inline, in turn: the
 #            attribution's part of a launch, names-only and deferred (issue 24)
@@ -146,6 +149,28 @@ hook_split() {  # the --split table of the build's package, and of HOOKS_BEFORE'
 export -f hook_split
 want hooks && step hooks 300 env BUILD="$BUILD" HOOKS_BEFORE="${HOOKS_BEFORE:-}" bash -c \
   'ctest --test-dir "$BUILD" -L python --no-tests=error --output-on-failure && hook_split'
+sequence_check() {  # the sequence route against the node hooks: one program's scopes, then blocks
+  local mode
+  for mode in sequence node-hooks; do
+    rm -rf "$OUT/sequence/$mode"
+    LAUNCHWATCH_TORCH_BACKWARD=$mode timeout 150 "$BUILD/apps/launchwatch/launchwatch" run \
+      --out "$OUT/sequence/$mode" -- python3 bench/torch/modules_table.py --worker resnet18-train \
+      --steps 10 --device cuda --python-package "$BUILD/python" \
+      --json "$OUT/sequence/$mode.json" > "$OUT/sequence/$mode.txt" 2>&1
+    echo "== $mode: exit $?"
+  done
+  python3 bench/torch/scope_launches_diff.py "$OUT/sequence/sequence/summary.json" \
+    "$OUT/sequence/node-hooks/summary.json"
+  for mode in sequence node-hooks; do
+    echo "== blocks, $mode"
+    LAUNCHWATCH_TORCH_BACKWARD=$mode OUT="$OUT/sequence/blocks-$mode" BUILD="$BUILD" SKIP_BUILD=1 \
+      MODELS=resnet18-train VARIANT_ROUNDS=1 BLOCKS=25 MEASURED_STEPS=300 TIMEOUT=90 \
+      TABLE_TIMEOUT=150 BUDGET=120 timeout 160 bench/torch/modules_table.sh | grep -A4 "watched /"
+  done
+}
+export -f sequence_check
+want sequence && mkdir -p "$OUT/sequence" && step sequence 480 env BUILD="$BUILD" OUT="$OUT" \
+  bash -c sequence_check
 want corebench && step corebench 200 bash -c "for round in 1 2 3; do for fold in auto inline; do \
   echo \"== round \$round, fold \$fold\"; \
   '$BUILD/bench/cuda_bridge/launchwatch_cuda_bridge_core_bench' 60000 15 0 -1 \$fold; done; done"
@@ -154,7 +179,7 @@ want long && step long 560 env OUT="$OUT/long" BUILD="$BUILD" \
 
 echo "==== device_session ===="
 printf '%s\n' "${rows[@]}"
-for name in probe toggle hostcost native windows split vulkan hooks corebench; do
+for name in probe toggle hostcost native windows split vulkan hooks sequence corebench; do
   [ -f "$OUT/$name.log" ] && { echo "== $name"; tail -40 "$OUT/$name.log"; }
 done
 if [ -n "${PACK:-}" ]; then

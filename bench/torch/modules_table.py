@@ -325,10 +325,15 @@ def use_sink(kind, package):
     `ctypes` (under launchwatch run) makes the hooks reach the injection through ctypes rather
     than the C extension; `python-hooks` (under launchwatch run) makes the hooks the Python ones
     rather than the C extension's. Returns the hooks' sink's `via` (None where no hooks are
-    installed), with ", python hooks" for the last."""
+    installed), with ", python hooks" for the last, and ", sequence route" where the module
+    hooks' sequence route runs (LAUNCHWATCH_TORCH_BACKWARD=sequence, and it could start)."""
     if kind is None:
         sink = sys.modules.get("launchwatch._sink")
-        return getattr(getattr(sink, "current", None), "via", None) if sink else None
+        via = getattr(getattr(sink, "current", None), "via", None) if sink else None
+        hooks = sys.modules.get("launchwatch.torch")
+        if via and getattr(hooks, "_sequence_route", [None])[0] is not None:
+            via += ", sequence route"
+        return via
     sys.path.insert(0, package)
     from launchwatch import _sink
     import launchwatch.torch

@@ -40,12 +40,13 @@ int launchwatch_py_depth(PyObject* depth);
 int launchwatch_py_add_hooks(PyObject* module);
 
 /* The sequence route (_c_sequence.c): a module's backward found from the sequence numbers of the
- * graph nodes its forward made, where torch lets it be read (torch.py's _sequence_route says when).
- * The forward hooks (_c_hooks.c) ask launchwatch_py_sequence_route_here() whether this call is
- * recorded that way (1) or by graph-node hooks (0: the route is off, or this is not the thread
- * whose forward calls it records, which turns it off for good); a recorded call gets
- * launchwatch_py_call_begins(path) (its index, or -1 with an exception) in its pre hook and
- * launchwatch_py_call_ends(index) in its post hook. Under the GIL. */
+ * graph nodes its forward made, where torch lets it be read (torch.py's _start_sequence_route
+ * says when). The forward hooks (_c_hooks.c) ask launchwatch_py_sequence_route_here() whether
+ * this call is recorded that way (1) or by graph-node hooks (0: the route is off, or this is not
+ * the thread whose forward calls it records, which turns it off for good); a recorded call gets
+ * launchwatch_py_call_begins(path) (its index, or -1 where it could not be recorded; never an
+ * exception) in its pre hook and launchwatch_py_call_ends(index) in its post hook. Under the GIL.
+ */
 int launchwatch_py_sequence_route_here(void);
 long launchwatch_py_call_begins(PyObject* path);
 void launchwatch_py_call_ends(long index);

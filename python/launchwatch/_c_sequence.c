@@ -366,20 +366,32 @@ static void* torch_symbol(const char* library, const char* name) {
   return found;
 }
 
-/* sequence_setup(torch_library) -> bool: finds what the route reads in torch's library (a path:
- * libtorch_cpu.so, loaded already); False where either is missing. */
-static PyObject* sequence_setup(PyObject* self, PyObject* library_path) {
-  (void)self;
+/* Looks torch's running node and sequence counter up in `library_path` (a str: torch's
+ * libtorch_cpu.so, loaded already); either may stay NULL (torch 1.13 has no running node to
+ * read). 0, or -1 with an exception (a path that cannot be encoded). */
+static int find_torch_functions(PyObject* library_path) {
   PyObject* encoded = PyUnicode_EncodeFSDefault(library_path);
-  if (encoded == NULL) return NULL;
-  const char* library = PyBytes_AsString(encoded);
+  const char* library = encoded != NULL ? PyBytes_AsString(encoded) : NULL;
   if (library == NULL) {
-    Py_DECREF(encoded);
-    return NULL;
+    Py_XDECREF(encoded);
+    return -1;
   }
   route.current_node = torch_symbol(library, "_ZN5torch8autograd16get_current_nodeEv");
   route.peek = (sequence_peek_fn)torch_symbol(library, "_ZN2at15sequence_number4peekEv");
   Py_DECREF(encoded);
+  return 0;
+}
+
+/* Whether the route can read the node the engine runs: torch's function, or a test's. */
+static int running_node_readable(void) {
+  return route.current_node != NULL || route.fake_running_node != NULL;
+}
+
+/* sequence_setup(torch_library) -> bool: finds what the route reads in torch's library (a path:
+ * libtorch_cpu.so, loaded already); False where either is missing. */
+static PyObject* sequence_setup(PyObject* self, PyObject* library_path) {
+  (void)self;
+  if (find_torch_functions(library_path) != 0) return NULL;
   return PyBool_FromLong(route.current_node != NULL && route.peek != NULL &&
                          launchwatch_py_set_launch_scope_hook != NULL);
 }
@@ -391,7 +403,7 @@ static PyObject* sequence_offsets(PyObject* self, PyObject* number_object) {
   (void)self;
   const unsigned long long number = PyLong_AsUnsignedLongLong(number_object);
   if (number == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
-  if (route.current_node == NULL && route.fake_running_node == NULL) {
+  if (!running_node_readable()) {
     PyErr_SetString(PyExc_RuntimeError, "sequence_offsets: call sequence_setup(...) first");
     return NULL;
   }
@@ -427,7 +439,7 @@ static PyObject* sequence_start(PyObject* self, PyObject* offset_object) {
     PyErr_Format(PyExc_ValueError, "sequence_start: an offset is 8 to 120 bytes, not %zd", offset);
     return NULL;
   }
-  if ((route.current_node == NULL && route.fake_running_node == NULL) || route.peek == NULL ||
+  if (!running_node_readable() || route.peek == NULL ||
       launchwatch_py_set_launch_scope_hook == NULL || atomic_load(&route.off_for_good)) {
     Py_RETURN_FALSE;
   }
@@ -519,11 +531,7 @@ static PyObject* sequence_testing(PyObject* self, PyObject* const* argv, Py_ssiz
   }
   void* running = PyLong_AsVoidPtr(argv[0]);
   void* set_hook = PyLong_AsVoidPtr(argv[1]);
-  PyObject* encoded = PyErr_Occurred() ? NULL : PyUnicode_EncodeFSDefault(argv[2]);
-  if (encoded == NULL) return NULL;
-  route.peek = (sequence_peek_fn)torch_symbol(PyBytes_AsString(encoded),
-                                              "_ZN2at15sequence_number4peekEv");
-  Py_DECREF(encoded);
+  if (PyErr_Occurred() || find_torch_functions(argv[2]) != 0) return NULL;
   if (route.peek == NULL) {
     PyErr_SetString(PyExc_RuntimeError, "_sequence_testing: no sequence counter in that library "
                     "(import torch first)");

@@ -43,7 +43,7 @@ path_id current_path() noexcept;
 /// A function that opens and closes the calling thread's scopes for what the thread is running
 /// at the moment it launches, rather than at every step it takes: PyTorch's autograd engine runs
 /// hundreds of graph nodes a backward pass, and the module whose forward made the running node is
-/// read off it only when the node launches a kernel (python/launchwatch/_c_hooks.c). It runs on
+/// read off it only when the node launches a kernel (python/launchwatch/_c_sequence.c). It runs on
 /// the launching thread, before an attribution reads that thread's path, with no lock of the
 /// attribution's held; it may enter and leave scopes, and must not launch.
 using launch_scope_hook = void (*)();

@@ -51,7 +51,7 @@ __attribute__((visibility("default"))) std::uint32_t launchwatch_current_path();
 /// thread's ranges, so a caller whose ranges follow what the thread is running at that moment
 /// can open and close them there, once a launch, instead of at every step the thread takes: the
 /// Python package reads the autograd engine's running graph node this way and opens the backward
-/// ranges of the module whose forward made it (python/launchwatch/_c_hooks.c). The hook may push
+/// ranges of the module whose forward made it (python/launchwatch/_c_sequence.c). The hook may push
 /// and pop ranges with this API; it must not launch. Null removes it; one hook a process, a
 /// second call replaces the first. The hook's code must stay loaded while launches may come.
 /// Returns the API version. Cost: nothing at a launch while no hook is set but one relaxed load.

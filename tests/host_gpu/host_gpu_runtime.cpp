@@ -86,15 +86,8 @@ void fold_max(unsigned long long& word, unsigned long long value) noexcept {
 
 constexpr std::size_t alignment = 256;
 
-/// longest_clock_probe()'s value.
-std::atomic<std::uint64_t> longest_probe_ns{0};
-
-void note_probe_life(std::uint64_t ns) noexcept {
-  std::uint64_t seen = longest_probe_ns.load(std::memory_order_relaxed);
-  while (seen < ns &&
-         !longest_probe_ns.compare_exchange_weak(seen, ns, std::memory_order_acq_rel)) {
-  }
-}
+/// longest_clock_probe()'s value, folded by fold_max.
+unsigned long long longest_probe_ns = 0;
 
 std::atomic<bool> inside_the_launch{false};
 
@@ -460,7 +453,7 @@ R::error host_gpu_runtime::launch_clock_probe(stream_handle s,
           std::this_thread::yield();
         }
       }
-      note_probe_life(steady_ns() - began);
+      fold_max(longest_probe_ns, steady_ns() - began);
       s->probes.fetch_sub(1, std::memory_order_acq_rel);
     }}.detach();
   } catch (...) {
@@ -531,7 +524,8 @@ R::error host_gpu_runtime::free_async(void* p, stream_handle s) noexcept {
 std::uint64_t kernels_run() noexcept { return run.load(std::memory_order_relaxed); }
 
 std::chrono::nanoseconds longest_clock_probe() noexcept {
-  return std::chrono::nanoseconds{longest_probe_ns.load(std::memory_order_acquire)};
+  return std::chrono::nanoseconds{
+      std::atomic_ref<unsigned long long>{longest_probe_ns}.load(std::memory_order_relaxed)};
 }
 
 }  // namespace launchwatch::testing::host_gpu

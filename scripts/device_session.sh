@@ -45,8 +45,8 @@
 #            carried: `git archive COMMIT python/launchwatch | tar -x -C DIR --strip-components=1`
 #            and the build's launchwatch/_version.py beside it; its _c_api.abi3.so is compiled
 #            here from its own _c_api.c and _c_hooks.c when it has none
-#   sequence ResNet-18 training (10 steps) under run with LAUNCHWATCH_TORCH_BACKWARD=sequence and
-#            without, launches per scope path compared (bench/torch/scope_launches_diff.py), then
+#   sequence ResNet-18 training (10 steps) under run with LAUNCHWATCH_TORCH_BACKWARD=sequence (the
+#            default) and node-hooks, launches per scope path (scope_launches_diff.py), then
 #            ResNet-18's blocks (as `blocks`, one round) under each (issue 22: the sequence route)
 #   corebench bench/cuda_bridge/bridge_core_bench on this host's CPU, three runs each with run's
 #            fold as run decides (a thread where 4 cores are allowed) and inline, in turn: the
@@ -79,6 +79,7 @@ python_targets() {  # the package's C extension, where this Python's headers let
   ninja -C "$BUILD" -t targets all 2>/dev/null | grep -o '^launchwatch_python_c_api:' | tr -d :
 }
 if cmake --preset cuda -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES=90 "${cupti_args[@]}" \
+     -DLAUNCHWATCH_TEST_PYTHON="$(command -v python3)" \
      >"$OUT/build.log" 2>&1 && ninja -C "$BUILD" -j"$JOBS" "${targets[@]}" $(python_targets) \
      >>"$OUT/build.log" 2>&1; then
   row build ok "$(( $(date +%s) - t )) s"

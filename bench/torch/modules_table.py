@@ -326,7 +326,7 @@ def use_sink(kind, package):
     than the C extension; `python-hooks` (under launchwatch run) makes the hooks the Python ones
     rather than the C extension's. Returns the hooks' sink's `via` (None where no hooks are
     installed), with ", python hooks" for the last, and ", sequence route" where the module
-    hooks' sequence route runs (LAUNCHWATCH_TORCH_BACKWARD=sequence, and it could start)."""
+    hooks' sequence route runs (it could start, and LAUNCHWATCH_TORCH_BACKWARD is not node-hooks)."""
     if kind is None:
         sink = sys.modules.get("launchwatch._sink")
         via = getattr(getattr(sink, "current", None), "via", None) if sink else None

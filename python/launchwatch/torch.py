@@ -23,8 +23,8 @@ that module's scope:
   Where torch lets autograd's running node and its sequence number be read (torch 2, under
   `launchwatch run`), no graph node is hooked at all: the sequence route (_c_sequence.c) records
   each forward call's range of sequence numbers, and at a kernel launch in backward opens the
-  ranges of the module whose forward made the running node (`_start_sequence_route`; asked for
-  with LAUNCHWATCH_TORCH_BACKWARD=sequence for now).
+  ranges of the module whose forward made the running node (`_start_sequence_route`; the node
+  hooks instead with LAUNCHWATCH_TORCH_BACKWARD=node-hooks).
 - optimizer: each step under `optimizer/<class name>` (global step hooks on torch >= 2.0, a
   wrapped `step` before).
 - why a wrapped `Module.__call__` and not torch's global module hooks: with any global hook torch
@@ -586,16 +586,16 @@ def _sequence_offset(c_api):
 
 
 def _start_sequence_route():
-    """Starts the sequence route where it is asked for (LAUNCHWATCH_TORCH_BACKWARD=sequence) and
-    can run: the C hooks in use, the sink the extension's own (the injection's C API, with its
-    launch scope hook), torch's library exporting autograd's running node and sequence counter
-    (torch 2), and the offset of a node's number measured (_sequence_offset). Before install()
+    """Starts the sequence route unless the node hooks are asked for
+    (LAUNCHWATCH_TORCH_BACKWARD=node-hooks), where it can run: the C hooks in use, the sink the
+    extension's own (the injection's C API, with its launch scope hook), torch's library
+    exporting autograd's running node and sequence counter (torch 2), and the offset of a node's number measured (_sequence_offset). Before install()
     wraps backward(). Returns whether it started; where not, graph-node hooks find each module's
-    backward. Asked for, not the default, until its first run on a GPU with torch 2 is done (the
-    first such run crashed on a bug since fixed and tested on the CPU only: docs/benchmarks.md)."""
+    backward. The default since it matched the node hooks' scopes on every path of ResNet-18
+    training on the H200 at a lower cost (docs/benchmarks.md)."""
     if _c_hooks is None or _hooks is not _c_hooks or getattr(_sink.get(), "via", "") != "extension":
         return False
-    if os.environ.get("LAUNCHWATCH_TORCH_BACKWARD", "") != "sequence":
+    if os.environ.get("LAUNCHWATCH_TORCH_BACKWARD", "") == "node-hooks":
         return False
     try:
         from . import _c_api

@@ -683,3 +683,32 @@ print(json.dumps({"paths": sink.paths(), "open": len(sink.open_ranges())}))
     result = _in_a_fresh_process(script)
     assert result["paths"] == ["Linear", "Sequential", "Sequential/0"]
     assert result["open"] == 0
+
+
+@pytest.mark.parametrize("asked, tried", [(None, True), ("sequence", True), ("node-hooks", False)])
+def test_the_sequence_route_is_tried_by_default_and_node_hooks_are_used_where_asked_for(
+        monkeypatch, asked, tried):
+    """Where the route could run (the C hooks in use, the extension's sink), install() tries it
+    unless LAUNCHWATCH_TORCH_BACKWARD=node-hooks asks for graph-node hooks instead."""
+    setups = []
+
+    class FakeCApi:  # torch's functions not found: the route does not start either way
+        @staticmethod
+        def sequence_setup(library):
+            setups.append(library)
+            return False
+
+    class ExtensionSink:
+        via = "extension"
+
+    hooks = object()
+    monkeypatch.setattr(lwtorch, "_c_hooks", hooks)
+    monkeypatch.setattr(lwtorch, "_hooks", hooks)
+    monkeypatch.setattr(lwtorch._sink, "get", ExtensionSink)
+    monkeypatch.setattr(launchwatch, "_c_api", FakeCApi, raising=False)
+    if asked is None:
+        monkeypatch.delenv("LAUNCHWATCH_TORCH_BACKWARD", raising=False)
+    else:
+        monkeypatch.setenv("LAUNCHWATCH_TORCH_BACKWARD", asked)
+    assert lwtorch._start_sequence_route() is False
+    assert len(setups) == (1 if tried else 0)

@@ -41,12 +41,16 @@ int launchwatch_py_add_hooks(PyObject* module);
 
 /* The sequence route (_c_sequence.c): a module's backward found from the sequence numbers of the
  * graph nodes its forward made, where torch lets it be read (torch.py's _start_sequence_route
- * says when). The forward hooks (_c_hooks.c) ask launchwatch_py_sequence_route_here() whether
- * this call is recorded that way (1) or by graph-node hooks (0: the route is off, or this is not
- * the thread whose forward calls it records, which turns it off for good); a recorded call gets
- * launchwatch_py_call_begins(path) (its index, or -1 where it could not be recorded; never an
- * exception) in its pre hook and launchwatch_py_call_ends(index) in its post hook. Under the GIL.
- */
+ * says when). The forward hooks (_c_hooks.c) ask launchwatch_py_sequence_route_here() how this
+ * call's backward is found: recorded by the route (route_records), by graph-node hooks
+ * (route_off: the route is off, or this is a forward on another thread than the one whose calls
+ * it records, outside any backward pass, which turns it off for good), or not at all
+ * (route_recompute: a forward on another thread while a backward pass runs, activation
+ * checkpointing recomputing a forward, whose ranges open inside the backward scope it runs in); a
+ * recorded call gets launchwatch_py_call_begins(path) (its index, or -1 where it could not be
+ * recorded; never an exception) in its pre hook and launchwatch_py_call_ends(index) in its post
+ * hook. Under the GIL. */
+enum { route_off = 0, route_records = 1, route_recompute = 2 };
 int launchwatch_py_sequence_route_here(void);
 long launchwatch_py_call_begins(PyObject* path);
 void launchwatch_py_call_ends(long index);

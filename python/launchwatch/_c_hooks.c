@@ -243,7 +243,9 @@ static PyObject* forward_pre(PyObject* self, PyObject* const* argv, Py_ssize_t a
   }
   const int grad = grad_enabled();
   if (grad < 0) goto done;
-  if (grad && sink == ctx.native_sink && launchwatch_py_sequence_route_here()) {
+  const int route = grad && sink == ctx.native_sink ? launchwatch_py_sequence_route_here()
+                                                    : route_off;
+  if (route == route_records) {
     /* The sequence route (_c_sequence.c): (module, state, depth, None, the call's index). */
     PyObject* path = PyObject_GetAttr(state, s_path);
     if (path == NULL) goto done;
@@ -255,7 +257,8 @@ static PyObject* forward_pre(PyObject* self, PyObject* const* argv, Py_ssize_t a
     Py_DECREF(index);
     if (entry == NULL) goto done;
   } else {
-    nodes = grad ? input_nodes(argv[1]) : Py_NewRef(Py_None);
+    /* A recompute's backward is its caller's: no node of it is hooked (route_recompute). */
+    nodes = grad && route == route_off ? input_nodes(argv[1]) : Py_NewRef(Py_None);
     if (nodes == NULL || (entry = PyTuple_Pack(4, module, state, depth, nodes)) == NULL) goto done;
   }
   if (PyList_Append(forward, entry) == 0) result = Py_NewRef(Py_None);

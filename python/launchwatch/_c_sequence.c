@@ -21,8 +21,13 @@
  * assumed. torch.py's _start_sequence_route decides whether the route is on; anything missing
  * leaves it off, and the node hooks do the work. Numbers are per thread, so one thread's forward
  * calls are recorded (the first that records one); a forward with gradients on another thread (a
- * model run on several threads, activation checkpointing recomputing in backward) turns the route
- * off for good, and the node hooks take over from that call on.
+ * model run on several threads) turns the route off for good, and the node hooks take over from
+ * that call on. Activation checkpointing is the exception: it recomputes a forward on the thread
+ * running backward, while a pass runs. That forward is not recorded (its nodes are numbered by
+ * that thread's own count) and its ranges open inside the backward scope it was recomputed for;
+ * where it is run backward itself (torch's reentrant checkpoint: a backward() on that thread), the
+ * route leaves that thread's ranges as they are for that pass, so its launches are in the
+ * `backward` scope of that call, below the module whose backward recomputed it.
  *
  * Thread safety: the forward side and the set-up run under the GIL; resolve_backward_scope runs on
  * any thread without it, so what both read (the calls, the running passes) is under `lock`, which
@@ -170,16 +175,21 @@ static void stop_for_good(void) {
 }
 
 int launchwatch_py_sequence_route_here(void) {
-  if (!atomic_load_explicit(&route.on, memory_order_relaxed)) return 0;
+  if (!atomic_load_explicit(&route.on, memory_order_relaxed)) return route_off;
   const unsigned long thread = PyThread_get_thread_ident();
-  if (route.forward_thread == thread) return 1;
+  if (route.forward_thread == thread) return route_records;
   if (route.forward_thread == 0) {
     route.forward_thread = thread;
-    return 1;
+    return route_records;
   }
-  /* A forward on a second thread: its nodes' numbers are that thread's own count. */
+  /* A forward on a second thread: its nodes' numbers are that thread's own count. While a pass
+   * runs it is a recompute (activation checkpointing), whose nodes no resolved pass runs. */
+  pthread_mutex_lock(&route.lock);
+  const int passes = route.passes_count;
+  pthread_mutex_unlock(&route.lock);
+  if (passes > 0) return route_recompute;
   stop_for_good();
-  return 0;
+  return route_off;
 }
 
 /* Drops the older half of the calls, from the first outermost call of the newer half on (none
@@ -327,6 +337,13 @@ static void resolve_backward_scope(void) {
   const unsigned long long generation = route.passes[route.passes_count - 1].generation;
   const uint32_t caller_path = route.passes[route.passes_count - 1].caller_path;
   const unsigned long caller_thread = route.passes[route.passes_count - 1].caller_thread;
+  if (caller_thread != route.forward_thread) {
+    /* A pass another thread began (a reentrant checkpoint's backward() of its recompute): its
+     * nodes are numbered by that thread's count, which names none of the recorded calls. This
+     * thread's ranges stay as they are, the outer pass's kept for when it goes on. */
+    pthread_mutex_unlock(&route.lock);
+    return;
+  }
   if (mine.generation != generation) {
     close_mine_to(0); /* a finished pass's leftovers */
     mine.generation = generation;

@@ -8,6 +8,7 @@ import ctypes
 import json
 import os
 import queue
+import sys
 import threading
 
 import torch
@@ -60,14 +61,17 @@ class AutogradThread(threading.Thread):
     """Another thread than backward()'s that makes each pass's launches, kept from pass to pass as
     CUDA's autograd thread is (the ranges of a pass are closed at its next pass's first launch)."""
 
-    def __init__(self):
+    def __init__(self, launches=launches_of_a_backward_pass):
         super().__init__(daemon=True)
         self.passes, self.done = queue.Queue(), queue.Queue()
+        self.launches = launches
 
     def run(self):
         while self.passes.get():
-            launches_of_a_backward_pass()
-            self.done.put(True)
+            try:
+                self.launches()
+            finally:
+                self.done.put(True)
 
     def __call__(self, grad_outputs):  # the loss node's pre hook
         self.passes.put(True)
@@ -88,11 +92,53 @@ def many_calls_kept():
     return {"count": len(calls), "whole": whole and len(calls) % 3 == 0}
 
 
-def main():
+def start_the_route():
     library = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")
     _c_api._sequence_testing(address(RUNNING_NODE), address(SET_HOOK), library)
     assert _c_api.sequence_start(24)
     lw._sequence_route[0] = _c_api
+
+
+def checkpointed():
+    """Two backward passes of one step, each on another thread recomputing the encoder's forward
+    there (as activation checkpointing does) and running a backward() of the recompute there
+    (torch's reentrant checkpoint), launching in a node numbered as `encoder/1`'s, between
+    launches in the nodes of `head` and `encoder/0`. Prints JSON: whether the route stayed on and
+    its hook set, and how many calls it recorded before and after."""
+    start_the_route()
+    torch.manual_seed(0)
+    model = TinyNet()
+    x, y = torch.randn(4, 8), torch.randn(4, 2)
+    loss = nn.functional.mse_loss(model(x), y)
+    recorded = {"/".join(name.decode() for name in path): begin
+                for begin, _, path in _c_api._sequence_calls()}
+
+    def recompute():
+        launch_in_node(recorded["TinyNet/head"])
+        with torch.enable_grad():
+            again = model.encoder(x.detach().requires_grad_())  # the recompute's forward
+        total = again.sum()
+        total.grad_fn.register_prehook(
+            lambda grads: launch_in_node(recorded["TinyNet/encoder/1"]))
+        total.backward()  # its backward, on this thread
+        launch_in_node(recorded["TinyNet/encoder/0"])
+
+    autograd = AutogradThread(recompute)
+    autograd.start()
+    loss.grad_fn.register_prehook(autograd)
+    loss.backward(retain_graph=True)
+    loss.backward()  # the first pass's ranges close at this one's first launch, as on CUDA
+    autograd.passes.put(False)
+    print(json.dumps({"on": _c_api.sequence_on(), "hooks_set": len(hooks_set),
+                      "hook_removed": hooks_set[-1] is None, "calls_before": len(recorded),
+                      "calls_after": len(_c_api._sequence_calls())}))
+
+
+def main():
+    if "--checkpoint" in sys.argv:
+        checkpointed()
+        return
+    start_the_route()
     torch.manual_seed(0)
     model = TinyNet()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -9,6 +9,9 @@ enclosing range through the profiler's launch correlation), and one plain, side 
 Models (random weights, built from configs: no download, no network):
   resnet50-train            torchvision ResNet-50 training steps (SGD, CrossEntropyLoss)
   gpt2-train                transformers GPT-2 (124M config) language-model training steps (AdamW)
+  gpt2-checkpoint-train     the same with activation checkpointing (transformers' default, torch's
+                            reentrant checkpoint); gpt2-checkpoint-nonreentrant-train with
+                            use_reentrant=False (both run only when named)
   vit-compile-infer         timm ViT-B/16 (torchvision's when timm is missing) inference under
                             torch.compile
   resnet50-cudagraph-infer  torchvision ResNet-50 inference captured once, replayed as a CUDA graph
@@ -73,7 +76,8 @@ import traceback
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODELS = ["resnet50-train", "gpt2-train", "vit-compile-infer", "resnet50-cudagraph-infer",
           "resnet18-dataloader-train"]
-EXTRA_MODELS = ["resnet18-train"]  # run only when named
+EXTRA_MODELS = ["resnet18-train", "gpt2-checkpoint-train",  # run only when named
+                "gpt2-checkpoint-nonreentrant-train"]
 RANGE_PREFIX = "lw:"
 
 # ---- the worker: one model's steps ------------------------------------------------------------
@@ -105,10 +109,13 @@ def build(name, device):
                                    torch.randn(64, 3, 224, 224, device=device),
                                    torch.randint(0, 1000, (64,), device=device))
         return step, 3, 10, ["ResNet", "CrossEntropyLoss"], ""
-    if name == "gpt2-train":
+    if name in ("gpt2-train", "gpt2-checkpoint-train", "gpt2-checkpoint-nonreentrant-train"):
         from transformers import GPT2Config, GPT2LMHeadModel
 
         model = GPT2LMHeadModel(GPT2Config()).to(device)
+        if name != "gpt2-train":  # activation checkpointing, each block recomputed in backward
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={
+                "use_reentrant": name == "gpt2-checkpoint-train"})
         ids = torch.randint(0, 50257, (8, 512), device=device)
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
 
@@ -117,7 +124,9 @@ def build(name, device):
             model(input_ids=ids, labels=ids).loss.backward()
             optimizer.step()
 
-        return step, 3, 10, ["GPT2LMHeadModel"], ""
+        notes = {"gpt2-checkpoint-train": "activation checkpointing, reentrant",
+                 "gpt2-checkpoint-nonreentrant-train": "activation checkpointing, not reentrant"}
+        return step, 3, 10, ["GPT2LMHeadModel"], notes.get(name, "")
     if name == "vit-compile-infer":
         try:
             import timm

@@ -199,7 +199,8 @@ static PyObject* forward_pre(PyObject* self, PyObject* const* argv, Py_ssize_t a
   if (!ready()) return NULL;
   PyObject* module = argv[0];
   PyObject *result = NULL, *sink = NULL, *forward = NULL, *parent_call = NULL, *key = NULL,
-           *state = NULL, *first = NULL, *rest = NULL, *depth = NULL, *nodes = NULL, *entry = NULL;
+           *state = NULL, *first = NULL, *rest = NULL, *depth = NULL, *nodes = NULL, *entry = NULL,
+           *path = NULL;
   if ((sink = current_sink()) == NULL) goto done;
   const int active = sink_active(sink);
   if (active <= 0) {
@@ -213,13 +214,20 @@ static PyObject* forward_pre(PyObject* self, PyObject* const* argv, Py_ssize_t a
   Py_INCREF(parent_call);
   PyObject* parent_state = open > 0 ? PyTuple_GetItem(parent_call, 1) : Py_None;
   if (parent_state == NULL || (key = PyLong_FromVoidPtr(module)) == NULL) goto done;
+  const int grad = grad_enabled();
+  if (grad < 0) goto done;
+  const int route = grad && sink == ctx.native_sink ? launchwatch_py_sequence_route_here()
+                                                    : route_off;
+  /* A recompute's outermost call keeps the state its module's forward last had, and so its path
+   * (no open call on this thread would make it a root). */
+  const int recompute_root = route == route_recompute && open == 0;
   state = PyDict_GetItemWithError(ctx.states, key);
   if (state != NULL) {
     Py_INCREF(state);
     PyObject* parent = PyObject_GetAttr(state, s_parent);
     if (parent == NULL) goto done;
     Py_DECREF(parent); /* only its identity is compared; the state holds it */
-    if (parent != parent_state) Py_CLEAR(state);
+    if (parent != parent_state && !recompute_root) Py_CLEAR(state);
   } else if (PyErr_Occurred()) {
     goto done;
   }
@@ -228,7 +236,14 @@ static PyObject* forward_pre(PyObject* self, PyObject* const* argv, Py_ssize_t a
     goto done;
   }
   if ((first = PyObject_GetAttr(state, s_first)) == NULL) goto done;
-  if (first == Py_None) {
+  if (recompute_root) {
+    if ((path = PyObject_GetAttr(state, s_path)) == NULL) goto done;
+    const long pushed = launchwatch_py_recompute_root_pushes(path);
+    if (pushed >= 0 && (depth = PyLong_FromLong(pushed)) == NULL) goto done;
+  }
+  if (depth != NULL) {
+    /* pushed under the pass's `backward` scope */
+  } else if (first == Py_None) {
     if ((depth = sink_pop_to(sink, everything)) == NULL) goto done;
   } else {
     if ((depth = sink_push(sink, first)) == NULL) goto done;
@@ -241,30 +256,28 @@ static PyObject* forward_pre(PyObject* self, PyObject* const* argv, Py_ssize_t a
       Py_DECREF(pushed);
     }
   }
-  const int grad = grad_enabled();
-  if (grad < 0) goto done;
-  const int route = grad && sink == ctx.native_sink ? launchwatch_py_sequence_route_here()
-                                                    : route_off;
-  if (route == route_records) {
-    /* The sequence route (_c_sequence.c): (module, state, depth, None, the call's index). */
-    PyObject* path = PyObject_GetAttr(state, s_path);
-    if (path == NULL) goto done;
-    const long call = launchwatch_py_call_begins(path);
-    Py_DECREF(path);
+  if (route != route_off) {
+    /* The sequence route (_c_sequence.c): (module, state, depth, None, the call's index), and
+     * True after them for a recompute's call. No node is hooked. */
+    if (path == NULL && (path = PyObject_GetAttr(state, s_path)) == NULL) goto done;
+    const long call = route == route_records
+                          ? launchwatch_py_call_begins(path)
+                          : launchwatch_py_recompute_call_begins(path, recompute_root);
     PyObject* index = PyLong_FromLong(call);
     if (index == NULL) goto done;
-    entry = PyTuple_Pack(5, module, state, depth, Py_None, index);
+    entry = route == route_records ? PyTuple_Pack(5, module, state, depth, Py_None, index)
+                                   : PyTuple_Pack(6, module, state, depth, Py_None, index, Py_True);
     Py_DECREF(index);
     if (entry == NULL) goto done;
   } else {
-    /* A recompute's backward is its caller's: no node of it is hooked (route_recompute). */
-    nodes = grad && route == route_off ? input_nodes(argv[1]) : Py_NewRef(Py_None);
+    nodes = grad ? input_nodes(argv[1]) : Py_NewRef(Py_None);
     if (nodes == NULL || (entry = PyTuple_Pack(4, module, state, depth, nodes)) == NULL) goto done;
   }
   if (PyList_Append(forward, entry) == 0) result = Py_NewRef(Py_None);
 done:
   Py_XDECREF(entry);
   Py_XDECREF(nodes);
+  Py_XDECREF(path);
   Py_XDECREF(depth);
   Py_XDECREF(rest);
   Py_XDECREF(first);
@@ -433,10 +446,14 @@ static PyObject* forward_post(PyObject* self, PyObject* const* argv, Py_ssize_t 
       goto done;
     }
   }
-  if (PyTuple_Size(entry) == 5) { /* recorded by the sequence route */
+  if (PyTuple_Size(entry) >= 5) { /* recorded by the sequence route (6: a recompute's call) */
     const long call = PyLong_AsLong(PyTuple_GetItem(entry, 4));
     if (call == -1 && PyErr_Occurred()) goto done;
-    launchwatch_py_call_ends(call);
+    if (PyTuple_Size(entry) == 6) {
+      launchwatch_py_recompute_call_ends(call);
+    } else {
+      launchwatch_py_call_ends(call);
+    }
   }
   PyObject* nodes = PyTuple_GetItem(entry, 3);
   if (nodes == NULL) goto done;

@@ -23,11 +23,11 @@
  * calls are recorded (the first that records one); a forward with gradients on another thread (a
  * model run on several threads) turns the route off for good, and the node hooks take over from
  * that call on. Activation checkpointing is the exception: it recomputes a forward on the thread
- * running backward, while a pass runs. That forward is not recorded (its nodes are numbered by
- * that thread's own count) and its ranges open inside the backward scope it was recomputed for;
- * where it is run backward itself (torch's reentrant checkpoint: a backward() on that thread), the
- * route leaves that thread's ranges as they are for that pass, so its launches are in the
- * `backward` scope of that call, below the module whose backward recomputed it.
+ * running backward, while a pass runs. That forward's calls are recorded on that thread (the
+ * `recomputed` table, numbered by its own count) with the paths their forward had, and its ranges
+ * open as `[recompute]` in the recomputed module's backward scope; where it is run backward
+ * itself (torch's reentrant checkpoint: a backward() on that thread), that pass's nodes are found
+ * in that table, their ranges opened as the module's backward (`mine_recomputed`).
  *
  * Thread safety: the forward side and the set-up run under the GIL; resolve_backward_scope runs on
  * any thread without it, so what both read (the calls, the running passes) is under `lock`, which
@@ -62,6 +62,17 @@ typedef struct {
   uint32_t depth;
 } call;
 
+/* Forward calls, in the order they began, as the route keeps them: one thread's, numbered by its
+ * own counter. */
+typedef struct {
+  call* calls;
+  long count, capacity;
+  const char** names; /* every call's names, in one array */
+  long names_count, names_capacity;
+  long open[max_depth * 4]; /* the recording thread's open calls, innermost last */
+  int open_count;
+} call_table;
+
 /* A path tuple's names, as C strings that live as long as the process. */
 typedef struct {
   PyObject* path; /* held */
@@ -79,12 +90,7 @@ static struct {
   size_t offset;                 /* of a node's sequence number, in bytes */
   unsigned long forward_thread;  /* the thread whose forward calls are recorded (0: none yet) */
   pthread_mutex_t lock;
-  call* calls;
-  long count, capacity;
-  const char** names;            /* every call's names, in one array */
-  long names_count, names_capacity;
-  long open[max_depth * 4];      /* the recording thread's open calls, innermost last */
-  int open_count;
+  call_table table;              /* forward_thread's calls */
   /* The running backward passes, newest last: their generation, caller path, caller thread. */
   struct {
     unsigned long long generation;
@@ -96,6 +102,12 @@ static struct {
 } route = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static const char loss_name[] = "[loss]";
+static const char recompute_name[] = "[recompute]";
+
+/* This thread's forward calls recomputed in backward (activation checkpointing), from its newest
+ * recompute's outermost call on: what a reentrant checkpoint's backward() of them, on this same
+ * thread, runs. Only this thread reads or writes it; its memory stays with the thread. */
+static _Thread_local call_table recomputed;
 
 /* ---- names ----------------------------------------------------------------------------------- */
 
@@ -196,69 +208,93 @@ int launchwatch_py_sequence_route_here(void) {
  * is open: an outermost call begins only when none is). A graph made that long ago (some hundred
  * thousand module calls) and still to be run backward would find its calls gone: its nodes'
  * launches go to `[loss]`. Under `lock`. */
-static void drop_old_calls(void) {
-  long first = route.count / 2;
-  while (first < route.count && route.calls[first].parent >= 0) ++first;
-  if (first <= 0 || first >= route.count) return;
-  const uint32_t first_name = route.calls[first].names;
-  memmove(route.calls, route.calls + first, (size_t)(route.count - first) * sizeof *route.calls);
-  route.count -= first;
-  for (long i = 0; i < route.count; ++i) {
-    call* c = &route.calls[i];
+static void drop_old_calls(call_table* table) {
+  long first = table->count / 2;
+  while (first < table->count && table->calls[first].parent >= 0) ++first;
+  if (first <= 0 || first >= table->count) return;
+  const uint32_t first_name = table->calls[first].names;
+  memmove(table->calls, table->calls + first,
+          (size_t)(table->count - first) * sizeof *table->calls);
+  table->count -= first;
+  for (long i = 0; i < table->count; ++i) {
+    call* c = &table->calls[i];
     c->parent = c->parent >= first ? c->parent - first : -1;
     c->names -= first_name;
   }
-  memmove(route.names, route.names + first_name,
-          (size_t)(route.names_count - first_name) * sizeof *route.names);
-  route.names_count -= first_name;
+  memmove(table->names, table->names + first_name,
+          (size_t)(table->names_count - first_name) * sizeof *table->names);
+  table->names_count -= first_name;
 }
 
-/* Room for one more call and `depth` more names; 0, or -1 (out of memory). Under `lock`. */
-static int make_room(uint32_t depth) {
-  if (route.count == route.capacity) {
-    const long capacity = route.capacity ? route.capacity * 2 : 4096;
-    call* grown = realloc(route.calls, (size_t)capacity * sizeof *grown);
+/* Room for one more call and `depth` more names; 0, or -1 (out of memory). */
+static int make_room(call_table* table, uint32_t depth) {
+  if (table->count == table->capacity) {
+    const long capacity = table->capacity ? table->capacity * 2 : 4096;
+    call* grown = realloc(table->calls, (size_t)capacity * sizeof *grown);
     if (grown == NULL) return -1;
-    route.calls = grown;
-    route.capacity = capacity;
+    table->calls = grown;
+    table->capacity = capacity;
   }
-  if (route.names_count + depth > route.names_capacity) {
-    long capacity = route.names_capacity ? route.names_capacity * 2 : 16384;
-    while (capacity < route.names_count + depth) capacity *= 2;
-    const char** grown = realloc(route.names, (size_t)capacity * sizeof *grown);
+  if (table->names_count + depth > table->names_capacity) {
+    long capacity = table->names_capacity ? table->names_capacity * 2 : 16384;
+    while (capacity < table->names_count + depth) capacity *= 2;
+    const char** grown = realloc(table->names, (size_t)capacity * sizeof *grown);
     if (grown == NULL) return -1;
-    route.names = grown;
-    route.names_capacity = capacity;
+    table->names = grown;
+    table->names_capacity = capacity;
   }
   return 0;
 }
 
-long launchwatch_py_call_begins(PyObject* path) {
-  const cached_path* names = path_names(path);
-  if (names == NULL) { /* not recorded: its nodes go to the call around it, the program goes on */
-    PyErr_Clear();
+/* Records a call of `names` beginning at `begin`, inside the innermost open one; its index, or -1
+ * (out of memory, or nested past the stack: its nodes go to the call around it). */
+static long table_begins(call_table* table, const cached_path* names, uint64_t begin) {
+  if (table->open_count >= (int)(sizeof table->open / sizeof *table->open) ||
+      make_room(table, names->depth) != 0) {
     return -1;
   }
+  const long index = table->count++;
+  call* c = &table->calls[index];
+  c->begin = begin;
+  c->end = 0;
+  c->parent = table->open_count > 0 ? table->open[table->open_count - 1] : -1;
+  c->names = (uint32_t)table->names_count;
+  c->depth = names->depth;
+  memcpy(table->names + table->names_count, names->names, names->depth * sizeof *table->names);
+  table->names_count += names->depth;
+  table->open[table->open_count++] = index;
+  return index;
+}
+
+/* Ends call `index` at `end`. Calls above it still open did not return (closed out of order):
+ * they keep no range. */
+static void table_ends(call_table* table, long index, uint64_t end) {
+  for (int i = table->open_count - 1; i >= 0; --i) {
+    if (table->open[i] == index) {
+      table->open_count = i;
+      if (index < table->count) table->calls[index].end = end;
+      return;
+    }
+  }
+}
+
+/* `path`'s names, or NULL (not recorded: its nodes go to the call around it, the program goes
+ * on). */
+static const cached_path* recorded_names(PyObject* path) {
+  const cached_path* names = path_names(path);
+  if (names == NULL) PyErr_Clear();
+  return names;
+}
+
+long launchwatch_py_call_begins(PyObject* path) {
+  const cached_path* names = recorded_names(path);
+  if (names == NULL) return -1;
   const uint64_t begin = route.peek();
   pthread_mutex_lock(&route.lock);
-  long index = -1;
-  if (route.open_count == 0 && route.count >= max_calls) drop_old_calls();
-  if (route.open_count < (int)(sizeof route.open / sizeof *route.open) &&
-      make_room(names->depth) == 0) {
-    index = route.count++;
-    call* c = &route.calls[index];
-    c->begin = begin;
-    c->end = 0;
-    c->parent = route.open_count > 0 ? route.open[route.open_count - 1] : -1;
-    c->names = (uint32_t)route.names_count;
-    c->depth = names->depth;
-    memcpy(route.names + route.names_count, names->names, names->depth * sizeof *route.names);
-    route.names_count += names->depth;
-    route.open[route.open_count++] = index;
-  }
+  call_table* table = &route.table;
+  if (table->open_count == 0 && table->count >= max_calls) drop_old_calls(table);
+  const long index = table_begins(table, names, begin);
   pthread_mutex_unlock(&route.lock);
-  /* -1: not recorded (out of memory, or nested past the stack): its nodes go to the call around
-   * it. */
   return index;
 }
 
@@ -266,49 +302,107 @@ void launchwatch_py_call_ends(long index) {
   if (index < 0) return;
   const uint64_t end = route.peek();
   pthread_mutex_lock(&route.lock);
-  /* Calls above it still open did not return (closed out of order): they keep no range. */
-  for (int i = route.open_count - 1; i >= 0; --i) {
-    if (route.open[i] == index) {
-      route.open_count = i;
-      if (index < route.count) route.calls[index].end = end;
-      break;
-    }
-  }
+  table_ends(&route.table, index, end);
   pthread_mutex_unlock(&route.lock);
+}
+
+/* The caller path of the newest pass forward_thread began (its `backward` scope), or 0. Under
+ * `lock`. */
+static uint32_t forward_pass_path(void) {
+  for (int i = route.passes_count - 1; i >= 0; --i) {
+    if (route.passes[i].caller_thread == route.forward_thread) return route.passes[i].caller_path;
+  }
+  return 0;
+}
+
+long launchwatch_py_recompute_root_pushes(PyObject* path) {
+  const cached_path* names = recorded_names(path);
+  if (names == NULL || names->depth == 0) return -1;
+  pthread_mutex_lock(&route.lock);
+  const uint32_t under = forward_pass_path();
+  pthread_mutex_unlock(&route.lock);
+  if (under == 0) return -1;
+  const long depth = launchwatch_py_push_under(under, names->names[0]);
+  for (uint32_t i = 1; i < names->depth; ++i) launchwatch_py_push(names->names[i]);
+  launchwatch_py_push(recompute_name);
+  return depth;
+}
+
+long launchwatch_py_recompute_call_begins(PyObject* path, int outermost) {
+  const cached_path* names = recorded_names(path);
+  if (names == NULL) return -1;
+  if (outermost) { /* a new recompute: the calls of the one before are done with */
+    recomputed.count = recomputed.names_count = 0;
+    recomputed.open_count = 0;
+  }
+  return table_begins(&recomputed, names, route.peek());
+}
+
+void launchwatch_py_recompute_call_ends(long index) {
+  if (index >= 0) table_ends(&recomputed, index, route.peek());
 }
 
 /* ---- the backward side (any thread, no GIL) -------------------------------------------------- */
 
-/* This thread's backward ranges opened by resolve_backward_scope. */
-static _Thread_local struct {
-  const void* node;                 /* the node they were opened for */
-  unsigned long long generation;    /* the pass they belong to */
+/* Backward ranges a thread opened for one pass's nodes, outermost first. */
+typedef struct {
+  unsigned long long generation; /* the pass they belong to */
   int open;
   const char* names[max_depth];
   int depths[max_depth];
-} mine;
+} opened_ranges;
 
-/* Closes this thread's ranges from `count` on. */
-static void close_mine_to(int count) {
-  if (mine.open > count) {
-    launchwatch_py_pop_to(mine.depths[count]);
-    mine.open = count;
+/* This thread's ranges for forward_thread's passes, and for a pass this thread began itself (a
+ * reentrant checkpoint's backward() of a recompute), opened inside the former's. */
+static _Thread_local opened_ranges mine, mine_recomputed;
+
+/* The node this thread last resolved, in the pass that was newest then. */
+static _Thread_local struct {
+  const void* node;
+  unsigned long long generation;
+} seen;
+
+/* Closes `ranges` from `count` on. */
+static void close_to(opened_ranges* ranges, int count) {
+  if (ranges->open > count) {
+    launchwatch_py_pop_to(ranges->depths[count]);
+    ranges->open = count;
   }
 }
 
-/* The innermost call whose forward gave `number`, or -1. Under `lock`. */
-static long innermost_call(uint64_t number) {
-  long low = 0, high = route.count; /* the last call with begin <= number: below `high` */
+/* Opens `names` in `ranges`, keeping the ranges they share with those open; the outermost one
+ * below `under` (a path id) where that is not 0, else on this thread's innermost range. */
+static void open_names(opened_ranges* ranges, const char* const* names, uint32_t depth,
+                       uint32_t under) {
+  int common = 0;
+  while (common < ranges->open && (uint32_t)common < depth &&
+         (ranges->names[common] == names[common] ||
+          strcmp(ranges->names[common], names[common]) == 0)) {
+    ++common;
+  }
+  close_to(ranges, common);
+  for (uint32_t i = (uint32_t)common; i < depth; ++i) {
+    const int at = ranges->open == 0 && under != 0 ? launchwatch_py_push_under(under, names[i])
+                                                   : launchwatch_py_push(names[i]);
+    ranges->names[ranges->open] = names[i];
+    ranges->depths[ranges->open] = at;
+    ++ranges->open;
+  }
+}
+
+/* The innermost call of `table` whose forward gave `number`, or -1. */
+static long innermost_call(const call_table* table, uint64_t number) {
+  long low = 0, high = table->count; /* the last call with begin <= number: below `high` */
   while (low < high) {
     const long middle = low + (high - low) / 2;
-    if (route.calls[middle].begin <= number) {
+    if (table->calls[middle].begin <= number) {
       low = middle + 1;
     } else {
       high = middle;
     }
   }
   long at = low - 1;
-  while (at >= 0 && !(number < route.calls[at].end)) at = route.calls[at].parent;
+  while (at >= 0 && !(number < table->calls[at].end)) at = table->calls[at].parent;
   return at;
 }
 
@@ -318,12 +412,34 @@ static const void* running_node(void) {
                                          : launchwatch_py_running_node(route.current_node);
 }
 
+/* A node of pass `generation`, which this thread began itself (a reentrant checkpoint's
+ * backward() of its recompute): its number is this thread's count, so it names a call of this
+ * thread's newest recompute, whose ranges open below the `backward` scope of forward_thread's
+ * newest pass, as that module's own backward would. A number that names none (a node the
+ * recompute did not make) closes them: its launches are in that backward() call's scope. Under
+ * `lock`. */
+static void resolve_recomputed(unsigned long long generation, uint64_t number) {
+  if (mine_recomputed.generation != generation) {
+    mine_recomputed.open = 0; /* an earlier pass's: closed with its `backward` */
+    mine_recomputed.generation = generation;
+  }
+  const long found = innermost_call(&recomputed, number);
+  const uint32_t under = forward_pass_path();
+  if (found < 0 || under == 0) {
+    close_to(&mine_recomputed, 0);
+    return;
+  }
+  const call* c = &recomputed.calls[found];
+  open_names(&mine_recomputed, recomputed.names + c->names, c->depth, under);
+}
+
 static void resolve_backward_scope(void) {
   const void* node = running_node();
   /* A node's address comes back in a later pass's graph: the same node only in the same pass. */
   const unsigned long long newest = atomic_load_explicit(&route.newest, memory_order_relaxed);
-  if (node == mine.node && newest == mine.generation) return;
-  mine.node = node;
+  if (node == seen.node && newest == seen.generation) return;
+  seen.node = node;
+  seen.generation = newest;
   if (node == NULL) return; /* not running a graph node: its ranges stay as they are */
   uint64_t number;
   memcpy(&number, (const char*)node + route.offset, sizeof number);
@@ -331,47 +447,36 @@ static void resolve_backward_scope(void) {
   pthread_mutex_lock(&route.lock);
   if (route.passes_count == 0 || !atomic_load_explicit(&route.on, memory_order_relaxed)) {
     pthread_mutex_unlock(&route.lock); /* a node run by no wrapped backward() */
-    close_mine_to(0);
+    close_to(&mine, 0);
     return;
   }
   const unsigned long long generation = route.passes[route.passes_count - 1].generation;
   const uint32_t caller_path = route.passes[route.passes_count - 1].caller_path;
   const unsigned long caller_thread = route.passes[route.passes_count - 1].caller_thread;
+  const unsigned long thread = PyThread_get_thread_ident();
   if (caller_thread != route.forward_thread) {
-    /* A pass another thread began (a reentrant checkpoint's backward() of its recompute): its
-     * nodes are numbered by that thread's count, which names none of the recorded calls. This
-     * thread's ranges stay as they are, the outer pass's kept for when it goes on. */
+    /* A pass another thread began: its nodes are numbered by that thread's count, which names
+     * none of forward_thread's calls. Where that is this thread, its recompute's calls; the outer
+     * pass's ranges are kept for when it goes on. */
+    if (caller_thread == thread) resolve_recomputed(generation, number);
     pthread_mutex_unlock(&route.lock);
     return;
   }
   if (mine.generation != generation) {
-    close_mine_to(0); /* a finished pass's leftovers */
+    close_to(&mine, 0); /* a finished pass's leftovers */
     mine.generation = generation;
   }
-  const long found = innermost_call(number);
+  const long found = innermost_call(&route.table, number);
   static const char* const loss[1] = {loss_name};
-  const char* const* names = found >= 0 ? route.names + route.calls[found].names : loss;
-  const uint32_t depth = found >= 0 ? route.calls[found].depth : 1;
-  int common = 0;
-  while (common < mine.open && (uint32_t)common < depth &&
-         (mine.names[common] == names[common] || strcmp(mine.names[common], names[common]) == 0)) {
-    ++common;
-  }
-  close_mine_to(common);
-  const int other_thread = PyThread_get_thread_ident() != caller_thread;
-  for (uint32_t i = (uint32_t)common; i < depth; ++i) {
-    const int at = mine.open == 0 && other_thread ? launchwatch_py_push_under(caller_path, names[i])
-                                                  : launchwatch_py_push(names[i]);
-    mine.names[mine.open] = names[i];
-    mine.depths[mine.open] = at;
-    ++mine.open;
-  }
+  const call* c = found >= 0 ? &route.table.calls[found] : NULL;
+  open_names(&mine, c != NULL ? route.table.names + c->names : loss, c != NULL ? c->depth : 1,
+             thread != caller_thread ? caller_path : 0);
   pthread_mutex_unlock(&route.lock);
 }
 
 void launchwatch_py_forget_sequence_ranges(void) {
-  close_mine_to(0);
-  mine.node = NULL;
+  close_to(&mine, 0);
+  seen.node = NULL;
 }
 
 /* ---- members --------------------------------------------------------------------------------- */
@@ -526,10 +631,10 @@ static PyObject* pass_ends(PyObject* self, PyObject* generation_object) {
       route.passes_count > 0 ? route.passes[route.passes_count - 1].generation : 0,
       memory_order_relaxed);
   pthread_mutex_unlock(&route.lock);
-  if (mine.generation == generation) {
-    mine.open = 0; /* closed already, by the pop of this thread's `backward` */
-    mine.node = NULL;
-  }
+  /* Closed already, by the pop of this thread's `backward`. */
+  if (mine.generation == generation) mine.open = 0;
+  if (mine_recomputed.generation == generation) mine_recomputed.open = 0;
+  seen.node = NULL;
   Py_RETURN_NONE;
 }
 
@@ -559,18 +664,15 @@ static PyObject* sequence_testing(PyObject* self, PyObject* const* argv, Py_ssiz
   Py_RETURN_NONE;
 }
 
-/* _sequence_calls() -> [(begin, end, path)]: the recorded forward calls, oldest first. */
-static PyObject* sequence_calls(PyObject* self, PyObject* unused) {
-  (void)self;
-  (void)unused;
+/* [(begin, end, path)]: `table`'s calls, oldest first. */
+static PyObject* calls_of(const call_table* table) {
   PyObject* calls = PyList_New(0);
   if (calls == NULL) return NULL;
-  pthread_mutex_lock(&route.lock);
-  for (long i = 0; i < route.count; ++i) {
-    const call* c = &route.calls[i];
+  for (long i = 0; i < table->count; ++i) {
+    const call* c = &table->calls[i];
     PyObject* path = PyTuple_New(c->depth);
     for (uint32_t n = 0; path != NULL && n < c->depth; ++n) {
-      PyObject* name = PyBytes_FromString(route.names[c->names + n]);
+      PyObject* name = PyBytes_FromString(table->names[c->names + n]);
       if (name == NULL) Py_CLEAR(path);
       else PyTuple_SetItem(path, n, name);
     }
@@ -583,8 +685,24 @@ static PyObject* sequence_calls(PyObject* self, PyObject* unused) {
     }
     Py_DECREF(item);
   }
+  return calls;
+}
+
+/* _sequence_calls() -> [(begin, end, path)]: the recorded forward calls, oldest first. */
+static PyObject* sequence_calls(PyObject* self, PyObject* unused) {
+  (void)self;
+  (void)unused;
+  pthread_mutex_lock(&route.lock);
+  PyObject* calls = calls_of(&route.table);
   pthread_mutex_unlock(&route.lock);
   return calls;
+}
+
+/* _sequence_recomputed_calls() -> [(begin, end, path)]: this thread's newest recompute's calls. */
+static PyObject* sequence_recomputed_calls(PyObject* self, PyObject* unused) {
+  (void)self;
+  (void)unused;
+  return calls_of(&recomputed);
 }
 
 /* _sequence_launch(): what the injection does at a launch on this thread (the hook). */
@@ -618,6 +736,9 @@ static PyMethodDef sequence_methods[] = {
      "running node read through a test's function."},
     {"_sequence_calls", sequence_calls, METH_NOARGS,
      "_sequence_calls() -> [(begin, end, path)]: for tests, the recorded forward calls."},
+    {"_sequence_recomputed_calls", sequence_recomputed_calls, METH_NOARGS,
+     "_sequence_recomputed_calls() -> [(begin, end, path)]: for tests, this thread's newest\n"
+     "recompute's calls."},
     {"_sequence_launch", sequence_launch, METH_NOARGS,
      "_sequence_launch(): for tests, what a kernel launch on this thread does."},
     {NULL, NULL, 0, NULL},

@@ -25,7 +25,7 @@ that module's scope:
   each forward call's range of sequence numbers, and at a kernel launch in backward opens the
   ranges of the module whose forward made the running node (`_start_sequence_route`; the node
   hooks instead with LAUNCHWATCH_TORCH_BACKWARD=node-hooks). A forward recomputed in backward
-  (activation checkpointing) opens inside the backward scope it runs in.
+  (activation checkpointing) is `[recompute]` in its module's backward scope.
 - optimizer: each step under `optimizer/<class name>` (global step hooks on torch >= 2.0, a
   wrapped `step` before).
 - why a wrapped `Module.__call__` and not torch's global module hooks: with any global hook torch

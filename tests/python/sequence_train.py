@@ -102,9 +102,10 @@ def start_the_route():
 def checkpointed():
     """Two backward passes of one step, each on another thread recomputing the encoder's forward
     there (as activation checkpointing does) and running a backward() of the recompute there
-    (torch's reentrant checkpoint), launching in a node numbered as `encoder/1`'s, between
-    launches in the nodes of `head` and `encoder/0`. Prints JSON: whether the route stayed on and
-    its hook set, and how many calls it recorded before and after."""
+    (torch's reentrant checkpoint), launching in a node numbered as the recompute's `encoder/1`,
+    between launches in the nodes of `head` and `encoder/0`. Prints JSON: whether the route stayed
+    on and its hook set, how many calls it recorded before and after, and the recompute's calls as
+    the autograd thread recorded them."""
     start_the_route()
     torch.manual_seed(0)
     model = TinyNet()
@@ -113,15 +114,20 @@ def checkpointed():
     recorded = {"/".join(name.decode() for name in path): begin
                 for begin, _, path in _c_api._sequence_calls()}
 
+    seen = []
+
     def recompute():
         launch_in_node(recorded["TinyNet/head"])
         with torch.enable_grad():
             again = model.encoder(x.detach().requires_grad_())  # the recompute's forward
+        recomputed = {"/".join(name.decode() for name in path): begin
+                      for begin, _, path in _c_api._sequence_recomputed_calls()}
         total = again.sum()
         total.grad_fn.register_prehook(
-            lambda grads: launch_in_node(recorded["TinyNet/encoder/1"]))
+            lambda grads: launch_in_node(recomputed["TinyNet/encoder/1"]))
         total.backward()  # its backward, on this thread
         launch_in_node(recorded["TinyNet/encoder/0"])
+        seen.append(sorted(recomputed))
 
     autograd = AutogradThread(recompute)
     autograd.start()
@@ -131,7 +137,7 @@ def checkpointed():
     autograd.passes.put(False)
     print(json.dumps({"on": _c_api.sequence_on(), "hooks_set": len(hooks_set),
                       "hook_removed": hooks_set[-1] is None, "calls_before": len(recorded),
-                      "calls_after": len(_c_api._sequence_calls())}))
+                      "calls_after": len(_c_api._sequence_calls()), "recomputed": seen[-1]}))
 
 
 def main():

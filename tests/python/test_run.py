@@ -159,20 +159,22 @@ def test_the_sequence_route_opens_each_backward_launch_in_the_module_whose_forwa
 def test_a_forward_recomputed_in_backward_opens_inside_its_scope_and_keeps_the_sequence_route(
         tmp_path):
     """Activation checkpointing under the route (sequence_train.py --checkpoint): a forward
-    recomputed on the thread running backward is not recorded and opens its ranges inside the
-    backward scope it runs in; a backward() of it on that thread leaves that thread's ranges as
-    they are (its nodes' numbers are that thread's own count: `encoder/1`'s number there names
-    nothing), and the outer pass goes on under the route."""
+    recomputed on the thread running backward is recorded on that thread, not in the route's
+    calls, with its modules' paths as their forward had them, and opens as `[recompute]` in its
+    module's backward scope; a backward() of it on that thread opens each of its nodes' launches
+    in the backward scope of the recomputed call that made it (numbered by that thread's own
+    count), and the outer pass goes on under the route."""
     done = launchwatch_run(tmp_path, "--", torch_python(), os.path.join(HERE, "sequence_train.py"),
                            "--checkpoint", PYTHONPATH=HERE)
     assert done.returncode == 0, done.stderr
     result = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("{")))
     assert result["on"] is True
     assert result["hooks_set"] == 1 and not result["hook_removed"]
-    assert result["calls_after"] == result["calls_before"], "the recompute is not recorded"
+    assert result["calls_after"] == result["calls_before"], "not in the route's calls"
+    assert result["recomputed"] == ["TinyNet/encoder", "TinyNet/encoder/0", "TinyNet/encoder/1"]
     paths = scope_paths(tmp_path / "report" / "trace.json")
     assert {p for p in paths if p.startswith("backward")} == {
         "backward", "backward/TinyNet", "backward/TinyNet/head",
-        "backward/TinyNet/head/Sequential", "backward/TinyNet/head/Sequential/0",
-        "backward/TinyNet/head/Sequential/1", "backward/TinyNet/head/backward",
-        "backward/TinyNet/encoder", "backward/TinyNet/encoder/0"}
+        "backward/TinyNet/encoder/[recompute]", "backward/TinyNet/encoder/[recompute]/0",
+        "backward/TinyNet/encoder/[recompute]/1", "backward/TinyNet/head/backward",
+        "backward/TinyNet/encoder/1", "backward/TinyNet/encoder", "backward/TinyNet/encoder/0"}

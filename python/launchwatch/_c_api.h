@@ -45,8 +45,8 @@ int launchwatch_py_add_hooks(PyObject* module);
  * call's backward is found: recorded by the route (route_records), by graph-node hooks
  * (route_off: the route is off, or this is a forward on another thread than the one whose calls
  * it records, outside any backward pass, which turns it off for good), or not at all
- * (route_recompute: a forward on another thread while a backward pass runs, activation
- * checkpointing recomputing a forward, whose ranges open inside the backward scope it runs in); a
+ * (route_recompute: a forward on another thread inside a graph node it runs for a backward pass,
+ * activation checkpointing recomputing a forward); a
  * recorded call gets launchwatch_py_call_begins(path) (its index, or -1 where it could not be
  * recorded; never an exception) in its pre hook and launchwatch_py_call_ends(index) in its post
  * hook. Under the GIL. */

@@ -176,6 +176,12 @@ static const cached_path* path_names(PyObject* path) {
 
 /* ---- the forward side (under the GIL) -------------------------------------------------------- */
 
+/* The node the engine runs on this thread, or NULL. */
+static const void* running_node(void) {
+  return route.fake_running_node != NULL ? route.fake_running_node()
+                                         : launchwatch_py_running_node(route.current_node);
+}
+
 /* The route off for good: the injection stops calling the resolver, and the graph-node hooks
  * (which close what it left open on their thread first: launchwatch_py_forget_sequence_ranges)
  * do the work from the next forward call on. */
@@ -194,12 +200,12 @@ int launchwatch_py_sequence_route_here(void) {
     route.forward_thread = thread;
     return route_records;
   }
-  /* A forward on a second thread: its nodes' numbers are that thread's own count. While a pass
-   * runs it is a recompute (activation checkpointing), whose nodes no resolved pass runs. */
+  /* A forward on a second thread: its nodes' numbers are that thread's own count. Made while
+   * this thread runs a graph node of a pass, it is a recompute (activation checkpointing). */
   pthread_mutex_lock(&route.lock);
   const int passes = route.passes_count;
   pthread_mutex_unlock(&route.lock);
-  if (passes > 0) return route_recompute;
+  if (passes > 0 && running_node() != NULL) return route_recompute;
   stop_for_good();
   return route_off;
 }
@@ -404,12 +410,6 @@ static long innermost_call(const call_table* table, uint64_t number) {
   long at = low - 1;
   while (at >= 0 && !(number < table->calls[at].end)) at = table->calls[at].parent;
   return at;
-}
-
-/* The node the engine runs on this thread, or NULL. */
-static const void* running_node(void) {
-  return route.fake_running_node != NULL ? route.fake_running_node()
-                                         : launchwatch_py_running_node(route.current_node);
 }
 
 /* A node of pass `generation`, which this thread began itself (a reentrant checkpoint's

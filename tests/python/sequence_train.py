@@ -118,8 +118,10 @@ def checkpointed():
 
     def recompute():
         launch_in_node(recorded["TinyNet/head"])
+        running[0] = nodes[0]  # the recompute runs inside a node of the pass, as torch's does
         with torch.enable_grad():
             again = model.encoder(x.detach().requires_grad_())  # the recompute's forward
+        running[0] = None
         recomputed = {"/".join(name.decode() for name in path): begin
                       for begin, _, path in _c_api._sequence_recomputed_calls()}
         total = again.sum()
@@ -140,9 +142,34 @@ def checkpointed():
                       "calls_after": len(_c_api._sequence_calls()), "recomputed": seen[-1]}))
 
 
+def concurrent():
+    """A forward with gradients on a third thread while a backward pass runs, but in no graph node
+    of it (a model trained beside another, not a recompute). Prints JSON: whether the route stayed
+    on."""
+    start_the_route()
+    model = TinyNet()
+    x = torch.randn(4, 8)
+    loss = model(x).sum()
+
+    def beside():
+        other = threading.Thread(target=lambda: model(x))
+        other.start()
+        other.join()
+
+    autograd = AutogradThread(beside)
+    autograd.start()
+    loss.grad_fn.register_prehook(autograd)
+    loss.backward()
+    autograd.passes.put(False)
+    print(json.dumps({"on": _c_api.sequence_on()}))
+
+
 def main():
     if "--checkpoint" in sys.argv:
         checkpointed()
+        return
+    if "--concurrent" in sys.argv:
+        concurrent()
         return
     start_the_route()
     torch.manual_seed(0)

@@ -178,3 +178,15 @@ def test_a_forward_recomputed_in_backward_opens_inside_its_scope_and_keeps_the_s
         "backward/TinyNet/encoder/[recompute]", "backward/TinyNet/encoder/[recompute]/0",
         "backward/TinyNet/encoder/[recompute]/1", "backward/TinyNet/head/backward",
         "backward/TinyNet/encoder/1", "backward/TinyNet/encoder", "backward/TinyNet/encoder/0"}
+
+
+def test_a_forward_on_another_thread_during_backward_but_in_no_node_of_it_turns_the_route_off(
+        tmp_path):
+    """Only a forward made inside a graph node the pass runs is a recompute; one beside the pass
+    on a thread of its own (sequence_train.py --concurrent) numbers its nodes by that thread's
+    count, so the route goes off for good, as for any forward on a second thread."""
+    done = launchwatch_run(tmp_path, "--", torch_python(), os.path.join(HERE, "sequence_train.py"),
+                           "--concurrent", PYTHONPATH=HERE)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("{")))
+    assert result["on"] is False

@@ -48,6 +48,9 @@
 #   sequence ResNet-18 training (10 steps) under run with LAUNCHWATCH_TORCH_BACKWARD=sequence (the
 #            default) and node-hooks, launches per scope path (scope_launches_diff.py), then
 #            ResNet-18's blocks (as `blocks`, one round) under each (issue 22: the sequence route)
+#   checkpoint GPT-2 training with activation checkpointing (reentrant, then not; 10 steps) under
+#            run with the sequence route and with node-hooks, launches per scope path compared,
+#            then both models' modules_table.sh rows against torch.profiler (issue 22)
 #   corebench bench/cuda_bridge/bridge_core_bench on this host's CPU, three runs each with run's
 #            fold as run decides (a thread where 4 cores are allowed) and inline, in turn: the
 #            attribution's part of a launch, names-only and deferred (issue 24)
@@ -172,6 +175,27 @@ sequence_check() {  # the sequence route against the node hooks: one program's s
 export -f sequence_check
 want sequence && mkdir -p "$OUT/sequence" && step sequence 480 env BUILD="$BUILD" OUT="$OUT" \
   bash -c sequence_check
+checkpoint_check() {  # the route under activation checkpointing, against the node hooks
+  local model mode
+  for model in gpt2-checkpoint-train gpt2-checkpoint-nonreentrant-train; do
+    for mode in sequence node-hooks; do
+      rm -rf "$OUT/checkpoint/$model-$mode"
+      LAUNCHWATCH_TORCH_BACKWARD=$mode timeout 150 "$BUILD/apps/launchwatch/launchwatch" run \
+        --out "$OUT/checkpoint/$model-$mode" -- python3 bench/torch/modules_table.py --worker \
+        "$model" --steps 10 --device cuda --python-package "$BUILD/python" \
+        --json "$OUT/checkpoint/$model-$mode.json" > "$OUT/checkpoint/$model-$mode.txt" 2>&1
+      echo "== $model, $mode: exit $?"
+    done
+    python3 bench/torch/scope_launches_diff.py "$OUT/checkpoint/$model-sequence/summary.json" \
+      "$OUT/checkpoint/$model-node-hooks/summary.json" | tail -16
+  done
+  OUT="$OUT/checkpoint/table" BUILD="$BUILD" SKIP_BUILD=1 TIMEOUT=120 TABLE_TIMEOUT=280 \
+    BUDGET=240 MODELS=gpt2-checkpoint-train,gpt2-checkpoint-nonreentrant-train \
+    bench/torch/modules_table.sh | grep -v '^| `'
+}
+export -f checkpoint_check
+want checkpoint && mkdir -p "$OUT/checkpoint" && step checkpoint 560 env BUILD="$BUILD" \
+  OUT="$OUT" bash -c checkpoint_check
 want corebench && step corebench 200 bash -c "for round in 1 2 3; do for fold in auto inline; do \
   echo \"== round \$round, fold \$fold\"; \
   '$BUILD/bench/cuda_bridge/launchwatch_cuda_bridge_core_bench' 60000 15 0 -1 \$fold; done; done"
@@ -180,7 +204,8 @@ want long && step long 560 env OUT="$OUT/long" BUILD="$BUILD" \
 
 echo "==== device_session ===="
 printf '%s\n' "${rows[@]}"
-for name in probe toggle hostcost native windows split vulkan hooks sequence corebench; do
+for name in probe toggle hostcost native windows split vulkan hooks sequence checkpoint \
+    corebench; do
   [ -f "$OUT/$name.log" ] && { echo "== $name"; tail -40 "$OUT/$name.log"; }
 done
 if [ -n "${PACK:-}" ]; then

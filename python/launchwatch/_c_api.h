@@ -55,15 +55,16 @@ int launchwatch_py_sequence_route_here(void);
 long launchwatch_py_call_begins(PyObject* path);
 void launchwatch_py_call_ends(long index);
 
-/* A recompute's calls (route_recompute), on this thread: its outermost call's ranges are opened by
- * launchwatch_py_recompute_root_pushes(path) (the module's path as its forward last had it, under
- * the `backward` scope of the recorded thread's newest pass, then `[recompute]`; the depth to pop
- * to, or -1 where it cannot, and the caller pushes as for any call), and each call is recorded on
- * this thread by launchwatch_py_recompute_call_begins(path, outermost) (its index, or -1; an
- * outermost call begins a new recompute) and launchwatch_py_recompute_call_ends(index), for a
- * backward() of the recompute on this thread. Under the GIL; never an exception. */
+/* A recompute's calls (route_recompute), on this thread: each outermost call's ranges are opened
+ * by launchwatch_py_recompute_root_pushes(path) (the running node's own backward ranges first,
+ * then the module's path as its forward last had it, under the `backward` scope of the newest
+ * pass not a recompute's, then `[recompute]`; the depth to pop to, or -1 where it cannot, and the
+ * caller pushes as for any call; a new recompute forgets the calls of the one before), and each
+ * call is recorded on this thread by launchwatch_py_recompute_call_begins(path) (its index, or
+ * -1) and launchwatch_py_recompute_call_ends(index), for a backward() of the recompute on this
+ * thread. Under the GIL; never an exception. */
 long launchwatch_py_recompute_root_pushes(PyObject* path);
-long launchwatch_py_recompute_call_begins(PyObject* path, int outermost);
+long launchwatch_py_recompute_call_begins(PyObject* path);
 void launchwatch_py_recompute_call_ends(long index);
 
 /* Closes the backward ranges the sequence route opened on this thread, if any: the graph-node

@@ -262,7 +262,7 @@ static PyObject* forward_pre(PyObject* self, PyObject* const* argv, Py_ssize_t a
     if (path == NULL && (path = PyObject_GetAttr(state, s_path)) == NULL) goto done;
     const long call = route == route_records
                           ? launchwatch_py_call_begins(path)
-                          : launchwatch_py_recompute_call_begins(path, recompute_root);
+                          : launchwatch_py_recompute_call_begins(path);
     PyObject* index = PyLong_FromLong(call);
     if (index == NULL) goto done;
     entry = route == route_records ? PyTuple_Pack(5, module, state, depth, Py_None, index)

@@ -23,11 +23,12 @@
  * calls are recorded (the first that records one); a forward with gradients on another thread (a
  * model run on several threads) turns the route off for good, and the node hooks take over from
  * that call on. Activation checkpointing is the exception: it recomputes a forward on the thread
- * running backward, while a pass runs. That forward's calls are recorded on that thread (the
- * `recomputed` table, numbered by its own count) with the paths their forward had, and its ranges
- * open as `[recompute]` in the recomputed module's backward scope; where it is run backward
- * itself (torch's reentrant checkpoint: a backward() on that thread), that pass's nodes are found
- * in that table, their ranges opened as the module's backward (`mine_recomputed`).
+ * running backward, inside a graph node of the pass. That forward's calls are recorded on that
+ * thread (the `recomputed` table, numbered by its own count) with the paths their forward had,
+ * and its ranges open as `[recompute]` in the recomputed module's backward scope; where it is run
+ * backward itself (torch's reentrant checkpoint: a backward() begun inside that node), that
+ * pass's nodes are found in that table, their ranges opened as the module's backward
+ * (`mine_recomputed`).
  *
  * Thread safety: the forward side and the set-up run under the GIL; resolve_backward_scope runs on
  * any thread without it, so what both read (the calls, the running passes) is under `lock`, which
@@ -96,6 +97,8 @@ static struct {
     unsigned long long generation;
     uint32_t caller_path;
     unsigned long caller_thread;
+    int recompute; /* begun inside a graph node: a reentrant checkpoint's backward() of its
+                      recompute, whose nodes carry the caller thread's own numbers */
   } passes[max_passes];
   int passes_count;
   cached_path* cache[path_cache_size];
@@ -312,11 +315,33 @@ void launchwatch_py_call_ends(long index) {
   pthread_mutex_unlock(&route.lock);
 }
 
-/* The caller path of the newest pass forward_thread began (its `backward` scope), or 0. Under
+/* The newest running pass that is not a recompute's backward(), or -1. Under `lock`. */
+static int newest_outer_pass(void) {
+  int i = route.passes_count - 1;
+  while (i >= 0 && route.passes[i].recompute) --i;
+  return i;
+}
+
+/* The caller path (its `backward` scope) of the newest pass not a recompute's, or 0. Under
  * `lock`. */
-static uint32_t forward_pass_path(void) {
-  for (int i = route.passes_count - 1; i >= 0; --i) {
-    if (route.passes[i].caller_thread == route.forward_thread) return route.passes[i].caller_path;
+static uint32_t outer_pass_path(void) {
+  const int outer = newest_outer_pass();
+  return outer >= 0 ? route.passes[outer].caller_path : 0;
+}
+
+static void resolve_backward_scope(void);
+
+/* What this thread's newest recompute was made in: the node and the newest pass then. */
+static _Thread_local struct {
+  const void* node;
+  unsigned long long generation;
+} recomputing;
+
+/* Whether a pass this thread began inside a graph node (a recompute's backward()) runs. Under
+ * `lock`. */
+static int recompute_pass_here(unsigned long thread) {
+  for (int i = 0; i < route.passes_count; ++i) {
+    if (route.passes[i].recompute && route.passes[i].caller_thread == thread) return 1;
   }
   return 0;
 }
@@ -324,24 +349,34 @@ static uint32_t forward_pass_path(void) {
 long launchwatch_py_recompute_root_pushes(PyObject* path) {
   const cached_path* names = recorded_names(path);
   if (names == NULL || names->depth == 0) return -1;
+  /* The running node's own ranges first, below the recompute's: opened at a launch inside the
+   * recompute, they would close the recompute's ranges above them. */
+  resolve_backward_scope();
   pthread_mutex_lock(&route.lock);
-  const uint32_t under = forward_pass_path();
+  const uint32_t under = outer_pass_path();
+  const int keep = recompute_pass_here(PyThread_get_thread_ident());
   pthread_mutex_unlock(&route.lock);
-  if (under == 0) return -1;
-  const long depth = launchwatch_py_push_under(under, names->names[0]);
+  /* One recompute may call several modules at its top (checkpoint_sequential): the calls of the
+   * recompute before go once a new one begins, unless a backward() of one still runs here. */
+  const void* node = running_node();
+  const unsigned long long newest = atomic_load_explicit(&route.newest, memory_order_relaxed);
+  if (!keep && (node != recomputing.node || newest != recomputing.generation)) {
+    recomputed.count = recomputed.names_count = 0;
+    recomputed.open_count = 0;
+    recomputing.node = node;
+    recomputing.generation = newest;
+  }
+  const long depth = under != 0 ? launchwatch_py_push_under(under, names->names[0])
+                                : launchwatch_py_push(names->names[0]);
+  if (depth < 0) return -1;
   for (uint32_t i = 1; i < names->depth; ++i) launchwatch_py_push(names->names[i]);
   launchwatch_py_push(recompute_name);
   return depth;
 }
 
-long launchwatch_py_recompute_call_begins(PyObject* path, int outermost) {
+long launchwatch_py_recompute_call_begins(PyObject* path) {
   const cached_path* names = recorded_names(path);
-  if (names == NULL) return -1;
-  if (outermost) { /* a new recompute: the calls of the one before are done with */
-    recomputed.count = recomputed.names_count = 0;
-    recomputed.open_count = 0;
-  }
-  return table_begins(&recomputed, names, route.peek());
+  return names != NULL ? table_begins(&recomputed, names, route.peek()) : -1;
 }
 
 void launchwatch_py_recompute_call_ends(long index) {
@@ -358,9 +393,9 @@ typedef struct {
   int depths[max_depth];
 } opened_ranges;
 
-/* This thread's ranges for forward_thread's passes, and for a pass this thread began itself (a
- * reentrant checkpoint's backward() of a recompute), opened inside the former's. */
-static _Thread_local opened_ranges mine, mine_recomputed;
+/* This thread's ranges for the passes it resolves from forward_thread's calls, and for each
+ * recompute's backward() it runs (nested ones too), opened inside the former's. */
+static _Thread_local opened_ranges mine, mine_recomputed[4];
 
 /* The node this thread last resolved, in the pass that was newest then. */
 static _Thread_local struct {
@@ -412,25 +447,33 @@ static long innermost_call(const call_table* table, uint64_t number) {
   return at;
 }
 
-/* A node of pass `generation`, which this thread began itself (a reentrant checkpoint's
- * backward() of its recompute): its number is this thread's count, so it names a call of this
- * thread's newest recompute, whose ranges open below the `backward` scope of forward_thread's
- * newest pass, as that module's own backward would. A number that names none (a node the
- * recompute did not make) closes them: its launches are in that backward() call's scope. Under
- * `lock`. */
+/* A node of pass `generation`, which this thread began itself inside a graph node (a reentrant
+ * checkpoint's backward() of its recompute): its number is this thread's count, so it names a
+ * call of this thread's newest recompute, whose ranges open below the `backward` scope of the
+ * newest pass not a recompute's, as that module's own backward would. A number that names none
+ * (a node the recompute did not make) closes them: its launches are in that backward() call's
+ * scope. Passes nested that way keep their ranges apart, four deep. Under `lock`. */
 static void resolve_recomputed(unsigned long long generation, uint64_t number) {
-  if (mine_recomputed.generation != generation) {
-    mine_recomputed.open = 0; /* an earlier pass's: closed with its `backward` */
-    mine_recomputed.generation = generation;
+  opened_ranges* ranges = NULL;
+  for (size_t i = 0; i < sizeof mine_recomputed / sizeof *mine_recomputed && !ranges; ++i) {
+    if (mine_recomputed[i].generation == generation) ranges = &mine_recomputed[i];
   }
+  for (size_t i = 0; i < sizeof mine_recomputed / sizeof *mine_recomputed && !ranges; ++i) {
+    if (mine_recomputed[i].generation == 0) {
+      ranges = &mine_recomputed[i];
+      ranges->generation = generation;
+      ranges->open = 0;
+    }
+  }
+  if (ranges == NULL) return; /* nested deeper than kept: the ranges stay as they are */
   const long found = innermost_call(&recomputed, number);
-  const uint32_t under = forward_pass_path();
+  const uint32_t under = outer_pass_path();
   if (found < 0 || under == 0) {
-    close_to(&mine_recomputed, 0);
+    close_to(ranges, 0);
     return;
   }
   const call* c = &recomputed.calls[found];
-  open_names(&mine_recomputed, recomputed.names + c->names, c->depth, under);
+  open_names(ranges, recomputed.names + c->names, c->depth, under);
 }
 
 static void resolve_backward_scope(void) {
@@ -450,18 +493,24 @@ static void resolve_backward_scope(void) {
     close_to(&mine, 0);
     return;
   }
-  const unsigned long long generation = route.passes[route.passes_count - 1].generation;
-  const uint32_t caller_path = route.passes[route.passes_count - 1].caller_path;
-  const unsigned long caller_thread = route.passes[route.passes_count - 1].caller_thread;
   const unsigned long thread = PyThread_get_thread_ident();
-  if (caller_thread != route.forward_thread) {
-    /* A pass another thread began: its nodes are numbered by that thread's count, which names
-     * none of forward_thread's calls. Where that is this thread, its recompute's calls; the outer
-     * pass's ranges are kept for when it goes on. */
-    if (caller_thread == thread) resolve_recomputed(generation, number);
+  const int newest_pass = route.passes_count - 1;
+  if (route.passes[newest_pass].recompute && route.passes[newest_pass].caller_thread == thread) {
+    /* This thread's own backward() of a recompute: its nodes carry this thread's numbers, and
+     * name its recompute's calls; the outer pass's ranges are kept for when it goes on. */
+    resolve_recomputed(route.passes[newest_pass].generation, number);
     pthread_mutex_unlock(&route.lock);
     return;
   }
+  /* Another thread's recompute's backward() leaves this one in the pass it runs nodes of. */
+  const int outer = newest_outer_pass();
+  if (outer < 0) {
+    pthread_mutex_unlock(&route.lock);
+    return;
+  }
+  const unsigned long long generation = route.passes[outer].generation;
+  const uint32_t caller_path = route.passes[outer].caller_path;
+  const unsigned long caller_thread = route.passes[outer].caller_thread;
   if (mine.generation != generation) {
     close_to(&mine, 0); /* a finished pass's leftovers */
     mine.generation = generation;
@@ -599,11 +648,13 @@ static PyObject* pass_begins(PyObject* self, PyObject* const* argv, Py_ssize_t a
   const unsigned long path = PyLong_AsUnsignedLong(argv[1]);
   const unsigned long thread = PyLong_AsUnsignedLong(argv[2]);
   if (PyErr_Occurred()) return NULL;
+  const int recompute = running_node() != NULL;
   pthread_mutex_lock(&route.lock);
   if (route.passes_count < max_passes) {
     route.passes[route.passes_count].generation = generation;
     route.passes[route.passes_count].caller_path = (uint32_t)path;
     route.passes[route.passes_count].caller_thread = thread;
+    route.passes[route.passes_count].recompute = recompute;
     ++route.passes_count;
   }
   atomic_store_explicit(&route.newest, generation, memory_order_relaxed);
@@ -633,7 +684,12 @@ static PyObject* pass_ends(PyObject* self, PyObject* generation_object) {
   pthread_mutex_unlock(&route.lock);
   /* Closed already, by the pop of this thread's `backward`. */
   if (mine.generation == generation) mine.open = 0;
-  if (mine_recomputed.generation == generation) mine_recomputed.open = 0;
+  for (size_t i = 0; i < sizeof mine_recomputed / sizeof *mine_recomputed; ++i) {
+    if (mine_recomputed[i].generation == generation) {
+      mine_recomputed[i].open = 0;
+      mine_recomputed[i].generation = 0;
+    }
+  }
   seen.node = NULL;
   Py_RETURN_NONE;
 }

@@ -40,9 +40,9 @@ def launch_in_node(number, which=[0]):  # noqa: B006 (the buffer to use next)
     which[0] = (which[0] + 1) % len(nodes)
     node = nodes[which[0]]
     node[3] = number
-    running[0] = node
+    running[0], before = node, running[0]
     _c_api._sequence_launch()  # what the injection does at a kernel launch on this thread
-    running[0] = None
+    running[0] = before
 
 
 def launches_of_a_backward_pass():
@@ -100,12 +100,14 @@ def start_the_route():
 
 
 def checkpointed():
-    """Two backward passes of one step, each on another thread recomputing the encoder's forward
-    there (as activation checkpointing does) and running a backward() of the recompute there
-    (torch's reentrant checkpoint), launching in a node numbered as the recompute's `encoder/1`,
-    between launches in the nodes of `head` and `encoder/0`. Prints JSON: whether the route stayed
-    on and its hook set, how many calls it recorded before and after, and the recompute's calls as
-    the autograd thread recorded them."""
+    """Two backward passes of one step, each on another thread, inside a node of the loss's
+    (numbered after the model's calls), recomputing the encoder's and the head's forwards there
+    (as activation checkpointing does: two modules at the recompute's top, with a launch inside
+    the first) and running a backward() of the recompute there (torch's reentrant checkpoint),
+    launching in a node numbered as the recompute's `encoder/1`; before it, a launch in the node of
+    `head`, after it one in `encoder/0`'s. Prints JSON: whether the route stayed on and its hook
+    set, how many calls it recorded before and after, and the recompute's calls as the autograd
+    thread recorded them."""
     start_the_route()
     torch.manual_seed(0)
     model = TinyNet()
@@ -115,19 +117,23 @@ def checkpointed():
                 for begin, _, path in _c_api._sequence_calls()}
 
     seen = []
+    loss_node = (ctypes.c_uint64 * 8)()
+    loss_node[3] = max(end for _, end, _ in _c_api._sequence_calls())  # after the model's calls
 
     def recompute():
         launch_in_node(recorded["TinyNet/head"])
-        running[0] = nodes[0]  # the recompute runs inside a node of the pass, as torch's does
-        with torch.enable_grad():
-            again = model.encoder(x.detach().requires_grad_())  # the recompute's forward
-        running[0] = None
+        running[0] = loss_node  # the recompute runs inside a node of the pass, as torch's does
+        inside = model.encoder[0].register_forward_hook(lambda *_: _c_api._sequence_launch())
+        with torch.enable_grad():  # the recompute's forward
+            again = model.head(model.encoder(x.detach().requires_grad_()))
+        inside.remove()
         recomputed = {"/".join(name.decode() for name in path): begin
                       for begin, _, path in _c_api._sequence_recomputed_calls()}
         total = again.sum()
         total.grad_fn.register_prehook(
             lambda grads: launch_in_node(recomputed["TinyNet/encoder/1"]))
-        total.backward()  # its backward, on this thread
+        total.backward()  # its backward, on this thread, inside the loss's node
+        running[0] = None
         launch_in_node(recorded["TinyNet/encoder/0"])
         seen.append(sorted(recomputed))
 
@@ -164,7 +170,29 @@ def concurrent():
     print(json.dumps({"on": _c_api.sequence_on()}))
 
 
+def backward_elsewhere():
+    """A backward() called on a third thread, not the forward's, in no graph node: its pass is
+    resolved from the forward's calls as any other (a launch in `head`'s node)."""
+    start_the_route()
+    model = TinyNet()
+    loss = model(torch.randn(4, 8)).sum()
+    calls = {"/".join(name.decode() for name in path): begin
+             for begin, _, path in _c_api._sequence_calls()}
+    autograd = AutogradThread(lambda: launch_in_node(calls["TinyNet/head"]))
+    autograd.start()
+    loss.grad_fn.register_prehook(autograd)
+    for _ in range(2):  # the first pass's range closes at the second's first launch, as on CUDA
+        caller = threading.Thread(target=loss.backward, kwargs={"retain_graph": True})
+        caller.start()
+        caller.join()
+    autograd.passes.put(False)
+    print(json.dumps({"on": _c_api.sequence_on()}))
+
+
 def main():
+    if "--elsewhere" in sys.argv:
+        backward_elsewhere()
+        return
     if "--checkpoint" in sys.argv:
         checkpointed()
         return

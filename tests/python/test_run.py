@@ -159,11 +159,12 @@ def test_the_sequence_route_opens_each_backward_launch_in_the_module_whose_forwa
 def test_a_forward_recomputed_in_backward_opens_inside_its_scope_and_keeps_the_sequence_route(
         tmp_path):
     """Activation checkpointing under the route (sequence_train.py --checkpoint): a forward
-    recomputed on the thread running backward is recorded on that thread, not in the route's
-    calls, with its modules' paths as their forward had them, and opens as `[recompute]` in its
-    module's backward scope; a backward() of it on that thread opens each of its nodes' launches
-    in the backward scope of the recomputed call that made it (numbered by that thread's own
-    count), and the outer pass goes on under the route."""
+    recomputed on the thread running backward, inside a graph node of the pass, opens that node's
+    scope first (`[loss]`: a launch inside the recompute leaves its ranges open), is recorded on
+    that thread, not in the route's calls, each module at its top with the path its forward had,
+    and opens as `[recompute]` in that module's backward scope; a backward() of it on that thread
+    opens each of its nodes' launches in the backward scope of the recomputed call that made it
+    (numbered by that thread's own count), and the outer pass goes on under the route."""
     done = launchwatch_run(tmp_path, "--", torch_python(), os.path.join(HERE, "sequence_train.py"),
                            "--checkpoint", PYTHONPATH=HERE)
     assert done.returncode == 0, done.stderr
@@ -171,13 +172,15 @@ def test_a_forward_recomputed_in_backward_opens_inside_its_scope_and_keeps_the_s
     assert result["on"] is True
     assert result["hooks_set"] == 1 and not result["hook_removed"]
     assert result["calls_after"] == result["calls_before"], "not in the route's calls"
-    assert result["recomputed"] == ["TinyNet/encoder", "TinyNet/encoder/0", "TinyNet/encoder/1"]
+    assert result["recomputed"] == ["TinyNet/encoder", "TinyNet/encoder/0", "TinyNet/encoder/1",
+                                    "TinyNet/head"]
     paths = scope_paths(tmp_path / "report" / "trace.json")
     assert {p for p in paths if p.startswith("backward")} == {
-        "backward", "backward/TinyNet", "backward/TinyNet/head",
+        "backward", "backward/TinyNet", "backward/TinyNet/head", "backward/[loss]",
         "backward/TinyNet/encoder/[recompute]", "backward/TinyNet/encoder/[recompute]/0",
-        "backward/TinyNet/encoder/[recompute]/1", "backward/TinyNet/head/backward",
-        "backward/TinyNet/encoder/1", "backward/TinyNet/encoder", "backward/TinyNet/encoder/0"}
+        "backward/TinyNet/encoder/[recompute]/1", "backward/TinyNet/head/[recompute]",
+        "backward/[loss]/backward", "backward/TinyNet/encoder/1", "backward/TinyNet/encoder",
+        "backward/TinyNet/encoder/0"}
 
 
 def test_a_forward_on_another_thread_during_backward_but_in_no_node_of_it_turns_the_route_off(
@@ -190,3 +193,17 @@ def test_a_forward_on_another_thread_during_backward_but_in_no_node_of_it_turns_
     assert done.returncode == 0, done.stderr
     result = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("{")))
     assert result["on"] is False
+
+
+def test_a_backward_called_on_another_thread_than_the_forwards_is_resolved_from_its_calls(
+        tmp_path):
+    """backward() on a thread of its own, not in any graph node (sequence_train.py --elsewhere):
+    its nodes carry the forward thread's numbers, so a launch in `head`'s node opens
+    `backward/TinyNet/head`, and the route stays on."""
+    done = launchwatch_run(tmp_path, "--", torch_python(), os.path.join(HERE, "sequence_train.py"),
+                           "--elsewhere", PYTHONPATH=HERE)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("{")))
+    assert result["on"] is True
+    paths = scope_paths(tmp_path / "report" / "trace.json")
+    assert "backward/TinyNet/head" in paths

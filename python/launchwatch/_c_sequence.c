@@ -331,41 +331,43 @@ static uint32_t outer_pass_path(void) {
 
 static void resolve_backward_scope(void);
 
-/* What this thread's newest recompute was made in: the node and the newest pass then. */
+/* What this thread's newest recompute was made in: the node, and the newest pass not a
+ * recompute's then. */
 static _Thread_local struct {
   const void* node;
   unsigned long long generation;
 } recomputing;
 
-/* Whether a pass this thread began inside a graph node (a recompute's backward()) runs. Under
- * `lock`. */
+/* The newest pass this thread began inside a graph node (a recompute's backward()), or -1: the
+ * thread is inside it, so every node it runs is that pass's. Under `lock`. */
 static int recompute_pass_here(unsigned long thread) {
-  for (int i = 0; i < route.passes_count; ++i) {
-    if (route.passes[i].recompute && route.passes[i].caller_thread == thread) return 1;
+  for (int i = route.passes_count - 1; i >= 0; --i) {
+    if (route.passes[i].recompute && route.passes[i].caller_thread == thread) return i;
   }
-  return 0;
+  return -1;
 }
 
 long launchwatch_py_recompute_root_pushes(PyObject* path) {
-  const cached_path* names = recorded_names(path);
-  if (names == NULL || names->depth == 0) return -1;
   /* The running node's own ranges first, below the recompute's: opened at a launch inside the
    * recompute, they would close the recompute's ranges above them. */
   resolve_backward_scope();
   pthread_mutex_lock(&route.lock);
-  const uint32_t under = outer_pass_path();
-  const int keep = recompute_pass_here(PyThread_get_thread_ident());
+  const int outer = newest_outer_pass();
+  const uint32_t under = outer >= 0 ? route.passes[outer].caller_path : 0;
+  const unsigned long long generation = outer >= 0 ? route.passes[outer].generation : 0;
+  const int keep = recompute_pass_here(PyThread_get_thread_ident()) >= 0;
   pthread_mutex_unlock(&route.lock);
   /* One recompute may call several modules at its top (checkpoint_sequential): the calls of the
    * recompute before go once a new one begins, unless a backward() of one still runs here. */
   const void* node = running_node();
-  const unsigned long long newest = atomic_load_explicit(&route.newest, memory_order_relaxed);
-  if (!keep && (node != recomputing.node || newest != recomputing.generation)) {
+  if (!keep && (node != recomputing.node || generation != recomputing.generation)) {
     recomputed.count = recomputed.names_count = 0;
     recomputed.open_count = 0;
     recomputing.node = node;
-    recomputing.generation = newest;
+    recomputing.generation = generation;
   }
+  const cached_path* names = recorded_names(path);
+  if (names == NULL || names->depth == 0) return -1;
   const long depth = under != 0 ? launchwatch_py_push_under(under, names->names[0])
                                 : launchwatch_py_push(names->names[0]);
   if (depth < 0) return -1;
@@ -467,11 +469,11 @@ static void resolve_recomputed(unsigned long long generation, uint64_t number) {
   }
   if (ranges == NULL) return; /* nested deeper than kept: the ranges stay as they are */
   const long found = innermost_call(&recomputed, number);
-  const uint32_t under = outer_pass_path();
-  if (found < 0 || under == 0) {
+  if (found < 0) {
     close_to(ranges, 0);
     return;
   }
+  const uint32_t under = outer_pass_path(); /* 0: on this thread's innermost range, as pushed */
   const call* c = &recomputed.calls[found];
   open_names(ranges, recomputed.names + c->names, c->depth, under);
 }
@@ -494,15 +496,17 @@ static void resolve_backward_scope(void) {
     return;
   }
   const unsigned long thread = PyThread_get_thread_ident();
-  const int newest_pass = route.passes_count - 1;
-  if (route.passes[newest_pass].recompute && route.passes[newest_pass].caller_thread == thread) {
-    /* This thread's own backward() of a recompute: its nodes carry this thread's numbers, and
-     * name its recompute's calls; the outer pass's ranges are kept for when it goes on. */
-    resolve_recomputed(route.passes[newest_pass].generation, number);
+  const int own = recompute_pass_here(thread);
+  if (own >= 0) {
+    /* Inside this thread's own backward() of a recompute: its nodes carry this thread's numbers,
+     * and name its recompute's calls; the outer pass's ranges are kept for when it goes on. */
+    resolve_recomputed(route.passes[own].generation, number);
     pthread_mutex_unlock(&route.lock);
     return;
   }
-  /* Another thread's recompute's backward() leaves this one in the pass it runs nodes of. */
+  /* Another thread's recompute's backward() leaves this one in the pass it runs nodes of. (A
+   * recompute's nodes run on a second device's thread would be read as the recorded thread's:
+   * the number cannot tell them apart.) */
   const int outer = newest_outer_pass();
   if (outer < 0) {
     pthread_mutex_unlock(&route.lock);
@@ -648,8 +652,15 @@ static PyObject* pass_begins(PyObject* self, PyObject* const* argv, Py_ssize_t a
   const unsigned long path = PyLong_AsUnsignedLong(argv[1]);
   const unsigned long thread = PyLong_AsUnsignedLong(argv[2]);
   if (PyErr_Occurred()) return NULL;
-  const int recompute = running_node() != NULL;
+  /* A recompute's backward(): begun inside the graph node this thread recomputed a forward in,
+   * during the same outer pass. (A backward() or grad() a node's own backward calls, with no
+   * recompute, runs nodes the recorded thread made.) */
+  const void* node = running_node();
   pthread_mutex_lock(&route.lock);
+  const int outer = newest_outer_pass();
+  const int recompute = node != NULL && node == recomputing.node && outer >= 0 &&
+                        route.passes[outer].generation == recomputing.generation &&
+                        thread != route.forward_thread;
   if (route.passes_count < max_passes) {
     route.passes[route.passes_count].generation = generation;
     route.passes[route.passes_count].caller_path = (uint32_t)path;

@@ -28,7 +28,7 @@
  * and its ranges open as `[recompute]` in the recomputed module's backward scope; where it is run
  * backward itself (torch's reentrant checkpoint: a backward() begun inside that node), that
  * pass's nodes are found in that table, their ranges opened as the module's backward
- * (`mine_recomputed`).
+ * (`opened`, a slot a nested pass).
  *
  * Thread safety: the forward side and the set-up run under the GIL; resolve_backward_scope runs on
  * any thread without it, so what both read (the calls, the running passes) is under `lock`, which
@@ -395,9 +395,11 @@ typedef struct {
   int depths[max_depth];
 } opened_ranges;
 
-/* This thread's ranges for the passes it resolves from forward_thread's calls, and for each
- * recompute's backward() it runs (nested ones too), opened inside the former's. */
-static _Thread_local opened_ranges mine, mine_recomputed[4];
+/* This thread's ranges, a slot a pass: passes nest (a backward() or a recompute's backward()
+ * begun inside a node), each one's ranges above those of the pass it runs inside. Generation 0:
+ * a free slot (torch.py counts passes from 1). */
+enum { nested_passes = 4 };
+static _Thread_local opened_ranges opened[nested_passes];
 
 /* The node this thread last resolved, in the pass that was newest then. */
 static _Thread_local struct {
@@ -411,6 +413,53 @@ static void close_to(opened_ranges* ranges, int count) {
     launchwatch_py_pop_to(ranges->depths[count]);
     ranges->open = count;
   }
+}
+
+/* Whether pass `generation` runs. Under `lock`. */
+static int pass_runs(unsigned long long generation) {
+  for (int i = 0; i < route.passes_count; ++i) {
+    if (route.passes[i].generation == generation) return 1;
+  }
+  return 0;
+}
+
+/* Closes and frees the slots of passes that ended (`all`: every slot), the latest opened first:
+ * their ranges are on a thread that did not call their backward(), so no `backward` pop closed
+ * them. Under `lock`, or where the route is off. */
+static void close_ended(int all) {
+  for (;;) {
+    opened_ranges* latest = NULL;
+    for (int i = 0; i < nested_passes; ++i) {
+      opened_ranges* slot = &opened[i];
+      if (slot->generation == 0 || (!all && pass_runs(slot->generation))) continue;
+      if (slot->open == 0) {
+        slot->generation = 0;
+      } else if (latest == NULL || slot->depths[0] > latest->depths[0]) {
+        latest = slot;
+      }
+    }
+    if (latest == NULL) return;
+    close_to(latest, 0);
+    latest->generation = 0;
+  }
+}
+
+/* This thread's slot for pass `generation`, a free one taken for it if it has none, after the
+ * ended passes' slots are closed; NULL where passes nest deeper than kept (the ranges then stay
+ * as they are). Under `lock`. */
+static opened_ranges* ranges_for(unsigned long long generation) {
+  close_ended(0);
+  for (int i = 0; i < nested_passes; ++i) {
+    if (opened[i].generation == generation) return &opened[i];
+  }
+  for (int i = 0; i < nested_passes; ++i) {
+    if (opened[i].generation == 0) {
+      opened[i].generation = generation;
+      opened[i].open = 0;
+      return &opened[i];
+    }
+  }
+  return NULL;
 }
 
 /* Opens `names` in `ranges`, keeping the ranges they share with those open; the outermost one
@@ -456,18 +505,8 @@ static long innermost_call(const call_table* table, uint64_t number) {
  * (a node the recompute did not make) closes them: its launches are in that backward() call's
  * scope. Passes nested that way keep their ranges apart, four deep. Under `lock`. */
 static void resolve_recomputed(unsigned long long generation, uint64_t number) {
-  opened_ranges* ranges = NULL;
-  for (size_t i = 0; i < sizeof mine_recomputed / sizeof *mine_recomputed && !ranges; ++i) {
-    if (mine_recomputed[i].generation == generation) ranges = &mine_recomputed[i];
-  }
-  for (size_t i = 0; i < sizeof mine_recomputed / sizeof *mine_recomputed && !ranges; ++i) {
-    if (mine_recomputed[i].generation == 0) {
-      ranges = &mine_recomputed[i];
-      ranges->generation = generation;
-      ranges->open = 0;
-    }
-  }
-  if (ranges == NULL) return; /* nested deeper than kept: the ranges stay as they are */
+  opened_ranges* ranges = ranges_for(generation);
+  if (ranges == NULL) return;
   const long found = innermost_call(&recomputed, number);
   if (found < 0) {
     close_to(ranges, 0);
@@ -491,8 +530,8 @@ static void resolve_backward_scope(void) {
   if (number == UINT64_MAX) return; /* AccumulateGrad: in the backward that produced the grad */
   pthread_mutex_lock(&route.lock);
   if (route.passes_count == 0 || !atomic_load_explicit(&route.on, memory_order_relaxed)) {
-    pthread_mutex_unlock(&route.lock); /* a node run by no wrapped backward() */
-    close_to(&mine, 0);
+    close_ended(1); /* a node run by no wrapped backward() */
+    pthread_mutex_unlock(&route.lock);
     return;
   }
   const unsigned long thread = PyThread_get_thread_ident();
@@ -515,20 +554,19 @@ static void resolve_backward_scope(void) {
   const unsigned long long generation = route.passes[outer].generation;
   const uint32_t caller_path = route.passes[outer].caller_path;
   const unsigned long caller_thread = route.passes[outer].caller_thread;
-  if (mine.generation != generation) {
-    close_to(&mine, 0); /* a finished pass's leftovers */
-    mine.generation = generation;
+  opened_ranges* ranges = ranges_for(generation);
+  if (ranges != NULL) {
+    const long found = innermost_call(&route.table, number);
+    static const char* const loss[1] = {loss_name};
+    const call* c = found >= 0 ? &route.table.calls[found] : NULL;
+    open_names(ranges, c != NULL ? route.table.names + c->names : loss, c != NULL ? c->depth : 1,
+               thread != caller_thread ? caller_path : 0);
   }
-  const long found = innermost_call(&route.table, number);
-  static const char* const loss[1] = {loss_name};
-  const call* c = found >= 0 ? &route.table.calls[found] : NULL;
-  open_names(&mine, c != NULL ? route.table.names + c->names : loss, c != NULL ? c->depth : 1,
-             thread != caller_thread ? caller_path : 0);
   pthread_mutex_unlock(&route.lock);
 }
 
 void launchwatch_py_forget_sequence_ranges(void) {
-  close_to(&mine, 0);
+  close_ended(1);
   seen.node = NULL;
 }
 
@@ -693,12 +731,11 @@ static PyObject* pass_ends(PyObject* self, PyObject* generation_object) {
       route.passes_count > 0 ? route.passes[route.passes_count - 1].generation : 0,
       memory_order_relaxed);
   pthread_mutex_unlock(&route.lock);
-  /* Closed already, by the pop of this thread's `backward`. */
-  if (mine.generation == generation) mine.open = 0;
-  for (size_t i = 0; i < sizeof mine_recomputed / sizeof *mine_recomputed; ++i) {
-    if (mine_recomputed[i].generation == generation) {
-      mine_recomputed[i].open = 0;
-      mine_recomputed[i].generation = 0;
+  /* This thread's ranges for it were closed already, by the pop of its `backward`. */
+  for (int i = 0; i < nested_passes; ++i) {
+    if (opened[i].generation == generation) {
+      opened[i].open = 0;
+      opened[i].generation = 0;
     }
   }
   seen.node = NULL;

@@ -189,7 +189,45 @@ def backward_elsewhere():
     print(json.dumps({"on": _c_api.sequence_on()}))
 
 
+def grad_inside():
+    """Two passes of one step, each on another thread calling torch.autograd.grad inside the node
+    of `head`, of a second forward's graph (as a node's own backward may, with no recompute): the
+    inner pass's launch, in the second forward's `encoder/0` node, opens inside the outer one's
+    ranges. Prints JSON: whether the route stayed on."""
+    start_the_route()
+    model = TinyNet()
+    x = torch.randn(4, 8)
+    loss = model(x).sum()
+    first = {"/".join(name.decode() for name in path): begin
+             for begin, _, path in _c_api._sequence_calls()}
+    again = model(x).sum()
+    second = {"/".join(name.decode() for name in path): begin
+              for begin, _, path in _c_api._sequence_calls()[len(first):]}
+    head_node = (ctypes.c_uint64 * 8)()
+    head_node[3] = first["TinyNet/head"]
+
+    def inside_head():
+        launch_in_node(first["TinyNet/head"])
+        running[0] = head_node
+        handle = again.grad_fn.register_prehook(
+            lambda grads: launch_in_node(second["TinyNet/encoder/0"]))
+        torch.autograd.grad(again, model.encoder[0].weight, retain_graph=True)
+        handle.remove()
+        running[0] = None
+
+    autograd = AutogradThread(inside_head)
+    autograd.start()
+    loss.grad_fn.register_prehook(autograd)
+    loss.backward(retain_graph=True)
+    loss.backward()
+    autograd.passes.put(False)
+    print(json.dumps({"on": _c_api.sequence_on()}))
+
+
 def main():
+    if "--grad-inside" in sys.argv:
+        grad_inside()
+        return
     if "--elsewhere" in sys.argv:
         backward_elsewhere()
         return

@@ -207,3 +207,19 @@ def test_a_backward_called_on_another_thread_than_the_forwards_is_resolved_from_
     assert result["on"] is True
     paths = scope_paths(tmp_path / "report" / "trace.json")
     assert "backward/TinyNet/head" in paths
+
+
+def test_a_backward_inside_a_node_with_no_recompute_opens_inside_that_nodes_scope(tmp_path):
+    """torch.autograd.grad called inside `head`'s node, on another thread than backward()'s, with
+    no recompute (sequence_train.py --grad-inside): its nodes carry the forward thread's numbers,
+    so its launch in a second forward's `encoder/0` node opens inside the outer pass's ranges,
+    below its own `backward`; the outer pass's ranges stay open under it."""
+    done = launchwatch_run(tmp_path, "--", torch_python(), os.path.join(HERE, "sequence_train.py"),
+                           "--grad-inside", PYTHONPATH=HERE)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("{")))
+    assert result["on"] is True
+    paths = scope_paths(tmp_path / "report" / "trace.json")
+    assert "backward/TinyNet/head/backward/TinyNet/encoder/0" in paths
+    assert not any(p.startswith("TinyNet/encoder") for p in paths - {
+        "TinyNet/encoder", "TinyNet/encoder/0", "TinyNet/encoder/1"})

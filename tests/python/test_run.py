@@ -128,6 +128,14 @@ def test_the_program_and_the_python_package_give_the_projects_version_from_one_p
     assert launchwatch.__version__ == os.environ.get("LAUNCHWATCH_VERSION", launchwatch.__version__)
 
 
+def sequence_train(tmp_path, *mode):
+    """sequence_train.py (in `mode`) under `launchwatch run`: the JSON it printed."""
+    done = launchwatch_run(tmp_path, "--", torch_python(), os.path.join(HERE, "sequence_train.py"),
+                           *mode, PYTHONPATH=HERE)
+    assert done.returncode == 0, done.stderr
+    return json.loads(next(line for line in done.stdout.splitlines() if line.startswith("{")))
+
+
 def test_the_sequence_route_opens_each_backward_launch_in_the_module_whose_forward_made_its_node(
         tmp_path):
     """The route on a fake running node (sequence_train.py): the forward calls recorded with
@@ -135,10 +143,7 @@ def test_the_sequence_route_opens_each_backward_launch_in_the_module_whose_forwa
     node, on another thread than backward()'s, below its `backward`; `[loss]` for a node made
     after the model; a forward on a second thread turns the route off for good; past 131,072
     calls the older half goes, each kept call whole."""
-    done = launchwatch_run(tmp_path, "--", torch_python(), os.path.join(HERE, "sequence_train.py"),
-                           PYTHONPATH=HERE)
-    assert done.returncode == 0, done.stderr
-    result = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("{")))
+    result = sequence_train(tmp_path)
     calls = {"/".join(path): (begin, end) for begin, end, path in result["calls"]}
     assert {"TinyNet", "TinyNet/encoder", "TinyNet/encoder/0", "TinyNet/encoder/1",
             "TinyNet/head"} <= set(calls)
@@ -165,10 +170,7 @@ def test_a_forward_recomputed_in_backward_opens_inside_its_scope_and_keeps_the_s
     and opens as `[recompute]` in that module's backward scope; a backward() of it on that thread
     opens each of its nodes' launches in the backward scope of the recomputed call that made it
     (numbered by that thread's own count), and the outer pass goes on under the route."""
-    done = launchwatch_run(tmp_path, "--", torch_python(), os.path.join(HERE, "sequence_train.py"),
-                           "--checkpoint", PYTHONPATH=HERE)
-    assert done.returncode == 0, done.stderr
-    result = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("{")))
+    result = sequence_train(tmp_path, "--checkpoint")
     assert result["on"] is True
     assert result["hooks_set"] == 1 and not result["hook_removed"]
     assert result["calls_after"] == result["calls_before"], "not in the route's calls"
@@ -188,10 +190,7 @@ def test_a_forward_on_another_thread_during_backward_but_in_no_node_of_it_turns_
     """Only a forward made inside a graph node the pass runs is a recompute; one beside the pass
     on a thread of its own (sequence_train.py --concurrent) numbers its nodes by that thread's
     count, so the route goes off for good, as for any forward on a second thread."""
-    done = launchwatch_run(tmp_path, "--", torch_python(), os.path.join(HERE, "sequence_train.py"),
-                           "--concurrent", PYTHONPATH=HERE)
-    assert done.returncode == 0, done.stderr
-    result = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("{")))
+    result = sequence_train(tmp_path, "--concurrent")
     assert result["on"] is False
 
 
@@ -200,10 +199,7 @@ def test_a_backward_called_on_another_thread_than_the_forwards_is_resolved_from_
     """backward() on a thread of its own, not in any graph node (sequence_train.py --elsewhere):
     its nodes carry the forward thread's numbers, so a launch in `head`'s node opens
     `backward/TinyNet/head`, and the route stays on."""
-    done = launchwatch_run(tmp_path, "--", torch_python(), os.path.join(HERE, "sequence_train.py"),
-                           "--elsewhere", PYTHONPATH=HERE)
-    assert done.returncode == 0, done.stderr
-    result = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("{")))
+    result = sequence_train(tmp_path, "--elsewhere")
     assert result["on"] is True
     paths = scope_paths(tmp_path / "report" / "trace.json")
     assert "backward/TinyNet/head" in paths
@@ -214,10 +210,7 @@ def test_a_backward_inside_a_node_with_no_recompute_opens_inside_that_nodes_scop
     no recompute (sequence_train.py --grad-inside): its nodes carry the forward thread's numbers,
     so its launch in a second forward's `encoder/0` node opens inside the outer pass's ranges,
     below its own `backward`; the outer pass's ranges stay open under it."""
-    done = launchwatch_run(tmp_path, "--", torch_python(), os.path.join(HERE, "sequence_train.py"),
-                           "--grad-inside", PYTHONPATH=HERE)
-    assert done.returncode == 0, done.stderr
-    result = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("{")))
+    result = sequence_train(tmp_path, "--grad-inside")
     assert result["on"] is True
     paths = scope_paths(tmp_path / "report" / "trace.json")
     assert "backward/TinyNet/head/backward/TinyNet/encoder/0" in paths

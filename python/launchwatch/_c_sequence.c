@@ -358,14 +358,15 @@ long launchwatch_py_recompute_root_pushes(PyObject* path) {
   const int keep = recompute_pass_here(PyThread_get_thread_ident()) >= 0;
   pthread_mutex_unlock(&route.lock);
   /* One recompute may call several modules at its top (checkpoint_sequential): the calls of the
-   * recompute before go once a new one begins, unless a backward() of one still runs here. */
+   * recompute before go once a new one begins, unless a backward() of one still runs here (a
+   * checkpoint inside a checkpointed module: the inner recompute's calls are added). */
   const void* node = running_node();
   if (!keep && (node != recomputing.node || generation != recomputing.generation)) {
     recomputed.count = recomputed.names_count = 0;
     recomputed.open_count = 0;
-    recomputing.node = node;
-    recomputing.generation = generation;
   }
+  recomputing.node = node;
+  recomputing.generation = generation;
   const cached_path* names = recorded_names(path);
   if (names == NULL || names->depth == 0) return -1;
   const long depth = under != 0 ? launchwatch_py_push_under(under, names->names[0])

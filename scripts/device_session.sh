@@ -153,18 +153,23 @@ hook_split() {  # the --split table of the build's package, and of HOOKS_BEFORE'
 export -f hook_split
 want hooks && step hooks 300 env BUILD="$BUILD" HOOKS_BEFORE="${HOOKS_BEFORE:-}" bash -c \
   'ctest --test-dir "$BUILD" -L python --no-tests=error --output-on-failure && hook_split'
+backward_routes() {  # backward_routes MODEL DIR [LINES]: 10 steps under run with the sequence
+  local model=$1 dir=$2 mode  # route and with the node hooks, launches per scope path compared
+  for mode in sequence node-hooks; do
+    rm -rf "$dir/$mode"
+    LAUNCHWATCH_TORCH_BACKWARD=$mode timeout 150 "$BUILD/apps/launchwatch/launchwatch" run \
+      --out "$dir/$mode" -- python3 bench/torch/modules_table.py --worker "$model" \
+      --steps 10 --device cuda --python-package "$BUILD/python" \
+      --json "$dir/$mode.json" > "$dir/$mode.txt" 2>&1
+    echo "== $model, $mode: exit $?"
+  done
+  python3 bench/torch/scope_launches_diff.py "$dir/sequence/summary.json" \
+    "$dir/node-hooks/summary.json" | tail -n "${3:-+1}"  # its last LINES (default all)
+}
+export -f backward_routes
 sequence_check() {  # the sequence route against the node hooks: one program's scopes, then blocks
   local mode
-  for mode in sequence node-hooks; do
-    rm -rf "$OUT/sequence/$mode"
-    LAUNCHWATCH_TORCH_BACKWARD=$mode timeout 150 "$BUILD/apps/launchwatch/launchwatch" run \
-      --out "$OUT/sequence/$mode" -- python3 bench/torch/modules_table.py --worker resnet18-train \
-      --steps 10 --device cuda --python-package "$BUILD/python" \
-      --json "$OUT/sequence/$mode.json" > "$OUT/sequence/$mode.txt" 2>&1
-    echo "== $mode: exit $?"
-  done
-  python3 bench/torch/scope_launches_diff.py "$OUT/sequence/sequence/summary.json" \
-    "$OUT/sequence/node-hooks/summary.json"
+  backward_routes resnet18-train "$OUT/sequence"
   for mode in sequence node-hooks; do
     echo "== blocks, $mode"
     LAUNCHWATCH_TORCH_BACKWARD=$mode OUT="$OUT/sequence/blocks-$mode" BUILD="$BUILD" SKIP_BUILD=1 \
@@ -176,18 +181,10 @@ export -f sequence_check
 want sequence && mkdir -p "$OUT/sequence" && step sequence 480 env BUILD="$BUILD" OUT="$OUT" \
   bash -c sequence_check
 checkpoint_check() {  # the route under activation checkpointing, against the node hooks
-  local model mode
+  local model
   for model in gpt2-checkpoint-train gpt2-checkpoint-nonreentrant-train; do
-    for mode in sequence node-hooks; do
-      rm -rf "$OUT/checkpoint/$model-$mode"
-      LAUNCHWATCH_TORCH_BACKWARD=$mode timeout 150 "$BUILD/apps/launchwatch/launchwatch" run \
-        --out "$OUT/checkpoint/$model-$mode" -- python3 bench/torch/modules_table.py --worker \
-        "$model" --steps 10 --device cuda --python-package "$BUILD/python" \
-        --json "$OUT/checkpoint/$model-$mode.json" > "$OUT/checkpoint/$model-$mode.txt" 2>&1
-      echo "== $model, $mode: exit $?"
-    done
-    python3 bench/torch/scope_launches_diff.py "$OUT/checkpoint/$model-sequence/summary.json" \
-      "$OUT/checkpoint/$model-node-hooks/summary.json" | tail -16
+    mkdir -p "$OUT/checkpoint/$model"
+    backward_routes "$model" "$OUT/checkpoint/$model" 16
   done
   OUT="$OUT/checkpoint/table" BUILD="$BUILD" SKIP_BUILD=1 TIMEOUT=120 TABLE_TIMEOUT=280 \
     BUDGET=240 MODELS=gpt2-checkpoint-train,gpt2-checkpoint-nonreentrant-train \

@@ -590,8 +590,8 @@ def _start_sequence_route():
     """Starts the sequence route unless the node hooks are asked for
     (LAUNCHWATCH_TORCH_BACKWARD=node-hooks), where it can run: the C hooks in use, the sink the
     extension's own (the injection's C API, with its launch scope hook), torch's library
-    exporting autograd's running node and sequence counter (torch 2), and the offset of a node's number measured (_sequence_offset). Before install()
-    wraps backward(). Returns whether it started; where not, graph-node hooks find each module's
+    exporting autograd's running node and sequence counter (torch 2), and the offset of a node's
+    number measured (_sequence_offset). Before install() wraps backward(). Returns whether it started; where not, graph-node hooks find each module's
     backward. The default since it matched the node hooks' scopes on every path of ResNet-18
     training on the H200 at a lower cost (docs/benchmarks.md)."""
     if _c_hooks is None or _hooks is not _c_hooks or getattr(_sink.get(), "via", "") != "extension":

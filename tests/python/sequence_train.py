@@ -36,6 +36,12 @@ def address(function):
     return ctypes.cast(function, ctypes.c_void_p).value
 
 
+def begins_by_path(calls):
+    """{path: its first sequence number} of recorded calls [(begin, end, path)], the last call of a
+    path kept."""
+    return {"/".join(name.decode() for name in path): begin for begin, _, path in calls}
+
+
 def launch_in_node(number, which=[0]):  # noqa: B006 (the buffer to use next)
     which[0] = (which[0] + 1) % len(nodes)
     node = nodes[which[0]]
@@ -113,8 +119,7 @@ def checkpointed():
     model = TinyNet()
     x, y = torch.randn(4, 8), torch.randn(4, 2)
     loss = nn.functional.mse_loss(model(x), y)
-    recorded = {"/".join(name.decode() for name in path): begin
-                for begin, _, path in _c_api._sequence_calls()}
+    recorded = begins_by_path(_c_api._sequence_calls())
 
     seen = []
     loss_node = (ctypes.c_uint64 * 8)()
@@ -127,8 +132,7 @@ def checkpointed():
         with torch.enable_grad():  # the recompute's forward
             again = model.head(model.encoder(x.detach().requires_grad_()))
         inside.remove()
-        recomputed = {"/".join(name.decode() for name in path): begin
-                      for begin, _, path in _c_api._sequence_recomputed_calls()}
+        recomputed = begins_by_path(_c_api._sequence_recomputed_calls())
         total = again.sum()
         total.grad_fn.register_prehook(
             lambda grads: launch_in_node(recomputed["TinyNet/encoder/1"]))
@@ -176,8 +180,7 @@ def backward_elsewhere():
     start_the_route()
     model = TinyNet()
     loss = model(torch.randn(4, 8)).sum()
-    calls = {"/".join(name.decode() for name in path): begin
-             for begin, _, path in _c_api._sequence_calls()}
+    calls = begins_by_path(_c_api._sequence_calls())
     autograd = AutogradThread(lambda: launch_in_node(calls["TinyNet/head"]))
     autograd.start()
     loss.grad_fn.register_prehook(autograd)
@@ -198,11 +201,9 @@ def grad_inside():
     model = TinyNet()
     x = torch.randn(4, 8)
     loss = model(x).sum()
-    first = {"/".join(name.decode() for name in path): begin
-             for begin, _, path in _c_api._sequence_calls()}
+    first = begins_by_path(_c_api._sequence_calls())
     again = model(x).sum()
-    second = {"/".join(name.decode() for name in path): begin
-              for begin, _, path in _c_api._sequence_calls()[len(first):]}
+    second = begins_by_path(_c_api._sequence_calls()[len(first):])
     head_node = (ctypes.c_uint64 * 8)()
     head_node[3] = first["TinyNet/head"]
 

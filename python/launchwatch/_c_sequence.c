@@ -743,6 +743,37 @@ static PyObject* pass_ends(PyObject* self, PyObject* generation_object) {
   Py_RETURN_NONE;
 }
 
+/* pass_done(generation): the engine's end-of-pass callback, on the thread that finished that
+ * pass (CUDA's autograd thread, for a pass whose last node ran there): closes the ranges this
+ * thread opened for its nodes, and those opened above them, now rather than at this thread's
+ * next launch in a later pass, so a trace's last backward scopes on that thread end with the
+ * pass. Nothing where this thread opened none (the caller's own ranges close with `backward`). */
+static PyObject* pass_done(PyObject* self, PyObject* generation_object) {
+  (void)self;
+  const unsigned long long generation = PyLong_AsUnsignedLongLong(generation_object);
+  if (generation == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+  opened_ranges* done = NULL;
+  for (int i = 0; i < nested_passes; ++i) {
+    if (opened[i].generation == generation) done = &opened[i];
+  }
+  if (done == NULL) Py_RETURN_NONE;
+  while (done->open > 0) { /* the slots opened above it first (passes begun in its nodes) */
+    opened_ranges* latest = NULL;
+    for (int i = 0; i < nested_passes; ++i) {
+      opened_ranges* slot = &opened[i];
+      if (slot == done || slot->open == 0 || slot->depths[0] <= done->depths[0]) continue;
+      if (latest == NULL || slot->depths[0] > latest->depths[0]) latest = slot;
+    }
+    if (latest == NULL) break;
+    close_to(latest, 0);
+    latest->generation = 0;
+  }
+  close_to(done, 0);
+  done->generation = 0;
+  seen.node = NULL;
+  Py_RETURN_NONE;
+}
+
 /* ---- for tests: torch's running node faked, the route's state read, a launch's call made ----- */
 
 /* _sequence_testing(running_node, set_launch_scope_hook, torch_library): the route set up with a
@@ -836,6 +867,8 @@ static PyMethodDef sequence_methods[] = {
     {"pass_begins", (PyCFunction)(void (*)(void))pass_begins, METH_FASTCALL,
      "pass_begins(generation, caller_path, caller_thread): a backward pass began."},
     {"pass_ends", pass_ends, METH_O, "pass_ends(generation): that backward pass returned."},
+    {"pass_done", pass_done, METH_O,
+     "pass_done(generation): the engine finished that pass on this thread; its ranges here close."},
     {"_sequence_testing", (PyCFunction)(void (*)(void))sequence_testing, METH_FASTCALL,
      "_sequence_testing(running_node, set_launch_scope_hook, torch_library): for tests, torch's\n"
      "running node read through a test's function."},

@@ -509,6 +509,25 @@ def _hook_graph(path, inputs, result):
             _node_hook(node).entries.append((False, call))
 
 
+def _route_pass_ends(sequence, generation, queued, grad_outputs):
+    """A pre hook on what backward() was called on, under the sequence route: once a pass, queues
+    the engine's end-of-pass callback, which torch runs on the thread that finishes the pass
+    (CUDA's autograd thread, where the route's ranges for the pass are open), to close them
+    there as the pass ends. Cost: one node hook a pass."""
+    if not queued:
+        queued.append(True)
+        _queue_sequence_end(functools.partial(sequence.pass_done, generation))
+    return None
+
+
+def _queue_sequence_end(callback):
+    """Queues `callback` to run when the engine finishes the running pass (tests replace it)."""
+    try:
+        torch.autograd.Variable._execution_engine.queue_callback(callback)
+    except Exception:  # not inside the engine (the hook called directly): nothing to queue
+        pass
+
+
 def _wrap_backward(original):
     def backward(*args, **kwargs):
         sink = _sink.get()
@@ -526,14 +545,18 @@ def _wrap_backward(original):
         if sequence is not None:
             sequence.pass_begins(*entry)
         handles = []
-        if sequence is None or not sequence.sequence_on():  # the route names the loss's nodes
-            try:
-                roots = args[0] if args else kwargs.get("tensors", kwargs.get("outputs"))
-                for node in _graph_nodes(roots, [], 1):
-                    handles.append(node.register_prehook(
-                        functools.partial(_begin_loss, object())))
-            except Exception:  # not tensors: backward() itself says what was wrong
-                pass
+        routed = sequence is not None and sequence.sequence_on()
+        try:
+            roots = args[0] if args else kwargs.get("tensors", kwargs.get("outputs"))
+            # The route names the loss's nodes itself; it needs the pass's end on the thread
+            # that finishes it, where its ranges are.
+            hook = (functools.partial(_route_pass_ends, sequence, entry[0], [])
+                    if routed else None)
+            for node in _graph_nodes(roots, [], 1):
+                handles.append(node.register_prehook(
+                    hook or functools.partial(_begin_loss, object())))
+        except Exception:  # not tensors: backward() itself says what was wrong
+            pass
         try:
             return original(*args, **kwargs)
         finally:

@@ -225,7 +225,49 @@ def grad_inside():
     print(json.dumps({"on": _c_api.sequence_on()}))
 
 
+def pass_ends():
+    """Two training steps whose backward launches are made on another thread, which also runs the
+    engine's end-of-pass callbacks, as CUDA's autograd thread does when a pass's last node runs
+    there (torch on the CPU runs them on backward()'s thread: they are queued there too, and do
+    nothing). Prints JSON: whether the route stayed on, and how many callbacks were queued."""
+    start_the_route()
+    torch.manual_seed(0)
+    model = TinyNet()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(4, 8), torch.randn(4, 2)
+    queued = []
+    queue_on_the_engine = lw._queue_sequence_end
+
+    def queue_on_both(callback):
+        queued.append(callback)
+        queue_on_the_engine(callback)
+
+    lw._queue_sequence_end = queue_on_both
+    ran = []
+
+    def launches_then_the_end():
+        launches_of_a_backward_pass()
+        while len(ran) < len(queued):
+            queued[len(ran)]()
+            ran.append(True)
+
+    autograd = AutogradThread(launches_then_the_end)
+    autograd.start()
+    for _ in range(2):
+        optimizer.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        # After the node's pre hooks, backward()'s own among them.
+        loss.grad_fn.register_hook(lambda grad_inputs, grad_outputs: autograd(grad_outputs))
+        loss.backward()
+        optimizer.step()
+    autograd.passes.put(False)
+    print(json.dumps({"on": _c_api.sequence_on(), "queued": len(queued), "ran": len(ran)}))
+
+
 def main():
+    if "--pass-ends" in sys.argv:
+        pass_ends()
+        return
     if "--grad-inside" in sys.argv:
         grad_inside()
         return

@@ -161,6 +161,28 @@ def test_the_sequence_route_opens_each_backward_launch_in_the_module_whose_forwa
     assert result["kept"]["whole"]
 
 
+def test_the_sequence_routes_ranges_on_the_thread_that_finishes_a_pass_close_as_it_ends(tmp_path):
+    """Under the route, backward() queues the engine's end-of-pass callback once a pass, and where
+    the engine runs it on the thread whose launches opened the pass's ranges (CUDA's autograd
+    thread; sequence_train.py --pass-ends runs it there), they close then: every backward scope
+    on that thread ends before the next optimizer step begins, rather than at the next pass's
+    first launch."""
+    result = sequence_train(tmp_path, "--pass-ends")
+    assert result == {"on": True, "queued": 2, "ran": 2}
+    with open(tmp_path / "report" / "trace.json") as f:
+        events = json.load(f)
+    scopes = [e for e in (events["traceEvents"] if isinstance(events, dict) else events)
+              if e.get("cat") == "scope"]
+    steps = [e["ts"] for e in scopes if e["args"]["path"] == "optimizer"]
+    caller = {e["tid"] for e in scopes if e["args"]["path"] == "optimizer"}
+    routed = [e for e in scopes if e["tid"] not in caller]
+    assert len(steps) == 2 and {e["args"]["path"] for e in routed} >= {
+        "backward/TinyNet/head", "backward/[loss]"}
+    for scope in routed:
+        step = next(ts for ts in steps if ts > scope["ts"])
+        assert scope["ts"] + scope["dur"] <= step, scope["args"]["path"]
+
+
 def test_a_forward_recomputed_in_backward_opens_inside_its_scope_and_keeps_the_sequence_route(
         tmp_path):
     """Activation checkpointing under the route (sequence_train.py --checkpoint): a forward

@@ -51,6 +51,11 @@
 #   checkpoint GPT-2 training with activation checkpointing (reentrant, then not; 10 steps) under
 #            run with the sequence route and with node-hooks, launches per scope path compared,
 #            then both models' modules_table.sh rows against torch.profiler (issue 22)
+#   perf     perf over ResNet-18's measured steps (scripts/perf_steps.sh; carry the perf kit,
+#            scripts/perf_kit.sh's build/perfkit): plain, under run with the sequence route (also
+#            with call graphs) and with the node hooks; then fed by its DataLoader, plain, `run
+#            --torch off --timing none` and run (issue 22: where the hooks' share of a host-bound
+#            step goes, and why the DataLoader's workers make CUPTI's callbacks cost 1.24x there)
 #   corebench bench/cuda_bridge/bridge_core_bench on this host's CPU, three runs each with run's
 #            fold as run decides (a thread where 4 cores are allowed) and inline, in turn: the
 #            attribution's part of a launch, names-only and deferred (issue 24)
@@ -193,6 +198,11 @@ checkpoint_check() {  # the route under activation checkpointing, against the no
 export -f checkpoint_check
 want checkpoint && mkdir -p "$OUT/checkpoint" && step checkpoint 560 env BUILD="$BUILD" \
   OUT="$OUT" bash -c checkpoint_check
+want perf && step perf 420 bash -c "PERF_OUT='$OUT/perf/resnet18-train' OUT='$OUT' \
+  BUILD='$BUILD' MODEL=resnet18-train CONFIGS='plain modules modules_node_hooks modules_g' \
+  scripts/perf_steps.sh; PERF_OUT='$OUT/perf/resnet18-dataloader-train' OUT='$OUT' \
+  BUILD='$BUILD' MODEL=resnet18-dataloader-train CONFIGS='plain off_untimed modules' \
+  scripts/perf_steps.sh"
 want corebench && step corebench 200 bash -c "for round in 1 2 3; do for fold in auto inline; do \
   echo \"== round \$round, fold \$fold\"; \
   '$BUILD/bench/cuda_bridge/launchwatch_cuda_bridge_core_bench' 60000 15 0 -1 \$fold; done; done"

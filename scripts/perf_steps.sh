@@ -12,9 +12,13 @@
 #   hooks            the module hooks with a no-op Python sink, no tool
 #   modules_untimed  launchwatch run --torch modules --timing none
 #   modules          launchwatch run --torch modules
+#   modules_node_hooks  the same with LAUNCHWATCH_TORCH_BACKWARD=node-hooks (graph-node hooks for
+#                    backward, not the sequence route)
+#   off_untimed      launchwatch run --torch off --timing none (CUPTI's launch callbacks and the
+#                    attribution, no hooks, no timing)
 #   NAME_g           any of these with call graphs and Python's perf trampolines
 #                    (PYTHONPERFSUPPORT=1): perf names each Python function (modules_g, hooks_g)
-# Usage: OUT=dir [BUILD=build/gpu] [MODEL=resnet18-train] [STEPS=200] [CONFIGS=...]
+# Usage: OUT=dir [PERF_OUT=$OUT/perf-steps] [BUILD=build/gpu] [MODEL=resnet18-train] [STEPS=200] [CONFIGS=...]
 #        [PERF_KIT=build/perfkit] [PYTHON=python3] [DEVICE=cuda] scripts/perf_steps.sh
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -24,7 +28,7 @@ perf=${PERF_KIT:-build/perfkit}/run_perf.sh
 launchwatch=$BUILD/apps/launchwatch/launchwatch
 worker="${PYTHON:-python3} bench/torch/modules_table.py --worker ${MODEL:-resnet18-train} --python-package $BUILD/python --device ${DEVICE:-cuda} --steps ${STEPS:-200}"
 export NCCL_NVLS_ENABLE=0
-out=$OUT/perf-steps
+out=${PERF_OUT:-$OUT/perf-steps}
 mkdir -p "$out"
 fifos=$(mktemp -d)
 for config in ${CONFIGS:-plain hooks modules_untimed modules}; do
@@ -39,6 +43,8 @@ for config in ${CONFIGS:-plain hooks modules_untimed modules}; do
     hooks) command="$prefix $worker --sink noop --json $out/$config.json" ;;
     modules_untimed) command="$prefix $launchwatch run --torch modules --timing none --out $fifos/run-$config -- $worker --json $out/$config.json" ;;
     modules) command="$prefix $launchwatch run --torch modules --out $fifos/run-$config -- $worker --json $out/$config.json" ;;
+    modules_node_hooks) command="env LAUNCHWATCH_TORCH_BACKWARD=node-hooks $prefix $launchwatch run --torch modules --out $fifos/run-$config -- $worker --json $out/$config.json" ;;
+    off_untimed) command="$prefix $launchwatch run --torch off --timing none --out $fifos/run-$config -- $worker --json $out/$config.json" ;;
     *) echo "unknown configuration $config"; continue ;;
   esac
   # shellcheck disable=SC2086  # the commands are word lists

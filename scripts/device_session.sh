@@ -51,6 +51,9 @@
 #   checkpoint GPT-2 training with activation checkpointing (reentrant, then not; 10 steps) under
 #            run with the sequence route and with node-hooks, launches per scope path compared,
 #            then both models' modules_table.sh rows against torch.profiler (issue 22)
+#   compiled ResNet-18 training under torch.compile (10 steps) under run with the sequence route
+#            and with node-hooks, launches per scope path compared, then its modules_table.sh row
+#            against torch.profiler (issue 22: a compiled training step's backward in its scope)
 #   perf     perf over ResNet-18's measured steps (scripts/perf_steps.sh; carry the perf kit,
 #            scripts/perf_kit.sh's build/perfkit): plain, under run with the sequence route (also
 #            with call graphs) and with the node hooks; then fed by its DataLoader, plain, `run
@@ -198,6 +201,14 @@ checkpoint_check() {  # the route under activation checkpointing, against the no
 export -f checkpoint_check
 want checkpoint && mkdir -p "$OUT/checkpoint" && step checkpoint 560 env BUILD="$BUILD" \
   OUT="$OUT" bash -c checkpoint_check
+compiled_check() {  # a compiled training step under the route, against the node hooks
+  mkdir -p "$OUT/compiled/routes"
+  backward_routes resnet18-compile-train "$OUT/compiled/routes"
+  OUT="$OUT/compiled/table" BUILD="$BUILD" SKIP_BUILD=1 TIMEOUT=200 TABLE_TIMEOUT=400 \
+    BUDGET=360 MODELS=resnet18-compile-train bench/torch/modules_table.sh | grep -v '^| `'
+}
+export -f compiled_check
+want compiled && step compiled 560 env BUILD="$BUILD" OUT="$OUT" bash -c compiled_check
 want perf && step perf 420 bash -c "PERF_OUT='$OUT/perf/resnet18-train' OUT='$OUT' \
   BUILD='$BUILD' MODEL=resnet18-train CONFIGS='plain modules modules_node_hooks modules_g' \
   scripts/perf_steps.sh; PERF_OUT='$OUT/perf/resnet18-dataloader-train' OUT='$OUT' \

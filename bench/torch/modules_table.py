@@ -19,6 +19,8 @@ Models (random weights, built from configs: no download, no network):
 and, by name only (not in the default list), a row that splits another:
   resnet18-train            the same ResNet-18 step on one batch kept on the device, no DataLoader
                             (what the launches cost without worker processes sharing the host)
+  resnet18-compile-train    that step with the model under torch.compile: its forward and backward
+                            in one scope `ResNet [compiled]` (and `backward/ResNet [compiled]`)
 
 Per model: kernel count and kernel time (launchwatch / profiler), the share of kernel time under a
 module or optimizer scope (both), the top-10 scopes by device time (self) and the largest relative
@@ -77,7 +79,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 MODELS = ["resnet50-train", "gpt2-train", "vit-compile-infer", "resnet50-cudagraph-infer",
           "resnet18-dataloader-train"]
 EXTRA_MODELS = ["resnet18-train", "gpt2-checkpoint-train",  # run only when named
-                "gpt2-checkpoint-nonreentrant-train"]
+                "gpt2-checkpoint-nonreentrant-train", "resnet18-compile-train"]
 RANGE_PREFIX = "lw:"
 
 # ---- the worker: one model's steps ------------------------------------------------------------
@@ -200,6 +202,14 @@ def build(name, device):
                                    torch.randn(64, 3, 128, 128, device=device),
                                    torch.randint(0, 10, (64,), device=device))
         return step, 3, 20, ["ResNet", "CrossEntropyLoss"], "no DataLoader"
+    if name == "resnet18-compile-train":
+        import torchvision
+
+        model = torchvision.models.resnet18(num_classes=10).to(device)
+        step = classifier_training(torch.compile(model),
+                                   torch.randn(64, 3, 128, 128, device=device),
+                                   torch.randint(0, 10, (64,), device=device))
+        return step, 3, 20, ["ResNet [compiled]", "CrossEntropyLoss"], "torch.compile, training"
     if name == "tiny-train":  # the script's own smoke test (--device cpu), not a table row
         model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10)).to(device)
         x = torch.randn(16, 32, device=device)

@@ -43,6 +43,7 @@
 #include <string.h>
 
 typedef uint64_t (*sequence_peek_fn)(void);
+typedef uint64_t (*thread_id_fn)(void);
 
 /* _c_running_node.cpp: torch's get_current_node() (at `get_current_node`) called as C++ does. */
 const void* launchwatch_py_running_node(void* get_current_node);
@@ -88,8 +89,11 @@ static struct {
   void* current_node;            /* torch::autograd::get_current_node */
   const void* (*fake_running_node)(void); /* a test's, in place of torch's (_sequence_testing) */
   sequence_peek_fn peek;
+  thread_id_fn thread_id;        /* at::RecordFunction::currentThreadId: torch's id of a thread */
   size_t offset;                 /* of a node's sequence number, in bytes */
+  size_t thread_offset;          /* of the id of the thread that made a node (0: not known) */
   unsigned long forward_thread;  /* the thread whose forward calls are recorded (0: none yet) */
+  uint64_t forward_thread_id;    /* torch's id of it, where thread_offset is known */
   pthread_mutex_t lock;
   call_table table;              /* forward_thread's calls */
   /* The running backward passes, newest last: their generation, caller path, caller thread. */
@@ -106,6 +110,7 @@ static struct {
 
 static const char loss_name[] = "[loss]";
 static const char recompute_name[] = "[recompute]";
+static const char double_backward_name[] = "[double backward]";
 
 /* This thread's forward calls recomputed in backward (activation checkpointing), from its newest
  * recompute's outermost call on: what a reentrant checkpoint's backward() of them, on this same
@@ -200,6 +205,7 @@ int launchwatch_py_sequence_route_here(void) {
   const unsigned long thread = PyThread_get_thread_ident();
   if (route.forward_thread == thread) return route_records;
   if (route.forward_thread == 0) {
+    if (route.thread_offset != 0) route.forward_thread_id = route.thread_id();
     route.forward_thread = thread;
     return route_records;
   }
@@ -545,8 +551,9 @@ static void resolve_backward_scope(void) {
     return;
   }
   /* Another thread's recompute's backward() leaves this one in the pass it runs nodes of. (A
-   * recompute's nodes run on a second device's thread would be read as the recorded thread's:
-   * the number cannot tell them apart.) */
+   * recompute's nodes run on a second device's thread are taken for a double backward's: only
+   * their maker's id tells them from the forward's, and the recompute's calls are on its
+   * thread.) */
   const int outer = newest_outer_pass();
   if (outer < 0) {
     pthread_mutex_unlock(&route.lock);
@@ -557,11 +564,21 @@ static void resolve_backward_scope(void) {
   const unsigned long caller_thread = route.passes[outer].caller_thread;
   opened_ranges* ranges = ranges_for(generation);
   if (ranges != NULL) {
-    const long found = innermost_call(&route.table, number);
+    /* A node made on another thread than the forwards' carries that thread's numbers, which name
+     * none of the recorded calls: one made while a backward ran (create_graph=True, on CUDA's
+     * autograd thread: a gradient penalty's, a Hessian-vector product's) is a double backward's. */
+    uint64_t maker = route.forward_thread_id;
+    if (route.thread_offset != 0) {
+      memcpy(&maker, (const char*)node + route.thread_offset, sizeof maker);
+    }
     static const char* const loss[1] = {loss_name};
+    static const char* const double_backward[1] = {double_backward_name};
+    const long found = maker == route.forward_thread_id ? innermost_call(&route.table, number) : -1;
     const call* c = found >= 0 ? &route.table.calls[found] : NULL;
-    open_names(ranges, c != NULL ? route.table.names + c->names : loss, c != NULL ? c->depth : 1,
-               thread != caller_thread ? caller_path : 0);
+    const char* const* names = c != NULL                          ? route.table.names + c->names
+                               : maker == route.forward_thread_id ? loss
+                                                                   : double_backward;
+    open_names(ranges, names, c != NULL ? c->depth : 1, thread != caller_thread ? caller_path : 0);
   }
   pthread_mutex_unlock(&route.lock);
 }
@@ -592,6 +609,8 @@ static int find_torch_functions(PyObject* library_path) {
   }
   route.current_node = torch_symbol(library, "_ZN5torch8autograd16get_current_nodeEv");
   route.peek = (sequence_peek_fn)torch_symbol(library, "_ZN2at15sequence_number4peekEv");
+  route.thread_id =
+      (thread_id_fn)torch_symbol(library, "_ZN2at14RecordFunction15currentThreadIdEv");
   Py_DECREF(encoded);
   return 0;
 }
@@ -631,33 +650,64 @@ static PyObject* sequence_offsets(PyObject* self, PyObject* number_object) {
   return PyLong_FromUnsignedLongLong(bits);
 }
 
+/* What one of torch's uint64_t counters (found by sequence_setup) says on this thread; NULL with
+ * an exception where it was not found. */
+static PyObject* torch_count(uint64_t (*count)(void), const char* member) {
+  if (count == NULL) {
+    PyErr_Format(PyExc_RuntimeError, "%s: call sequence_setup(...) first", member);
+    return NULL;
+  }
+  return PyLong_FromUnsignedLongLong(count());
+}
+
+/* sequence_thread_id() -> int: torch's id of this thread, as a node made here holds it. */
+static PyObject* sequence_thread_id(PyObject* self, PyObject* unused) {
+  (void)self;
+  (void)unused;
+  return torch_count(route.thread_id, "sequence_thread_id");
+}
+
 /* sequence_peek() -> int: autograd's next sequence number on this thread. */
 static PyObject* sequence_peek(PyObject* self, PyObject* unused) {
   (void)self;
   (void)unused;
-  if (route.peek == NULL) {
-    PyErr_SetString(PyExc_RuntimeError, "sequence_peek: call sequence_setup(...) first");
-    return NULL;
-  }
-  return PyLong_FromUnsignedLongLong(route.peek());
+  return torch_count(route.peek, "sequence_peek");
 }
 
-/* sequence_start(offset) -> bool: the route on, reading a node's number at `offset` bytes, with
- * the injection calling resolve_backward_scope at each launch; False where it cannot be (off for
- * good, or not set up). */
-static PyObject* sequence_start(PyObject* self, PyObject* offset_object) {
+/* An offset into a node argument `object` of sequence_start(); -1 with an exception where it is
+ * not a multiple of 8 from 8 to 120 bytes (0 too where `none_allowed`). */
+static Py_ssize_t node_offset(PyObject* object, int none_allowed) {
+  const Py_ssize_t offset = PyLong_AsSsize_t(object);
+  if (offset == -1 && PyErr_Occurred()) return -1;
+  if ((offset == 0 && none_allowed) || (offset > 0 && offset % 8 == 0 && offset < 128)) {
+    return offset;
+  }
+  PyErr_Format(PyExc_ValueError, "sequence_start: an offset is 8 to 120 bytes%s, not %zd",
+               none_allowed ? " (or 0: not known)" : "", offset);
+  return -1;
+}
+
+/* sequence_start(offset, thread_offset=0) -> bool: the route on, reading a node's number at
+ * `offset` bytes and the id of the thread that made it at `thread_offset` (0: not known, every
+ * node then taken for the forward thread's), with the injection calling resolve_backward_scope at
+ * each launch; False where it cannot be (off for good, or not set up). */
+static PyObject* sequence_start(PyObject* self, PyObject* const* argv, Py_ssize_t argc) {
   (void)self;
-  const Py_ssize_t offset = PyLong_AsSsize_t(offset_object);
-  if (offset == -1 && PyErr_Occurred()) return NULL;
-  if (offset <= 0 || offset % 8 != 0 || offset >= 128) {
-    PyErr_Format(PyExc_ValueError, "sequence_start: an offset is 8 to 120 bytes, not %zd", offset);
+  if (argc < 1 || argc > 2) {
+    PyErr_Format(PyExc_TypeError, "sequence_start(offset, thread_offset=0) takes 1 or 2 "
+                 "arguments, not %zd", argc);
     return NULL;
   }
+  const Py_ssize_t offset = node_offset(argv[0], 0);
+  const Py_ssize_t thread_offset = argc > 1 ? node_offset(argv[1], 1) : 0;
+  if (offset < 0 || thread_offset < 0) return NULL;
   if (!running_node_readable() || route.peek == NULL ||
-      launchwatch_py_set_launch_scope_hook == NULL || atomic_load(&route.off_for_good)) {
+      launchwatch_py_set_launch_scope_hook == NULL || atomic_load(&route.off_for_good) ||
+      (thread_offset != 0 && route.thread_id == NULL)) {
     Py_RETURN_FALSE;
   }
   route.offset = (size_t)offset;
+  route.thread_offset = (size_t)thread_offset;
   launchwatch_py_set_launch_scope_hook(resolve_backward_scope);
   atomic_store(&route.on, 1);
   Py_RETURN_TRUE;
@@ -858,8 +908,11 @@ static PyMethodDef sequence_methods[] = {
      "the running node that holds `number` (install() measures the offset with it)."},
     {"sequence_peek", sequence_peek, METH_NOARGS,
      "sequence_peek() -> int: autograd's next sequence number on this thread."},
-    {"sequence_start", sequence_start, METH_O,
-     "sequence_start(offset) -> bool: the sequence route on, a node's number read at `offset`."},
+    {"sequence_thread_id", sequence_thread_id, METH_NOARGS,
+     "sequence_thread_id() -> int: torch's id of this thread, as the nodes made here hold it."},
+    {"sequence_start", (PyCFunction)(void (*)(void))sequence_start, METH_FASTCALL,
+     "sequence_start(offset, thread_offset=0) -> bool: the sequence route on, a node's number\n"
+     "read at `offset`, the id of the thread that made it at `thread_offset` (0: not known)."},
     {"sequence_stop", sequence_stop, METH_NOARGS,
      "sequence_stop(): the sequence route off for good; graph-node hooks from then on."},
     {"sequence_on", sequence_on, METH_NOARGS,

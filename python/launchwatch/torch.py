@@ -609,12 +609,46 @@ def _sequence_offset(c_api):
     return (bits.bit_length() - 1) * 8
 
 
+def _sequence_thread_offset(c_api):
+    """Where a graph node keeps the id of the thread that made it (torch's RecordFunction id of
+    that thread), in bytes from its start: measured on two nodes made on this thread and one made
+    on another, run by the engine here, each word of the running node compared with its maker's
+    id. None unless exactly one word holds each node's maker's id, the two threads' ids apart."""
+    leaf = torch.ones(1, device="cpu", requires_grad=True)
+    made = []
+
+    def make_one():
+        with torch.enable_grad():
+            made.append((leaf * 5, c_api.sequence_thread_id()))
+
+    other = threading.Thread(target=make_one, name="launchwatch-measure")
+    other.start()
+    other.join()
+    with torch.enable_grad():
+        first = leaf * 2
+        second = first * 3
+    here = c_api.sequence_thread_id()
+    if len(made) != 1 or made[0][1] == here:
+        return None
+    elsewhere, there = made[0]
+    seen = []
+    for node, maker in ((first.grad_fn, here), (second.grad_fn, here), (elsewhere.grad_fn, there)):
+        node.register_prehook(lambda grads, maker=maker: seen.append(c_api.sequence_offsets(maker)))
+    torch.autograd.grad(second + elsewhere, leaf)
+    bits = seen[0] & seen[1] & seen[2] if len(seen) == 3 else 0
+    if bits == 0 or bits & (bits - 1):
+        return None
+    return (bits.bit_length() - 1) * 8
+
+
 def _start_sequence_route():
     """Starts the sequence route unless the node hooks are asked for
     (LAUNCHWATCH_TORCH_BACKWARD=node-hooks), where it can run: the C hooks in use, the sink the
     extension's own (the injection's C API, with its launch scope hook), torch's library
     exporting autograd's running node and sequence counter (torch 2), and the offset of a node's
-    number measured (_sequence_offset). Before install() wraps backward(). Returns whether it started; where not, graph-node hooks find each module's
+    number measured (_sequence_offset); the offset of its maker's thread id too where it can be
+    (_sequence_thread_offset: a double backward's nodes are then told apart). Before install()
+    wraps backward(). Returns whether it started; where not, graph-node hooks find each module's
     backward. The default since it matched the node hooks' scopes on every path of ResNet-18
     training on the H200 at a lower cost (docs/benchmarks.md)."""
     if _c_hooks is None or _hooks is not _c_hooks or getattr(_sink.get(), "via", "") != "extension":
@@ -628,7 +662,13 @@ def _start_sequence_route():
         if not _c_api.sequence_setup(library):
             return False
         offset = _sequence_offset(_c_api)
-        if offset is None or not _c_api.sequence_start(offset):
+        if offset is None:
+            return False
+        try:  # where it cannot be measured, every node is taken for the forward thread's
+            thread_offset = _sequence_thread_offset(_c_api) or 0
+        except Exception:  # pylint: disable=broad-except
+            thread_offset = 0
+        if not _c_api.sequence_start(offset, thread_offset):
             return False
     except Exception:  # pylint: disable=broad-except  # an older torch, or one laid out otherwise
         return False

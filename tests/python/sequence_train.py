@@ -20,7 +20,8 @@ from tiny_train import TinyNet
 
 UINT64_MAX = (1 << 64) - 1
 
-# A node as the route reads one: its sequence number at byte 24. A node is known by its address
+# A node as the route reads one: its sequence number at byte 24, the id torch gives the thread that
+# made it at byte 48 (as in torch 2's Node). A node is known by its address
 # (one address a node of a pass: no more launches a pass than buffers here),
 # so each simulated node is the next of a few buffers.
 nodes = [(ctypes.c_uint64 * 8)() for _ in range(32)]
@@ -42,10 +43,16 @@ def begins_by_path(calls):
     return {"/".join(name.decode() for name in path): begin for begin, _, path in calls}
 
 
-def launch_in_node(number, which=[0]):  # noqa: B006 (the buffer to use next)
+FORWARD_THREAD = []  # torch's id of the thread the forwards run on, once the route started
+
+
+def launch_in_node(number, maker=None, which=[0]):  # noqa: B006 (the buffer to use next)
+    """A launch in a node numbered `number`, made on the thread torch knows by `maker` (the
+    forward thread where None)."""
     which[0] = (which[0] + 1) % len(nodes)
     node = nodes[which[0]]
     node[3] = number
+    node[6] = FORWARD_THREAD[0] if maker is None else maker
     running[0], before = node, running[0]
     _c_api._sequence_launch()  # what the injection does at a kernel launch on this thread
     running[0] = before
@@ -84,6 +91,17 @@ class AutogradThread(threading.Thread):
         self.done.get()
 
 
+def two_passes(loss, launches):
+    """loss.backward() twice, each pass's launches made by `launches` on another thread (the
+    first pass's ranges close at the second's first launch, as on CUDA)."""
+    autograd = AutogradThread(launches)
+    autograd.start()
+    loss.grad_fn.register_prehook(autograd)
+    loss.backward(retain_graph=True)
+    loss.backward()
+    autograd.passes.put(False)
+
+
 def many_calls_kept():
     """Records 150,000 more forward calls (50,000 of a module of two): how many the route keeps,
     and whether each kept root is whole (its two children after it, inside its numbers)."""
@@ -101,7 +119,8 @@ def many_calls_kept():
 def start_the_route():
     library = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")
     _c_api._sequence_testing(address(RUNNING_NODE), address(SET_HOOK), library)
-    assert _c_api.sequence_start(24)
+    FORWARD_THREAD[:] = [_c_api.sequence_thread_id()]
+    assert _c_api.sequence_start(24, 48)
     lw._sequence_route[0] = _c_api
 
 
@@ -124,6 +143,7 @@ def checkpointed():
     seen = []
     loss_node = (ctypes.c_uint64 * 8)()
     loss_node[3] = max(end for _, end, _ in _c_api._sequence_calls())  # after the model's calls
+    loss_node[6] = FORWARD_THREAD[0]
 
     def recompute():
         launch_in_node(recorded["TinyNet/head"])
@@ -134,19 +154,15 @@ def checkpointed():
         inside.remove()
         recomputed = begins_by_path(_c_api._sequence_recomputed_calls())
         total = again.sum()
-        total.grad_fn.register_prehook(
-            lambda grads: launch_in_node(recomputed["TinyNet/encoder/1"]))
+        total.grad_fn.register_prehook(  # a node the recompute made, on this thread
+            lambda grads: launch_in_node(recomputed["TinyNet/encoder/1"],
+                                         _c_api.sequence_thread_id()))
         total.backward()  # its backward, on this thread, inside the loss's node
         running[0] = None
         launch_in_node(recorded["TinyNet/encoder/0"])
         seen.append(sorted(recomputed))
 
-    autograd = AutogradThread(recompute)
-    autograd.start()
-    loss.grad_fn.register_prehook(autograd)
-    loss.backward(retain_graph=True)
-    loss.backward()  # the first pass's ranges close at this one's first launch, as on CUDA
-    autograd.passes.put(False)
+    two_passes(loss, recompute)
     print(json.dumps({"on": _c_api.sequence_on(), "hooks_set": len(hooks_set),
                       "hook_removed": hooks_set[-1] is None, "calls_before": len(recorded),
                       "calls_after": len(_c_api._sequence_calls()), "recomputed": seen[-1]}))
@@ -206,6 +222,7 @@ def grad_inside():
     second = begins_by_path(_c_api._sequence_calls()[len(first):])
     head_node = (ctypes.c_uint64 * 8)()
     head_node[3] = first["TinyNet/head"]
+    head_node[6] = FORWARD_THREAD[0]
 
     def inside_head():
         launch_in_node(first["TinyNet/head"])
@@ -216,12 +233,7 @@ def grad_inside():
         handle.remove()
         running[0] = None
 
-    autograd = AutogradThread(inside_head)
-    autograd.start()
-    loss.grad_fn.register_prehook(autograd)
-    loss.backward(retain_graph=True)
-    loss.backward()
-    autograd.passes.put(False)
+    two_passes(loss, inside_head)
     print(json.dumps({"on": _c_api.sequence_on()}))
 
 
@@ -264,7 +276,28 @@ def pass_ends():
     print(json.dumps({"on": _c_api.sequence_on(), "queued": len(queued), "ran": len(ran)}))
 
 
+def double_backward():
+    """A backward pass whose launches are in two nodes on another thread: one the forward made
+    (`head`'s), and one made on that thread (as a double backward's are, on CUDA's autograd thread
+    during a backward with create_graph=True) whose number, that thread's own count, falls inside
+    the recorded call of `encoder/0`. Prints JSON: whether the route stayed on."""
+    start_the_route()
+    model = TinyNet()
+    loss = model(torch.randn(4, 8)).sum()
+    calls = begins_by_path(_c_api._sequence_calls())
+
+    def launches():
+        launch_in_node(calls["TinyNet/head"])
+        launch_in_node(calls["TinyNet/encoder/0"], _c_api.sequence_thread_id())
+
+    two_passes(loss, launches)
+    print(json.dumps({"on": _c_api.sequence_on()}))
+
+
 def main():
+    if "--double-backward" in sys.argv:
+        double_backward()
+        return
     if "--pass-ends" in sys.argv:
         pass_ends()
         return

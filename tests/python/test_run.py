@@ -128,6 +128,19 @@ def test_the_program_and_the_python_package_give_the_projects_version_from_one_p
     assert launchwatch.__version__ == os.environ.get("LAUNCHWATCH_VERSION", launchwatch.__version__)
 
 
+def launches_by_path(scopes, prefix="", found=None):
+    """{scope path: the kernel launches directly in it} of summary.json's scope tree."""
+    found = {} if found is None else found
+    for node in scopes:
+        if node.get("kind") != "scope":
+            continue
+        path = prefix + node["name"]
+        kernels = [c for c in node.get("children", []) if c.get("kind") == "kernel"]
+        found[path] = found.get(path, 0) + sum(c["launches"] for c in kernels)
+        launches_by_path(node.get("children", []), path + "/", found)
+    return found
+
+
 def sequence_train(tmp_path, *mode):
     """sequence_train.py (in `mode`) under `launchwatch run`: the JSON it printed."""
     done = launchwatch_run(tmp_path, "--", torch_python(), os.path.join(HERE, "sequence_train.py"),
@@ -181,6 +194,37 @@ def test_the_sequence_routes_ranges_on_the_thread_that_finishes_a_pass_close_as_
     for scope in routed:
         step = next(ts for ts in steps if ts > scope["ts"])
         assert scope["ts"] + scope["dur"] <= step, scope["args"]["path"]
+
+
+def test_a_node_made_on_another_thread_than_the_forwards_opens_as_a_double_backward(tmp_path):
+    """Under the route a node's number is its maker thread's count, so one made on the autograd
+    thread during a backward (create_graph=True) may carry a number inside some recorded forward
+    call; the node's maker, read from it, is not the forward thread (sequence_train.py
+    --double-backward), so its launch opens `backward/[double backward]`, not that call's scope,
+    while a node the forward made keeps its module's."""
+    result = sequence_train(tmp_path, "--double-backward")
+    assert result["on"] is True
+    paths = scope_paths(tmp_path / "report" / "trace.json")
+    assert {"backward/TinyNet/head", "backward/[double backward]"} <= paths
+    assert "backward/TinyNet/encoder/0" not in paths
+
+
+def test_a_gradient_penaltys_second_backward_on_cuda_has_its_own_scope(tmp_path):
+    """On CUDA (skipped without a GPU): a step whose backward runs the nodes of a gradient taken
+    with create_graph=True (double_backward_train.py) puts their kernels in `backward/[double
+    backward]`, the forward's nodes' kernels in their modules' backward scopes."""
+    python = torch_python()
+    cuda = subprocess.run([python, "-c", "import torch; print(torch.cuda.is_available())"],
+                          capture_output=True, text=True, timeout=300)
+    if cuda.stdout.strip() != "True":
+        pytest.skip("no CUDA device for torch here")
+    done = launchwatch_run(tmp_path, "--", python, os.path.join(HERE, "double_backward_train.py"))
+    assert done.returncode == 0, done.stderr
+    assert "trained" in done.stdout
+    with open(tmp_path / "report" / "summary.json") as f:
+        launches = launches_by_path(json.load(f)["scopes"])
+    assert launches.get("backward/[double backward]", 0) > 0, sorted(launches)
+    assert launches.get("backward/Sequential/0", 0) > 0, sorted(launches)
 
 
 def test_a_forward_recomputed_in_backward_opens_inside_its_scope_and_keeps_the_sequence_route(

@@ -1,6 +1,7 @@
 """launchwatch's torch hooks against the fake NVTX sink, on the CPU (Debian's python3-torch)."""
 
 import copy
+import os
 import threading
 
 import pytest
@@ -712,3 +713,20 @@ def test_the_sequence_route_is_tried_by_default_and_node_hooks_are_used_where_as
         monkeypatch.setenv("LAUNCHWATCH_TORCH_BACKWARD", asked)
     assert lwtorch._start_sequence_route() is False
     assert len(setups) == (1 if tried else 0)
+
+
+def test_a_nodes_number_and_its_makers_thread_are_found_in_it_where_torch_gives_the_running_node():
+    """The route's two measurements on this torch's own nodes (torch 2; torch 1.13 gives no
+    running node, so the test skips there): where a node keeps its sequence number, and where the
+    id of the thread that made it, two different words."""
+    if lwtorch._c_hooks is None:
+        pytest.skip("launchwatch._c_api was not built (no Python headers at configure time)")
+    if int(torch.__version__.split(".")[0]) < 2:
+        pytest.skip(f"torch {torch.__version__} gives no running node (torch 2 does)")
+    from launchwatch import _c_api
+
+    _c_api.sequence_setup(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"))
+    offset = lwtorch._sequence_offset(_c_api)
+    thread_offset = lwtorch._sequence_thread_offset(_c_api)
+    assert offset is not None and thread_offset is not None
+    assert thread_offset != offset

@@ -93,7 +93,8 @@ static struct {
   size_t offset;                 /* of a node's sequence number, in bytes */
   size_t thread_offset;          /* of the id of the thread that made a node (0: not known) */
   unsigned long forward_thread;  /* the thread whose forward calls are recorded (0: none yet) */
-  uint64_t forward_thread_id;    /* torch's id of it, where thread_offset is known */
+  uint64_t forward_thread_id;    /* torch's id of it, where thread_offset is known (0: not
+                                    known); under `lock` */
   pthread_mutex_t lock;
   call_table table;              /* forward_thread's calls */
   /* The running backward passes, newest last: their generation, caller path, caller thread. */
@@ -111,6 +112,7 @@ static struct {
 static const char loss_name[] = "[loss]";
 static const char recompute_name[] = "[recompute]";
 static const char double_backward_name[] = "[double backward]";
+static const char other_thread_name[] = "[made on another thread]";
 
 /* This thread's forward calls recomputed in backward (activation checkpointing), from its newest
  * recompute's outermost call on: what a reentrant checkpoint's backward() of them, on this same
@@ -205,7 +207,10 @@ int launchwatch_py_sequence_route_here(void) {
   const unsigned long thread = PyThread_get_thread_ident();
   if (route.forward_thread == thread) return route_records;
   if (route.forward_thread == 0) {
-    if (route.thread_offset != 0) route.forward_thread_id = route.thread_id();
+    const uint64_t id = route.thread_offset != 0 ? route.thread_id() : 0;
+    pthread_mutex_lock(&route.lock);
+    route.forward_thread_id = id;
+    pthread_mutex_unlock(&route.lock);
     route.forward_thread = thread;
     return route_records;
   }
@@ -565,19 +570,24 @@ static void resolve_backward_scope(void) {
   opened_ranges* ranges = ranges_for(generation);
   if (ranges != NULL) {
     /* A node made on another thread than the forwards' carries that thread's numbers, which name
-     * none of the recorded calls: one made while a backward ran (create_graph=True, on CUDA's
-     * autograd thread: a gradient penalty's, a Hessian-vector product's) is a double backward's. */
+     * none of the recorded calls. One this thread made while it ran a backward (create_graph=True
+     * on CUDA's autograd thread: a gradient penalty's second backward, a Hessian-vector
+     * product's) is a double backward's. (Unknown until a forward is recorded: every node then
+     * taken for the forward thread's, as where the maker's offset was not found.) */
     uint64_t maker = route.forward_thread_id;
-    if (route.thread_offset != 0) {
+    if (route.thread_offset != 0 && route.forward_thread_id != 0) {
       memcpy(&maker, (const char*)node + route.thread_offset, sizeof maker);
     }
     static const char* const loss[1] = {loss_name};
     static const char* const double_backward[1] = {double_backward_name};
-    const long found = maker == route.forward_thread_id ? innermost_call(&route.table, number) : -1;
+    static const char* const other_thread[1] = {other_thread_name};
+    const int forward_made = maker == route.forward_thread_id;
+    const long found = forward_made ? innermost_call(&route.table, number) : -1;
     const call* c = found >= 0 ? &route.table.calls[found] : NULL;
-    const char* const* names = c != NULL                          ? route.table.names + c->names
-                               : maker == route.forward_thread_id ? loss
-                                                                   : double_backward;
+    const char* const* names = c != NULL                      ? route.table.names + c->names
+                               : forward_made                 ? loss
+                               : maker == route.thread_id()   ? double_backward
+                                                              : other_thread;
     open_names(ranges, names, c != NULL ? c->depth : 1, thread != caller_thread ? caller_path : 0);
   }
   pthread_mutex_unlock(&route.lock);

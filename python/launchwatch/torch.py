@@ -614,6 +614,7 @@ def _sequence_thread_offset(c_api):
     that thread), in bytes from its start: measured on two nodes made on this thread and one made
     on another, run by the engine here, each word of the running node compared with its maker's
     id. None unless exactly one word holds each node's maker's id, the two threads' ids apart."""
+    here = c_api.sequence_thread_id()  # raises here, not on the thread, where torch has no ids
     leaf = torch.ones(1, device="cpu", requires_grad=True)
     made = []
 
@@ -621,14 +622,13 @@ def _sequence_thread_offset(c_api):
         with torch.enable_grad():
             made.append((leaf * 5, c_api.sequence_thread_id()))
 
-    other = threading.Thread(target=make_one, name="launchwatch-measure")
+    other = threading.Thread(target=make_one, name="launchwatch-measure", daemon=True)
     other.start()
-    other.join()
+    other.join(timeout=10)  # runs inside torch's import: never wait on it for good
     with torch.enable_grad():
         first = leaf * 2
         second = first * 3
-    here = c_api.sequence_thread_id()
-    if len(made) != 1 or made[0][1] == here:
+    if other.is_alive() or len(made) != 1 or made[0][1] == here:
         return None
     elsewhere, there = made[0]
     seen = []

@@ -241,8 +241,23 @@ def pass_ends():
     """Two training steps whose backward launches are made on another thread, which also runs the
     engine's end-of-pass callbacks, as CUDA's autograd thread does when a pass's last node runs
     there (torch on the CPU runs them on backward()'s thread: they are queued there too, and do
-    nothing). Prints JSON: whether the route stayed on, and how many callbacks were queued."""
+    nothing there). Prints JSON: whether the route stayed on, how many callbacks were queued, how
+    many the other thread ran, and how many the engine itself ran on backward()'s thread."""
     start_the_route()
+    main_thread = threading.get_ident()
+    by_engine = []
+
+    class Route:  # the extension, with its pass_done calls on this thread counted
+        def __getattr__(self, name):
+            return getattr(_c_api, name)
+
+        @staticmethod
+        def pass_done(generation):
+            if threading.get_ident() == main_thread:
+                by_engine.append(generation)
+            _c_api.pass_done(generation)
+
+    lw._sequence_route[0] = Route()
     torch.manual_seed(0)
     model = TinyNet()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -273,15 +288,24 @@ def pass_ends():
         loss.backward()
         optimizer.step()
     autograd.passes.put(False)
-    print(json.dumps({"on": _c_api.sequence_on(), "queued": len(queued), "ran": len(ran)}))
+    print(json.dumps({"on": _c_api.sequence_on(), "queued": len(queued), "ran": len(ran),
+                      "by_engine": len(by_engine)}))
 
 
 def double_backward():
-    """A backward pass whose launches are in two nodes on another thread: one the forward made
-    (`head`'s), and one made on that thread (as a double backward's are, on CUDA's autograd thread
-    during a backward with create_graph=True) whose number, that thread's own count, falls inside
-    the recorded call of `encoder/0`. Prints JSON: whether the route stayed on."""
+    """Backward passes whose launches are made on another thread: first of a graph no module made
+    (the route knows no forward thread yet: `[loss]`); then one in a node the forward made
+    (`head`'s), one in a node made on that thread (as a double backward's are, on CUDA's autograd
+    thread during a backward with create_graph=True) and one in a node made on a third thread, the
+    last two numbered inside the recorded call of `encoder/0`. Prints JSON: whether the route
+    stayed on."""
     start_the_route()
+    weight = torch.ones(2, requires_grad=True)
+    two_passes((weight * 2).sum(), lambda: launch_in_node(1))
+    third = []
+    thread = threading.Thread(target=lambda: third.append(_c_api.sequence_thread_id()))
+    thread.start()
+    thread.join()
     model = TinyNet()
     loss = model(torch.randn(4, 8)).sum()
     calls = begins_by_path(_c_api._sequence_calls())
@@ -289,6 +313,7 @@ def double_backward():
     def launches():
         launch_in_node(calls["TinyNet/head"])
         launch_in_node(calls["TinyNet/encoder/0"], _c_api.sequence_thread_id())
+        launch_in_node(calls["TinyNet/encoder/0"], third[0])
 
     two_passes(loss, launches)
     print(json.dumps({"on": _c_api.sequence_on()}))

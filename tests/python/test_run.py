@@ -175,13 +175,13 @@ def test_the_sequence_route_opens_each_backward_launch_in_the_module_whose_forwa
 
 
 def test_the_sequence_routes_ranges_on_the_thread_that_finishes_a_pass_close_as_it_ends(tmp_path):
-    """Under the route, backward() queues the engine's end-of-pass callback once a pass, and where
-    the engine runs it on the thread whose launches opened the pass's ranges (CUDA's autograd
-    thread; sequence_train.py --pass-ends runs it there), they close then: every backward scope
-    on that thread ends before the next optimizer step begins, rather than at the next pass's
-    first launch."""
+    """Under the route, backward() queues the engine's end-of-pass callback once a pass (the engine
+    runs it: on the CPU on backward()'s thread), and where it runs on the thread whose launches
+    opened the pass's ranges (CUDA's autograd thread; sequence_train.py --pass-ends runs it there
+    too), they close then: every backward scope on that thread ends before the next optimizer
+    step begins, rather than at the next pass's first launch."""
     result = sequence_train(tmp_path, "--pass-ends")
-    assert result == {"on": True, "queued": 2, "ran": 2}
+    assert result == {"on": True, "queued": 2, "ran": 2, "by_engine": 2}
     with open(tmp_path / "report" / "trace.json") as f:
         events = json.load(f)
     scopes = [e for e in (events["traceEvents"] if isinstance(events, dict) else events)
@@ -200,12 +200,15 @@ def test_a_node_made_on_another_thread_than_the_forwards_opens_as_a_double_backw
     """Under the route a node's number is its maker thread's count, so one made on the autograd
     thread during a backward (create_graph=True) may carry a number inside some recorded forward
     call; the node's maker, read from it, is not the forward thread (sequence_train.py
-    --double-backward), so its launch opens `backward/[double backward]`, not that call's scope,
-    while a node the forward made keeps its module's."""
+    --double-backward): made by the thread running it, its launch opens `backward/[double
+    backward]`, made by a third thread `backward/[made on another thread]`, not that call's scope,
+    while a node the forward made keeps its module's; before any forward is recorded every node
+    is taken for the forward thread's (`[loss]`)."""
     result = sequence_train(tmp_path, "--double-backward")
     assert result["on"] is True
     paths = scope_paths(tmp_path / "report" / "trace.json")
-    assert {"backward/TinyNet/head", "backward/[double backward]"} <= paths
+    assert {"backward/TinyNet/head", "backward/[double backward]",
+            "backward/[made on another thread]", "backward/[loss]"} <= paths
     assert "backward/TinyNet/encoder/0" not in paths
 
 

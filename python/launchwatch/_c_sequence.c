@@ -28,7 +28,11 @@
  * and its ranges open as `[recompute]` in the recomputed module's backward scope; where it is run
  * backward itself (torch's reentrant checkpoint: a backward() begun inside that node), that
  * pass's nodes are found in that table, their ranges opened as the module's backward
- * (`opened`, a slot a nested pass).
+ * (`opened`, a slot a nested pass). A node also keeps the id torch gives the thread that made it
+ * (its offset measured as the number's is): a node another thread made, such as those a backward
+ * with create_graph=True makes on CUDA's autograd thread, names no recorded call, and opens as
+ * `[double backward]`. A thread's ranges for a pass close at the engine's end-of-pass callback
+ * where it runs on that thread (pass_done), else at its next launch in a later pass.
  *
  * Thread safety: the forward side and the set-up run under the GIL; resolve_backward_scope runs on
  * any thread without it, so what both read (the calls, the running passes) is under `lock`, which

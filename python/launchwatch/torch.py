@@ -513,8 +513,9 @@ def _route_pass_ends(sequence, generation, queued, grad_outputs):
     """A pre hook on what backward() was called on, under the sequence route: once a pass, queues
     the engine's end-of-pass callback, which torch runs on the thread that finishes the pass
     (CUDA's autograd thread, where the route's ranges for the pass are open), to close them
-    there as the pass ends. Cost: one node hook a pass."""
-    if not queued:
+    there as the pass ends. Nothing while Dynamo traces it (compiled autograd traces node hooks:
+    the ranges then close at that thread's next launch). Cost: one node hook a pass."""
+    if not queued and not _compiling():
         queued.append(True)
         _queue_sequence_end(functools.partial(sequence.pass_done, generation))
     return None

@@ -18,6 +18,9 @@ order, two launches a node. Rows, in turn each round, best of the rounds, ns per
                  ranges, closing the last one's (what a ResNet-18 step's ~300 backward launches do)
   the loop alone the same calls with the route off (the fake node set, the resolver's entry)
 
+and the forward's side: 200 nn.Identity calls, ns per module call, with gradients (the route reads
+each call's sequence numbers and records it) and without, in turn.
+
 Prints a markdown table for docs/benchmarks.md. Needs Debian's torch (1.13's sequence counter
 and RecordFunction thread ids; its running node is the fake's).
 """
@@ -137,6 +140,22 @@ def main():
         _c_api.sequence_stop()
         return per_launch(order)
 
+    identities = nn.Sequential(*(nn.Identity() for _ in range(199)))
+
+    def per_call(rounds=300):
+        """(with gradients, without) ns per call of 200 nn.Identity calls, in turn each round: the
+        route records a call only with gradients on, and nn.Identity's own work is the same."""
+        x = torch.ones(1, requires_grad=True)
+        best = [float("inf"), float("inf")]
+        for _ in range(rounds):
+            for which, grad in enumerate((True, False)):
+                with torch.set_grad_enabled(grad):
+                    start = time.perf_counter_ns()
+                    identities(x)
+                    best[which] = min(best[which], (time.perf_counter_ns() - start) / 200)
+        return best
+
+    forward = per_call()
     rows = {"same node": per_launch(same), "each node": per_launch(in_order)}
     rows["the loop alone (route off)"] = bare(in_order)
     print(f"{len(calls)} module calls recorded, {len(numbers)} nodes, {len(in_order)} launches")
@@ -144,6 +163,9 @@ def main():
     print("| --- | ---: | ---: |")
     for name, value in rows.items():
         print(f"| {name} | {value:.0f} | {value - rows['the loop alone (route off)']:+.0f} |")
+    print(f"| a module call (nn.Identity) with gradients / without (the route records it only "
+          f"with; the forward hooks and their ranges in both) | {forward[0]:.0f} / "
+          f"{forward[1]:.0f} | {forward[0] - forward[1]:+.0f} |")
 
 
 if __name__ == "__main__":

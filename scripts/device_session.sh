@@ -58,7 +58,10 @@
 #            scripts/perf_kit.sh's build/perfkit): plain, under run with the sequence route (also
 #            with call graphs) and with the node hooks; then fed by its DataLoader, plain, `run
 #            --torch off --timing none` and run (issue 22: where the hooks' share of a host-bound
-#            step goes, and why the DataLoader's workers make CUPTI's callbacks cost 1.24x there)
+#            step goes, and why the DataLoader's workers make CUPTI's callbacks cost 1.24x there;
+#            first bench/torch/h2d_copy.py plain and under run, untimed and timed: whether a CUPTI
+#            subscriber slows the batch's copy from host memory, the one thing that step does
+#            that the others do not)
 #   corebench bench/cuda_bridge/bridge_core_bench on this host's CPU, three runs each with run's
 #            fold as run decides (a thread where 4 cores are allowed) and inline, in turn: the
 #            attribution's part of a launch, names-only and deferred (issue 24)
@@ -209,11 +212,25 @@ compiled_check() {  # a compiled training step under the route, against the node
 }
 export -f compiled_check
 want compiled && step compiled 560 env BUILD="$BUILD" OUT="$OUT" bash -c compiled_check
-want perf && step perf 420 bash -c "PERF_OUT='$OUT/perf/resnet18-train' OUT='$OUT' \
-  BUILD='$BUILD' MODEL=resnet18-train CONFIGS='plain modules modules_node_hooks modules_g' \
-  scripts/perf_steps.sh; PERF_OUT='$OUT/perf/resnet18-dataloader-train' OUT='$OUT' \
-  BUILD='$BUILD' MODEL=resnet18-dataloader-train CONFIGS='plain off_untimed modules' \
-  scripts/perf_steps.sh"
+perf_check() {  # where the host-bound costs go: a batch's copy, then perf over the steps
+  local how
+  for how in plain untimed timed; do
+    echo "== h2d, $how"
+    case $how in
+      plain) python3 bench/torch/h2d_copy.py ;;
+      untimed) "$BUILD/apps/launchwatch/launchwatch" run --torch off --timing none \
+        --out "$OUT/perf/h2d-$how" -- python3 bench/torch/h2d_copy.py ;;
+      timed) "$BUILD/apps/launchwatch/launchwatch" run --torch off --out "$OUT/perf/h2d-$how" \
+        -- python3 bench/torch/h2d_copy.py ;;
+    esac 2>&1 | grep '^{'
+  done
+  PERF_OUT="$OUT/perf/resnet18-train" MODEL=resnet18-train \
+    CONFIGS="plain modules modules_node_hooks modules_g" scripts/perf_steps.sh
+  PERF_OUT="$OUT/perf/resnet18-dataloader-train" MODEL=resnet18-dataloader-train \
+    CONFIGS="plain off_untimed modules" scripts/perf_steps.sh
+}
+export -f perf_check
+want perf && mkdir -p "$OUT/perf" && step perf 480 env BUILD="$BUILD" OUT="$OUT" bash -c perf_check
 want corebench && step corebench 200 bash -c "for round in 1 2 3; do for fold in auto inline; do \
   echo \"== round \$round, fold \$fold\"; \
   '$BUILD/bench/cuda_bridge/launchwatch_cuda_bridge_core_bench' 60000 15 0 -1 \$fold; done; done"

@@ -715,6 +715,45 @@ def test_the_sequence_route_is_tried_by_default_and_node_hooks_are_used_where_as
     assert len(setups) == (1 if tried else 0)
 
 
+@pytest.mark.parametrize("measured, started_with", [(48, 48), (None, 0), (RuntimeError, 0)])
+def test_the_route_starts_without_the_makers_offset_where_it_cannot_be_measured(
+        monkeypatch, measured, started_with):
+    """The offset of a node's maker is measured after its number's; where that finds no single
+    word (None) or fails (a torch without thread ids), the route still starts, told no offset (0:
+    every node taken for the forward thread's)."""
+    starts = []
+
+    class FakeCApi:
+        @staticmethod
+        def sequence_setup(library):
+            return True
+
+        @staticmethod
+        def sequence_start(offset, thread_offset):
+            starts.append((offset, thread_offset))
+            return True
+
+    class ExtensionSink:
+        via = "extension"
+
+    def thread_offset(c_api):
+        if measured is RuntimeError:
+            raise RuntimeError("sequence_thread_id: call sequence_setup(...) first")
+        return measured
+
+    hooks = object()
+    monkeypatch.setattr(lwtorch, "_c_hooks", hooks)
+    monkeypatch.setattr(lwtorch, "_hooks", hooks)
+    monkeypatch.setattr(lwtorch._sink, "get", ExtensionSink)
+    monkeypatch.setattr(launchwatch, "_c_api", FakeCApi, raising=False)
+    monkeypatch.setattr(lwtorch, "_sequence_offset", lambda c_api: 24)
+    monkeypatch.setattr(lwtorch, "_sequence_thread_offset", thread_offset)
+    monkeypatch.setattr(lwtorch, "_sequence_route", [None])
+    monkeypatch.delenv("LAUNCHWATCH_TORCH_BACKWARD", raising=False)
+    assert lwtorch._start_sequence_route() is True
+    assert starts == [(24, started_with)]
+
+
 def test_a_nodes_number_and_its_makers_thread_are_found_in_it_where_torch_gives_the_running_node():
     """The route's two measurements on this torch's own nodes (torch 2; torch 1.13 gives no
     running node, so the test skips there): where a node keeps its sequence number, and where the

@@ -37,8 +37,10 @@ that module's scope:
 - torch.compile: a module compiled with `torch.compile(module)` is one scope, `<class name>
   [compiled]`, holding its compiled (Triton) kernels, forward and backward; torch's own
   `Module.__call__` is put back while it runs, so Dynamo compiles the module as it would unwatched.
-  Eager code a graph break leaves runs its modules' hooks as usual, inside that scope. Where Dynamo
-  traces a module call (in a compiled function), the wrapper only calls torch's.
+  So the modules it calls have no scopes of their own, in its compiled code or in the eager code a
+  graph break leaves: their kernels are in its scope. (The swap is the process's: a module called
+  on another thread meanwhile is unscoped too.) Where Dynamo traces a module call (in a compiled
+  function), the wrapper only calls torch's.
 - ops mode adds a range per aten op (`aten::addmm`), through a TorchDispatchMode: in eager code,
   on torch >= 1.13, at a measured extra cost (docs/benchmarks.md).
 

@@ -658,6 +658,9 @@ def _start_sequence_route():
         return False
     if os.environ.get("LAUNCHWATCH_TORCH_BACKWARD", "") == "node-hooks":
         return False
+    version = getattr(torch, "version", None)
+    if getattr(version, "cuda", None) is None and getattr(version, "hip", None) is None:
+        return False  # a torch with no GPU launches no kernel, where the route opens its ranges
     try:
         from . import _c_api
 

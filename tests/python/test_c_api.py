@@ -129,8 +129,9 @@ def test_under_run_the_torch_hooks_are_the_c_ones_and_open_their_ranges_in_the_i
             "loss = Net()(x).sum()\n"
             "loss.backward()\n"
             "print(hooks._hooks.via, _sink.get().via, 'open after', _c_api.pop_to(1 << 30))\n")
+    # The graph-node hooks: on the CPU no kernel launch would open the sequence route's ranges.
     done = run_python(code, tmp_path, LAUNCHWATCH_RUN_OUT=str(tmp_path / "report"),
-                      NVTX_INJECTION64_PATH=LIBRARY)
+                      NVTX_INJECTION64_PATH=LIBRARY, LAUNCHWATCH_TORCH_BACKWARD="node-hooks")
     # Net/inner/0 forward; backward/Net/inner/0 when x's gradient is ready (the module whose
     # inputs had no earlier node stays open until the pass ends).
     assert lines_of(done) == ["open in forward 3", "open in backward 4", "c extension open after 0"]

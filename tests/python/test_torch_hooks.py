@@ -707,12 +707,39 @@ def test_the_sequence_route_is_tried_by_default_and_node_hooks_are_used_where_as
     monkeypatch.setattr(lwtorch, "_hooks", hooks)
     monkeypatch.setattr(lwtorch._sink, "get", ExtensionSink)
     monkeypatch.setattr(launchwatch, "_c_api", FakeCApi, raising=False)
+    monkeypatch.setattr(torch.version, "cuda", "13.0", raising=False)  # a torch with a GPU
     if asked is None:
         monkeypatch.delenv("LAUNCHWATCH_TORCH_BACKWARD", raising=False)
     else:
         monkeypatch.setenv("LAUNCHWATCH_TORCH_BACKWARD", asked)
     assert lwtorch._start_sequence_route() is False
     assert len(setups) == (1 if tried else 0)
+
+
+def test_a_torch_without_a_gpu_keeps_the_node_hooks(monkeypatch):
+    """The route opens its ranges at kernel launches, which a torch built for the CPU alone makes
+    none of: there the graph-node hooks are kept, so a CPU program's backward has its scopes."""
+    setups = []
+
+    class FakeCApi:
+        @staticmethod
+        def sequence_setup(library):
+            setups.append(library)
+            return True
+
+    class ExtensionSink:
+        via = "extension"
+
+    hooks = object()
+    monkeypatch.setattr(lwtorch, "_c_hooks", hooks)
+    monkeypatch.setattr(lwtorch, "_hooks", hooks)
+    monkeypatch.setattr(lwtorch._sink, "get", ExtensionSink)
+    monkeypatch.setattr(launchwatch, "_c_api", FakeCApi, raising=False)
+    monkeypatch.setattr(torch.version, "cuda", None, raising=False)
+    monkeypatch.setattr(torch.version, "hip", None, raising=False)
+    monkeypatch.delenv("LAUNCHWATCH_TORCH_BACKWARD", raising=False)
+    assert lwtorch._start_sequence_route() is False
+    assert setups == []
 
 
 @pytest.mark.parametrize("measured, started_with", [(48, 48), (None, 0), (RuntimeError, 0)])
@@ -746,6 +773,7 @@ def test_the_route_starts_without_the_makers_offset_where_it_cannot_be_measured(
     monkeypatch.setattr(lwtorch, "_hooks", hooks)
     monkeypatch.setattr(lwtorch._sink, "get", ExtensionSink)
     monkeypatch.setattr(launchwatch, "_c_api", FakeCApi, raising=False)
+    monkeypatch.setattr(torch.version, "cuda", "13.0", raising=False)  # a torch with a GPU
     monkeypatch.setattr(lwtorch, "_sequence_offset", lambda c_api: 24)
     monkeypatch.setattr(lwtorch, "_sequence_thread_offset", thread_offset)
     monkeypatch.setattr(lwtorch, "_sequence_route", [None])

@@ -686,6 +686,20 @@ print(json.dumps({"paths": sink.paths(), "open": len(sink.open_ranges())}))
     assert result["open"] == 0
 
 
+def where_the_route_could_run(monkeypatch, c_api):
+    """install()'s state where the sequence route could start: the C hooks in use, the sink the
+    extension's own, and `c_api` as the package's extension."""
+
+    class ExtensionSink:
+        via = "extension"
+
+    hooks = object()
+    monkeypatch.setattr(lwtorch, "_c_hooks", hooks)
+    monkeypatch.setattr(lwtorch, "_hooks", hooks)
+    monkeypatch.setattr(lwtorch._sink, "get", ExtensionSink)
+    monkeypatch.setattr(launchwatch, "_c_api", c_api, raising=False)
+
+
 @pytest.mark.parametrize("asked, tried", [(None, True), ("sequence", True), ("node-hooks", False)])
 def test_the_sequence_route_is_tried_by_default_and_node_hooks_are_used_where_asked_for(
         monkeypatch, asked, tried):
@@ -699,14 +713,7 @@ def test_the_sequence_route_is_tried_by_default_and_node_hooks_are_used_where_as
             setups.append(library)
             return False
 
-    class ExtensionSink:
-        via = "extension"
-
-    hooks = object()
-    monkeypatch.setattr(lwtorch, "_c_hooks", hooks)
-    monkeypatch.setattr(lwtorch, "_hooks", hooks)
-    monkeypatch.setattr(lwtorch._sink, "get", ExtensionSink)
-    monkeypatch.setattr(launchwatch, "_c_api", FakeCApi, raising=False)
+    where_the_route_could_run(monkeypatch, FakeCApi)
     monkeypatch.setattr(torch.version, "cuda", "13.0", raising=False)  # a torch with a GPU
     if asked is None:
         monkeypatch.delenv("LAUNCHWATCH_TORCH_BACKWARD", raising=False)
@@ -727,14 +734,7 @@ def test_a_torch_without_a_gpu_keeps_the_node_hooks(monkeypatch):
             setups.append(library)
             return True
 
-    class ExtensionSink:
-        via = "extension"
-
-    hooks = object()
-    monkeypatch.setattr(lwtorch, "_c_hooks", hooks)
-    monkeypatch.setattr(lwtorch, "_hooks", hooks)
-    monkeypatch.setattr(lwtorch._sink, "get", ExtensionSink)
-    monkeypatch.setattr(launchwatch, "_c_api", FakeCApi, raising=False)
+    where_the_route_could_run(monkeypatch, FakeCApi)
     monkeypatch.setattr(torch.version, "cuda", None, raising=False)
     monkeypatch.setattr(torch.version, "hip", None, raising=False)
     monkeypatch.delenv("LAUNCHWATCH_TORCH_BACKWARD", raising=False)

@@ -320,11 +320,7 @@ def _this_pass():
 
 def _queue_end_of_pass(generation):
     """Queues this thread's end-of-pass callback on the autograd engine (the C hooks call it)."""
-    try:
-        torch.autograd.Variable._execution_engine.queue_callback(
-            _end_of_pass(generation, threading.get_ident()))
-    except Exception:  # not inside the engine (a hook called directly): nothing to queue
-        pass
+    _queue_at_pass_end(_end_of_pass(generation, threading.get_ident()))
 
 
 def _open_backward(path, common):
@@ -519,11 +515,11 @@ def _route_pass_ends(sequence, generation, queued, grad_outputs):
     the ranges then close at that thread's next launch). Cost: one node hook a pass."""
     if not queued and not _compiling():
         queued.append(True)
-        _queue_sequence_end(functools.partial(sequence.pass_done, generation))
+        _queue_at_pass_end(functools.partial(sequence.pass_done, generation))
     return None
 
 
-def _queue_sequence_end(callback):
+def _queue_at_pass_end(callback):
     """Queues `callback` to run when the engine finishes the running pass (tests replace it)."""
     try:
         torch.autograd.Variable._execution_engine.queue_callback(callback)
@@ -582,6 +578,15 @@ def _wrap_backward(original):
 _sequence_route = [None]  # the extension, once the sequence route started (on until it stops)
 
 
+def _one_word(seen, nodes):
+    """The byte offset of the one word set in every mask of `seen` (sequence_offsets' bits, one a
+    node of the `nodes` measured), or None where not every node was seen or not exactly one is."""
+    bits = functools.reduce(int.__and__, seen) if len(seen) == nodes else 0
+    if bits == 0 or bits & (bits - 1):
+        return None
+    return (bits.bit_length() - 1) * 8
+
+
 def _sequence_offset(c_api):
     """Where a graph node keeps its sequence number, in bytes from its start: measured on two
     nodes of launchwatch's own tiny CPU graph, run by the engine on this thread, each word of the
@@ -606,10 +611,7 @@ def _sequence_offset(c_api):
         node.register_prehook(
             lambda grads, number=node._sequence_nr(): seen.append(c_api.sequence_offsets(number)))
     torch.autograd.grad(second, leaf)
-    bits = seen[0] & seen[1] if len(seen) == 2 else 0
-    if bits == 0 or bits & (bits - 1):
-        return None
-    return (bits.bit_length() - 1) * 8
+    return _one_word(seen, 2)
 
 
 def _sequence_thread_offset(c_api):
@@ -638,10 +640,7 @@ def _sequence_thread_offset(c_api):
     for node, maker in ((first.grad_fn, here), (second.grad_fn, here), (elsewhere.grad_fn, there)):
         node.register_prehook(lambda grads, maker=maker: seen.append(c_api.sequence_offsets(maker)))
     torch.autograd.grad(second + elsewhere, leaf)
-    bits = seen[0] & seen[1] & seen[2] if len(seen) == 3 else 0
-    if bits == 0 or bits & (bits - 1):
-        return None
-    return (bits.bit_length() - 1) * 8
+    return _one_word(seen, 3)
 
 
 def _start_sequence_route():

@@ -263,13 +263,13 @@ def pass_ends():
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     x, y = torch.randn(4, 8), torch.randn(4, 2)
     queued = []
-    queue_on_the_engine = lw._queue_sequence_end
+    queue_on_the_engine = lw._queue_at_pass_end
 
     def queue_on_both(callback):
         queued.append(callback)
         queue_on_the_engine(callback)
 
-    lw._queue_sequence_end = queue_on_both
+    lw._queue_at_pass_end = queue_on_both
     ran = []
 
     def launches_then_the_end():

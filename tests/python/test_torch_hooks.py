@@ -760,19 +760,12 @@ def test_the_route_starts_without_the_makers_offset_where_it_cannot_be_measured(
             starts.append((offset, thread_offset))
             return True
 
-    class ExtensionSink:
-        via = "extension"
-
     def thread_offset(c_api):
         if measured is RuntimeError:
             raise RuntimeError("sequence_thread_id: call sequence_setup(...) first")
         return measured
 
-    hooks = object()
-    monkeypatch.setattr(lwtorch, "_c_hooks", hooks)
-    monkeypatch.setattr(lwtorch, "_hooks", hooks)
-    monkeypatch.setattr(lwtorch._sink, "get", ExtensionSink)
-    monkeypatch.setattr(launchwatch, "_c_api", FakeCApi, raising=False)
+    where_the_route_could_run(monkeypatch, FakeCApi)
     monkeypatch.setattr(torch.version, "cuda", "13.0", raising=False)  # a torch with a GPU
     monkeypatch.setattr(lwtorch, "_sequence_offset", lambda c_api: 24)
     monkeypatch.setattr(lwtorch, "_sequence_thread_offset", thread_offset)

@@ -70,7 +70,14 @@ build_preset() {
   local preset=$1
   shift
   if [ -f "build/$preset/build.ninja" ]; then
-    cmake --preset "$preset" "$@" >/dev/null
+    local warnings
+    warnings=$(cmake --preset "$preset" "$@" 2>&1 >/dev/null) || { echo "$warnings" >&2; return 1; }
+    [ -z "$warnings" ] || echo "$warnings" >&2
+    # A preset whose compiler changed (debug-asan's became clang) makes CMake delete the cache and
+    # configure without the preset's variables (CUDA and the benchmarks back on): start afresh.
+    if [[ $warnings == *"require your cache to be deleted"* ]]; then
+      cmake --preset "$preset" --fresh "$@"
+    fi
   else
     cmake --preset "$preset" "$@"
   fi

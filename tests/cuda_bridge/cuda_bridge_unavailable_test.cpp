@@ -22,7 +22,7 @@ TEST(CudaBridgeUnavailable, ConstructingOneThrowsSayingCudaWasNotBuilt) {
 }
 
 TEST(CudaBridgeUnavailable, IsCaughtAsABackendBeingUnavailable) {
-  EXPECT_THROW(cuda_bridge{}, launchwatch::backend_unavailable);
+  EXPECT_THROW(static_cast<void>(cuda_bridge{}), launchwatch::backend_unavailable);
 }
 
 }  // namespace

@@ -153,7 +153,7 @@ void run_kernel(const void* entry, const detail::launch_geometry& geometry, cons
                 detail::timing_slot* slot) noexcept {
   detail::timing_lane* lane = slot != nullptr ? &slot->lanes[0] : nullptr;
   if (lane != nullptr) fold_max(lane->start_inverted, ~steady_ns());
-  const auto run_cubes = reinterpret_cast<detail::cpu_entry_function>(entry);
+  const auto run_cubes = reinterpret_cast<detail::cpu_entry_function>(const_cast<void*>(entry));
   const cube_count& count = geometry.count;
   try {
     run_cubes(kernel, geometry, 0,

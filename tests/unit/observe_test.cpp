@@ -284,7 +284,7 @@ TEST(LaunchObservation, TheObservingFlagIsSetOnlyOnceTheSlotIsFilled) {
 }
 
 TEST(LaunchObservation, RejectsAnEmptyObserver) {
-  EXPECT_THROW(launch_observation{nullptr}, std::invalid_argument);
+  EXPECT_THROW(static_cast<void>(launch_observation{nullptr}), std::invalid_argument);
   EXPECT_FALSE(launch_path::is_observing());
 }
 

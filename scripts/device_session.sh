@@ -66,7 +66,8 @@
 #            fold as run decides (a thread where 4 cores are allowed) and inline, in turn: the
 #            attribution's part of a launch, names-only and deferred (issue 24)
 # Usage: OUT=dir [BUILD=build/gpu] [STEPS="probe toggle ..."] [PACK=1] scripts/device_session.sh
-# (STEPS=build only builds.)
+# (STEPS=build only builds; HOOK_SPLIT=0 leaves hook_cost.py out of `hooks`, TABLES=0 the
+# modules_table.sh rows out of `checkpoint` and `compiled`.)
 # Prints a row per step last; every log is under $OUT. PACK=1 then packs $OUT into one file,
 # $OUT/session.tar.gz, in place of what it holds: the device tool returns at most 8 files.
 set -uo pipefail
@@ -162,8 +163,10 @@ hook_split() {  # the --split table of the build's package, and of HOOKS_BEFORE'
   done
 }
 export -f hook_split
-want hooks && step hooks 300 env BUILD="$BUILD" HOOKS_BEFORE="${HOOKS_BEFORE:-}" bash -c \
-  'ctest --test-dir "$BUILD" -L python --no-tests=error --output-on-failure && hook_split'
+want hooks && step hooks 300 env BUILD="$BUILD" HOOKS_BEFORE="${HOOKS_BEFORE:-}" \
+  HOOK_SPLIT="${HOOK_SPLIT:-1}" bash -c \
+  'ctest --test-dir "$BUILD" -L python --no-tests=error --output-on-failure &&
+   { [ "${HOOK_SPLIT:-1}" = 0 ] || hook_split; }'
 backward_routes() {  # backward_routes MODEL DIR [LINES]: 10 steps under run with the sequence
   local model=$1 dir=$2 mode  # route and with the node hooks, launches per scope path compared
   for mode in sequence node-hooks; do
@@ -197,21 +200,24 @@ checkpoint_check() {  # the route under activation checkpointing, against the no
     mkdir -p "$OUT/checkpoint/$model"
     backward_routes "$model" "$OUT/checkpoint/$model" 16
   done
+  [ "${TABLES:-1}" = 0 ] && return
   OUT="$OUT/checkpoint/table" BUILD="$BUILD" SKIP_BUILD=1 TIMEOUT=120 TABLE_TIMEOUT=280 \
     BUDGET=240 MODELS=gpt2-checkpoint-train,gpt2-checkpoint-nonreentrant-train \
     bench/torch/modules_table.sh | grep -v '^| `'
 }
 export -f checkpoint_check
 want checkpoint && mkdir -p "$OUT/checkpoint" && step checkpoint 560 env BUILD="$BUILD" \
-  OUT="$OUT" bash -c checkpoint_check
+  OUT="$OUT" TABLES="${TABLES:-1}" bash -c checkpoint_check
 compiled_check() {  # a compiled training step under the route, against the node hooks
   mkdir -p "$OUT/compiled/routes"
   backward_routes resnet18-compile-train "$OUT/compiled/routes"
+  [ "${TABLES:-1}" = 0 ] && return
   OUT="$OUT/compiled/table" BUILD="$BUILD" SKIP_BUILD=1 TIMEOUT=200 TABLE_TIMEOUT=400 \
     BUDGET=360 MODELS=resnet18-compile-train bench/torch/modules_table.sh | grep -v '^| `'
 }
 export -f compiled_check
-want compiled && step compiled 560 env BUILD="$BUILD" OUT="$OUT" bash -c compiled_check
+want compiled && step compiled 560 env BUILD="$BUILD" OUT="$OUT" TABLES="${TABLES:-1}" \
+  bash -c compiled_check
 perf_check() {  # where the host-bound costs go: a batch's copy, then perf over the steps
   local how
   for how in plain untimed timed; do
@@ -240,7 +246,7 @@ want long && step long 560 env OUT="$OUT/long" BUILD="$BUILD" \
 echo "==== device_session ===="
 printf '%s\n' "${rows[@]}"
 for name in probe toggle hostcost native windows split vulkan hooks sequence checkpoint \
-    corebench; do
+    compiled perf corebench; do
   [ -f "$OUT/$name.log" ] && { echo "== $name"; tail -40 "$OUT/$name.log"; }
 done
 if [ -n "${PACK:-}" ]; then

@@ -155,10 +155,14 @@ void interval_union::join(const interval& next) {
     return;
   }
   if (next.first < run_->first) {
-    // Came too late for the reorder buffer: its run has been counted already. Merged with the
-    // current run as the best estimate left.
+    // Came too late for the reorder buffer: the runs it may overlap have been counted already
+    // and are gone. Its part before the current run is counted as busy in full, an error of at
+    // most its own length; stretching the run back to its start counted the whole gap between as
+    // busy (seconds, after a compile's autotuning: a negative overlap).
     ++out_of_order_;
-    run_->first = next.first;
+    busy_ += between(next.first, std::min(next.second, run_->first));
+    if (next.second > run_->first) run_->second = std::max(run_->second, next.second);
+    return;
   }
   if (next.first <= run_->second) {
     run_->second = std::max(run_->second, next.second);

@@ -232,7 +232,8 @@ perf_check() {  # where the host-bound costs go: a batch's copy, then perf over 
   done
   PERF_OUT="$OUT/perf/resnet18-train" MODEL=resnet18-train \
     CONFIGS="plain modules modules_node_hooks modules_g" scripts/perf_steps.sh
-  PERF_OUT="$OUT/perf/resnet18-dataloader-train" MODEL=resnet18-dataloader-train \
+  # 30 steps: its DataLoader holds 40 batches, 3 of them for warming up.
+  PERF_OUT="$OUT/perf/resnet18-dataloader-train" MODEL=resnet18-dataloader-train STEPS=30 \
     CONFIGS="plain off_untimed modules" scripts/perf_steps.sh
 }
 export -f perf_check

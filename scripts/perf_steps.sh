@@ -32,6 +32,12 @@ out=${PERF_OUT:-$OUT/perf-steps}
 mkdir -p "$out"
 fifos=$(mktemp -d)
 for config in ${CONFIGS:-plain hooks modules_untimed modules}; do
+  # A configuration named again, or already measured in this folder, keeps the earlier reports:
+  # this one's are NAME.2, NAME.3, ...
+  name=$config round=2
+  while [ -e "$out/$name.json" ] || [ -e "$out/$name.err" ]; do
+    name=$config.$round round=$((round + 1))
+  done
   rm -f "$fifos/ctl" "$fifos/ack"
   mkfifo "$fifos/ctl" "$fifos/ack"
   graph="" prefix=""
@@ -39,26 +45,26 @@ for config in ${CONFIGS:-plain hooks modules_untimed modules}; do
     *_g) graph="-g" prefix="env PYTHONPERFSUPPORT=1" ;;
   esac
   case ${config%_g} in
-    plain) command="$prefix $worker --json $out/$config.json" ;;
-    hooks) command="$prefix $worker --sink noop --json $out/$config.json" ;;
-    modules_untimed) command="$prefix $launchwatch run --torch modules --timing none --out $fifos/run-$config -- $worker --json $out/$config.json" ;;
-    modules) command="$prefix $launchwatch run --torch modules --out $fifos/run-$config -- $worker --json $out/$config.json" ;;
-    modules_node_hooks) command="env LAUNCHWATCH_TORCH_BACKWARD=node-hooks $prefix $launchwatch run --torch modules --out $fifos/run-$config -- $worker --json $out/$config.json" ;;
-    off_untimed) command="$prefix $launchwatch run --torch off --timing none --out $fifos/run-$config -- $worker --json $out/$config.json" ;;
+    plain) command="$prefix $worker --json $out/$name.json" ;;
+    hooks) command="$prefix $worker --sink noop --json $out/$name.json" ;;
+    modules_untimed) command="$prefix $launchwatch run --torch modules --timing none --out $fifos/run-$name -- $worker --json $out/$name.json" ;;
+    modules) command="$prefix $launchwatch run --torch modules --out $fifos/run-$name -- $worker --json $out/$name.json" ;;
+    modules_node_hooks) command="env LAUNCHWATCH_TORCH_BACKWARD=node-hooks $prefix $launchwatch run --torch modules --out $fifos/run-$name -- $worker --json $out/$name.json" ;;
+    off_untimed) command="$prefix $launchwatch run --torch off --timing none --out $fifos/run-$name -- $worker --json $out/$name.json" ;;
     *) echo "unknown configuration $config"; continue ;;
   esac
   # shellcheck disable=SC2086  # the commands are word lists
   LAUNCHWATCH_BENCH_PERF_CTL=$fifos/ctl,$fifos/ack timeout 150 "$perf" record $graph -e cpu-clock \
-    -F 2999 -D -1 --control "fifo:$fifos/ctl,$fifos/ack" -o "$fifos/$config.data" -- $command \
-    >/dev/null 2>"$out/$config.err"
-  echo "$config $(python3 -c "import json; d = json.load(open('$out/$config.json')); print('step %.2f ms, stepping thread CPU %.2f ms, process CPU %.2f ms' % (d['step_ms'], d['step_thread_cpu_ms'], d['step_process_cpu_ms']))" 2>/dev/null || echo failed: see "$out/$config.err")"
-  report() { "$perf" report -i "$fifos/$config.data" --stdio "$@" 2>/dev/null | grep -v '^#' | grep -v '^$'; }
+    -F 2999 -D -1 --control "fifo:$fifos/ctl,$fifos/ack" -o "$fifos/$name.data" -- $command \
+    >/dev/null 2>"$out/$name.err"
+  echo "$name $(python3 -c "import json; d = json.load(open('$out/$name.json')); print('step %.2f ms, stepping thread CPU %.2f ms, process CPU %.2f ms' % (d['step_ms'], d['step_thread_cpu_ms'], d['step_process_cpu_ms']))" 2>/dev/null || echo failed: see "$out/$name.err")"
+  report() { "$perf" report -i "$fifos/$name.data" --stdio "$@" 2>/dev/null | grep -v '^#' | grep -v '^$'; }
   if [ -z "$graph" ]; then
-    report --no-children --sort comm,dso | head -30 >"$out/$config.comm_dso.txt"
-    report --no-children --sort comm,dso,sym | head -150 >"$out/$config.sym.txt"
-    report --no-children --sort dso,sym -n | head -200 >"$out/$config.dsosym.txt"
+    report --no-children --sort comm,dso | head -30 >"$out/$name.comm_dso.txt"
+    report --no-children --sort comm,dso,sym | head -150 >"$out/$name.sym.txt"
+    report --no-children --sort dso,sym -n | head -200 >"$out/$name.dsosym.txt"
   else
-    report --children --sort sym -g none | head -250 >"$out/$config.children.txt"
+    report --children --sort sym -g none | head -250 >"$out/$name.children.txt"
   fi
 done
 rm -rf "$fifos"

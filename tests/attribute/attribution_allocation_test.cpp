@@ -19,6 +19,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/sanitizers.hpp"
+
 namespace {
 /// Allocations made, and allocations made and not yet freed.
 std::atomic<long> allocations{0};
@@ -126,10 +128,10 @@ long minor_faults_of_this_thread() {
 }
 
 TEST(AttributionAllocation, AReservedPassTakesNoPageFaults) {
-#if defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "ThreadSanitizer's own shadow and trace memory faults in as the pass runs; the "
-                  "cpu preset checks this";
-#endif
+  if (launchwatch::testing::under_thread_sanitizer) {
+    GTEST_SKIP() << "ThreadSanitizer's own shadow and trace memory faults in as the pass runs; the "
+                    "cpu preset checks this";
+  }
   attribution_options options;
   options.reserve_launches = 5000;
   options.reserve_scopes = 10000;

@@ -18,13 +18,12 @@
 
 #include <gtest/gtest.h>
 
+#include "support/sanitizers.hpp"
+
 namespace launchwatch::stress {
 
-#if defined(__SANITIZE_THREAD__)
-inline constexpr std::int64_t default_launches = 2'000;
-#else
-inline constexpr std::int64_t default_launches = 20'000;
-#endif
+inline constexpr std::int64_t default_launches =
+    launchwatch::testing::under_thread_sanitizer ? 2'000 : 20'000;
 
 inline std::int64_t launches_per_thread() {
   const char* set = std::getenv("LAUNCHWATCH_STRESS_LAUNCHES");

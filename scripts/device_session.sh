@@ -62,6 +62,11 @@
 #            first bench/torch/h2d_copy.py plain and under run, untimed and timed: whether a CUPTI
 #            subscriber slows the batch's copy from host memory, the one thing that step does
 #            that the others do not)
+#   rounds   bench/torch/step_rounds.sh: ResNet-18 fed by its DataLoader, 100 measured steps under
+#            plain, CUPTI's kernel records alone, `run --torch off` untimed and timed, and `run`, in
+#            3 rotated rounds (each step split into the wait for the batch and the rest, with the
+#            workers' CPU); then ResNet-50's training step plain and under run in 3 rounds (issue
+#            22: the two models over 1.10x, each ratio paired with its round's plain process)
 #   corebench bench/cuda_bridge/bridge_core_bench on this host's CPU, three runs each with run's
 #            fold as run decides (a thread where 4 cores are allowed) and inline, in turn: the
 #            attribution's part of a launch, names-only and deferred (issue 24)
@@ -238,6 +243,10 @@ perf_check() {  # where the host-bound costs go: a batch's copy, then perf over 
 }
 export -f perf_check
 want perf && mkdir -p "$OUT/perf" && step perf 480 env BUILD="$BUILD" OUT="$OUT" bash -c perf_check
+want rounds && step rounds 460 bash -c "OUT='$OUT/rounds' BUILD='$BUILD' \
+  MODEL=resnet18-dataloader-train STEPS=100 ROUNDS=3 bench/torch/step_rounds.sh && \
+  OUT='$OUT/rounds-resnet50' BUILD='$BUILD' MODEL=resnet50-train STEPS=60 ROUNDS=3 \
+  CONFIGS='plain modules' bench/torch/step_rounds.sh"
 want corebench && step corebench 200 bash -c "for round in 1 2 3; do for fold in auto inline; do \
   echo \"== round \$round, fold \$fold\"; \
   '$BUILD/bench/cuda_bridge/launchwatch_cuda_bridge_core_bench' 60000 15 0 -1 \$fold; done; done"
@@ -247,7 +256,7 @@ want long && step long 560 env OUT="$OUT/long" BUILD="$BUILD" \
 echo "==== device_session ===="
 printf '%s\n' "${rows[@]}"
 for name in probe toggle hostcost native windows split vulkan hooks sequence checkpoint \
-    compiled perf corebench; do
+    compiled perf rounds corebench; do
   [ -f "$OUT/$name.log" ] && { echo "== $name"; tail -40 "$OUT/$name.log"; }
 done
 if [ -n "${PACK:-}" ]; then

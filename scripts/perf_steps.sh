@@ -19,7 +19,9 @@
 #   NAME_g           any of these with call graphs and Python's perf trampolines
 #                    (PYTHONPERFSUPPORT=1): perf names each Python function (modules_g, hooks_g)
 # Usage: OUT=dir [PERF_OUT=$OUT/perf-steps] [BUILD=build/gpu] [MODEL=resnet18-train] [STEPS=200] [CONFIGS=...]
-#        [PERF_KIT=build/perfkit] [PYTHON=python3] [DEVICE=cuda] scripts/perf_steps.sh
+#        [PERF_KIT=build/perfkit] [PYTHON=python3] [DEVICE=cuda] [COMMS="python3 pt_autograd_0"]
+#        scripts/perf_steps.sh
+# (COMMS: also reports of each of these threads alone.)
 set -u
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-build/device-out}
@@ -63,8 +65,16 @@ for config in ${CONFIGS:-plain hooks modules_untimed modules}; do
     report --no-children --sort comm,dso | head -30 >"$out/$name.comm_dso.txt"
     report --no-children --sort comm,dso,sym | head -150 >"$out/$name.sym.txt"
     report --no-children --sort dso,sym -n | head -200 >"$out/$name.dsosym.txt"
+    for comm in ${COMMS:-}; do
+      report --no-children --comms "$comm" --sort dso,sym -n | head -300 >"$out/$name.$comm.dsosym.txt"
+    done
   else
     report --children --sort sym -g none | head -250 >"$out/$name.children.txt"
+    # Each of COMMS's threads (comm names) alone, inclusive time by symbol: the stepping thread
+    # (python3) and autograd's (pt_autograd_0) apart from the DataLoader's workers.
+    for comm in ${COMMS:-}; do
+      report --children --comms "$comm" --sort sym -g none | head -400 >"$out/$name.$comm.children.txt"
+    done
   fi
 done
 rm -rf "$fifos"

@@ -57,7 +57,9 @@ launches' attribution and timing alone.
 Internally the same file is the worker:
 `modules_table.py --worker MODEL --json FILE [--profile] [--sink noop|ctypes|python-hooks]`.
 Its JSON has the measured steps' wall per step and, beside it, the stepping thread's and the whole
-process's CPU time per step (a step that grew in wall but not in CPU time waited for something).
+process's CPU time per step (a step that grew in wall but not in CPU time waited for something),
+the stepping thread's page faults and context switches per step and, for the DataLoader's model,
+its wait for each batch and the worker processes' CPU time per step.
 With LAUNCHWATCH_BENCH_PERF_CTL=CTL,ACK (the FIFOs of `perf record -D -1 --control fifo:CTL,ACK`)
 the worker turns perf's sampling on for its measured steps only.
 """
@@ -65,8 +67,10 @@ the worker turns perf's sampling on for its measured steps only.
 import argparse
 import contextlib
 import csv
+import gc
 import json
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -173,8 +177,8 @@ def build(name, device):
         import torchvision
 
         class SyntheticImages(torch.utils.data.Dataset):
-            def __len__(self):
-                return 64 * 40
+            def __len__(self):  # batches for --blocks' steps and the measured ones after them
+                return 64 * 1000
 
             def __getitem__(self, index):
                 generator = torch.Generator().manual_seed(index)
@@ -188,12 +192,18 @@ def build(name, device):
         batches = iter(loader)
 
         def step():
+            waited = time.perf_counter()
             x, y = next(batches)
+            step.parts["data_wait_ms"] += (time.perf_counter() - waited) * 1e3
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
             optimizer.zero_grad(set_to_none=True)
             loss_fn(model(x), y).backward()
             optimizer.step()
 
+        # The worker's JSON splits the step: the stepping thread's wait for the next batch, and the
+        # worker processes' CPU time (worker_processes).
+        step.parts = {"data_wait_ms": 0.0}
+        step.worker_processes = lambda: [worker.pid for worker in batches._workers]
         return step, 3, 20, ["ResNet", "CrossEntropyLoss"], "4 DataLoader worker processes"
     if name == "resnet18-train":
         import torchvision
@@ -449,6 +459,45 @@ class PerfControl:
         self.ack.readline()  # perf acknowledges once it has done it
 
 
+class GarbageCollections:
+    """Python's cyclic collections from now until stop(): how many of each generation, and the
+    wall time inside them (gc.callbacks), so a step that grew because more objects lived through
+    it says so."""
+
+    def __init__(self):
+        self.by_generation = [0, 0, 0]
+        self.seconds = 0.0
+        self._began = None
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase, info):
+        if phase == "start":
+            self._began = time.perf_counter()
+        elif self._began is not None:
+            self.seconds += time.perf_counter() - self._began
+            self.by_generation[info["generation"]] += 1
+            self._began = None
+
+    def stop(self):
+        gc.callbacks.remove(self._callback)
+
+
+def processes_cpu_seconds(pids):
+    """The user and system CPU seconds the processes `pids` have used so far (/proc/PID/stat's
+    utime and stime: clock ticks, 10 ms on Linux), 0 for one that is gone."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                # The fields after the command's ")" (which may hold spaces): utime is the 14th
+                # field of the line, stime the 15th.
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def worker(args):
     import torch
 
@@ -475,7 +524,14 @@ def worker(args):
         result.update(watched_blocks(step, steps, args.blocks, device, synchronize,
                                      args.blocks_hooks_stay))
     perf = PerfControl(os.environ.get("LAUNCHWATCH_BENCH_PERF_CTL"))
+    parts = getattr(step, "parts", {})
+    for part in parts:
+        parts[part] = 0.0
+    helpers = getattr(step, "worker_processes", lambda: [])()
+    collections = GarbageCollections()
     perf.command("enable")
+    helpers_cpu = processes_cpu_seconds(helpers)
+    thread_usage = resource.getrusage(resource.RUSAGE_THREAD)
     start = time.perf_counter()
     thread_cpu, process_cpu = time.thread_time(), time.process_time()
     for _ in range(steps):
@@ -486,9 +542,26 @@ def worker(args):
     # that grew in wall time but not in its thread's CPU time waited for something.
     thread_cpu_ms = (time.thread_time() - thread_cpu) * 1e3 / steps
     process_cpu_ms = (time.process_time() - process_cpu) * 1e3 / steps
+    thread_usage_after = resource.getrusage(resource.RUSAGE_THREAD)
+    helpers_cpu_ms = (processes_cpu_seconds(helpers) - helpers_cpu) * 1e3 / steps
     perf.command("disable")
+    collections.stop()
     result.update(step_ms=step_ms, steps=steps, roots=roots, note=note,
                   step_thread_cpu_ms=thread_cpu_ms, step_process_cpu_ms=process_cpu_ms)
+    # Per step: the stepping thread's page faults and context switches (an involuntary switch is
+    # the host taking its core away), and the model's own parts (resnet18-dataloader-train: the
+    # wait for each batch, and its worker processes' CPU time).
+    result.update(
+        step_thread_minor_faults=(thread_usage_after.ru_minflt - thread_usage.ru_minflt) / steps,
+        step_thread_voluntary_switches=(
+            thread_usage_after.ru_nvcsw - thread_usage.ru_nvcsw) / steps,
+        step_thread_involuntary_switches=(
+            thread_usage_after.ru_nivcsw - thread_usage.ru_nivcsw) / steps,
+        **{part: value / steps for part, value in parts.items()})
+    result.update(step_gc_ms=collections.seconds * 1e3 / steps,
+                  gc_collections=collections.by_generation)
+    if helpers:
+        result["step_worker_processes_cpu_ms"] = helpers_cpu_ms
     if args.profile:
         profiler.__exit__(None, None, None)
         exported = time.perf_counter()

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""The table of bench/torch/step_rounds.sh: FOLDER holds CONFIG.ROUND.json, one worker JSON of
+bench/torch/modules_table.py per configuration and round. Prints, per configuration, the median
+over its rounds of each measured field, and its step wall as the median of the rounds' ratios to
+that round's `plain` process [lowest-highest], so each ratio pairs processes that ran minutes apart
+at most.
+
+    bench/torch/step_rounds_table.py FOLDER CONFIG...
+"""
+
+import json
+import os
+import re
+import statistics
+import sys
+
+# (JSON field, column heading, format): what each process measured per step.
+FIELDS = [
+    ("step_ms", "step ms", "{:.2f}"),
+    ("step_thread_cpu_ms", "stepping thread CPU ms", "{:.2f}"),
+    ("step_process_cpu_ms", "process CPU ms", "{:.2f}"),
+    ("data_wait_ms", "wait for the batch ms", "{:.2f}"),
+    ("step_worker_processes_cpu_ms", "workers' CPU ms", "{:.2f}"),
+    ("step_gc_ms", "in Python's GC ms", "{:.2f}"),
+    ("step_thread_minor_faults", "stepping thread faults", "{:.0f}"),
+    ("step_thread_voluntary_switches", "voluntary switches", "{:.1f}"),
+    ("step_thread_involuntary_switches", "involuntary switches", "{:.1f}"),
+]
+
+
+def load(folder):
+    """{config: {round: worker JSON}} of the processes that left one."""
+    runs = {}
+    for name in os.listdir(folder):
+        match = re.fullmatch(r"(.+)\.(\d+)\.json", name)
+        if not match:
+            continue
+        try:
+            with open(os.path.join(folder, name)) as f:
+                measured = json.load(f)
+        except (OSError, ValueError):
+            continue
+        runs.setdefault(match.group(1), {})[int(match.group(2))] = measured
+    return runs
+
+
+def ratio_cell(rounds, plain):
+    """The median of this configuration's step ratios to its round's plain process, with range."""
+    ratios = [r["step_ms"] / plain[n]["step_ms"] for n, r in rounds.items()
+              if n in plain and plain[n].get("step_ms")]
+    if not ratios:
+        return "no paired plain process"
+    return (f"{statistics.median(ratios):.3f}× [{min(ratios):.3f}-{max(ratios):.3f}] "
+            f"({len(ratios)} round{'s' if len(ratios) > 1 else ''})")
+
+
+def table(runs, configs):
+    """The rows, as Markdown: one per configuration, in the order asked."""
+    plain = runs.get("plain", {})
+    present = [f for f in FIELDS if any(f[0] in r for c in runs.values() for r in c.values())]
+    lines = ["| configuration | step × its round's plain, median [range] | "
+             + " | ".join(heading for _, heading, _ in present) + " |",
+             "| --- | --- | " + " | ".join("---:" for _ in present) + " |"]
+    for config in configs:
+        rounds = runs.get(config)
+        if not rounds:
+            lines.append(f"| {config} | no process finished | "
+                         + " | ".join("" for _ in present) + " |")
+            continue
+        cells = []
+        for field, _, form in present:
+            values = [r[field] for r in rounds.values() if field in r]
+            cells.append(form.format(statistics.median(values)) if values else "")
+        lines.append(f"| {config} | {ratio_cell(rounds, plain)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    folder, configs = argv[1], argv[2:]
+    runs = load(folder)
+    configs = configs or sorted(runs)
+    print(table(runs, configs))
+    rounds = sorted({n for c in runs.values() for n in c})
+    print("\nstep ms by round: " + "; ".join(
+        f"{config} " + " ".join(f"{runs.get(config, {})[n]['step_ms']:.2f}"
+                                if n in runs.get(config, {}) else "-" for n in rounds)
+        for config in configs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -18,6 +18,9 @@
 #                    attribution, no hooks, no timing)
 #   off              launchwatch run --torch off
 #   modules_untimed  launchwatch run --torch modules --timing none
+#   modules_untimed_node_hooks  the same with graph-node hooks for backward, not the sequence route
+#   modules_untimed_noop  the same with the hooks' sink a no-op (the hooks and their graph-node
+#                    hooks run, but no range reaches launchwatch: its launches are unscoped)
 #   modules          launchwatch run --torch modules
 # Usage: OUT=dir [BUILD=build/gpu] [MODEL=resnet18-dataloader-train] [STEPS=100] [ROUNDS=3]
 #        [CONFIGS=...] [PYTHON=python3] [DEVICE=cuda] [TIMEOUT=120] bench/torch/step_rounds.sh
@@ -50,6 +53,12 @@ for ((round = 1; round <= ${ROUNDS:-3}; round++)); do
         tool=("$launchwatch" run --torch off --timing none --out "$runs/$config.$round" --) ;;
       off) tool=("$launchwatch" run --torch off --out "$runs/$config.$round" --) ;;
       modules_untimed)
+        tool=("$launchwatch" run --torch modules --timing none --out "$runs/$config.$round" --) ;;
+      modules_untimed_node_hooks)
+        tool=(env LAUNCHWATCH_TORCH_BACKWARD=node-hooks "$launchwatch" run --torch modules
+              --timing none --out "$runs/$config.$round" --) ;;
+      modules_untimed_noop)
+        worker+=(--sink noop)
         tool=("$launchwatch" run --torch modules --timing none --out "$runs/$config.$round" --) ;;
       modules) tool=("$launchwatch" run --torch modules --out "$runs/$config.$round" --) ;;
       *) echo "unknown configuration $config" >&2; continue ;;

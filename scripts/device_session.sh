@@ -29,7 +29,8 @@
 #            rounds of 2 processes of 300 measured steps: launchwatch's own share of the step over
 #            CUPTI's floor, watched and unwatched blocks paired inside each process, the unwatched
 #            ones without the module hooks in one process of a round and with them in the other
-#            (the launches' attribution and timing alone) (issue 22)
+#            (the launches' attribution and timing alone) (issue 22); BLOCK_MODELS names other
+#            models (resnet18-dataloader-train: its dataset holds the 600 steps)
 #   counts   bench/torch/modules_table.sh on the two models whose kernel counts differed from the
 #            profiler's (ViT under torch.compile, ResNet-50 as a CUDA graph), with a fourth process
 #            counted by CUPTI alone: kernel_diff.csv names the kernels that differ (issue 22)
@@ -146,8 +147,8 @@ want floor && step floor 420 env OUT="$OUT/floor" BUILD="$BUILD" SKIP_BUILD=1 \
   TABLE_TIMEOUT=410 BUDGET=360 COUNTER="$BUILD/bench/runtimes/liblaunchwatch_kernel_counter.so" \
   bench/torch/modules_table.sh
 want blocks && step blocks 300 env OUT="$OUT/blocks" BUILD="$BUILD" SKIP_BUILD=1 \
-  MODELS=resnet18-train VARIANT_ROUNDS=2 BLOCKS=25 MEASURED_STEPS=300 TIMEOUT=90 \
-  TABLE_TIMEOUT=290 BUDGET=240 bench/torch/modules_table.sh
+  MODELS="${BLOCK_MODELS:-resnet18-train}" VARIANT_ROUNDS=2 BLOCKS=25 MEASURED_STEPS=300 \
+  TIMEOUT=90 TABLE_TIMEOUT=290 BUDGET=240 bench/torch/modules_table.sh
 want counts && step counts 290 env OUT="$OUT/counts" BUILD="$BUILD" SKIP_BUILD=1 \
   MODELS=vit-compile-infer,resnet50-cudagraph-infer TIMEOUT=90 TABLE_TIMEOUT=280 BUDGET=220 \
   COUNTER="$BUILD/bench/runtimes/liblaunchwatch_kernel_counter.so" bench/torch/modules_table.sh

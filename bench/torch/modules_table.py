@@ -355,7 +355,8 @@ def use_sink(kind, package):
     than the C extension; `python-hooks` (under launchwatch run) makes the hooks the Python ones
     rather than the C extension's. Returns the hooks' sink's `via` (None where no hooks are
     installed), with ", python hooks" for the last, and ", sequence route" where the module
-    hooks' sequence route runs (it could start, and LAUNCHWATCH_TORCH_BACKWARD is not node-hooks)."""
+    hooks' sequence route runs (it could start, and LAUNCHWATCH_TORCH_BACKWARD is not node-hooks;
+    under run it opens backward ranges itself, with a no-op sink too)."""
     if kind is None:
         sink = sys.modules.get("launchwatch._sink")
         via = getattr(getattr(sink, "current", None), "via", None) if sink else None
@@ -379,6 +380,8 @@ def use_sink(kind, package):
 
         _sink.set_sink(NoOpSink())
         launchwatch.torch.install("modules")
+        if launchwatch.torch._sequence_route[0] is not None:  # under run: started before the swap
+            return "noop, sequence route"
     else:
         import ctypes
 

@@ -19,8 +19,11 @@
 #   off              launchwatch run --torch off
 #   modules_untimed  launchwatch run --torch modules --timing none
 #   modules_untimed_node_hooks  the same with graph-node hooks for backward, not the sequence route
-#   modules_untimed_noop  the same with the hooks' sink a no-op (the hooks and their graph-node
-#                    hooks run, but no range reaches launchwatch: its launches are unscoped)
+#   modules_untimed_noop  the same with the hooks' sink a no-op: no forward range reaches
+#                    launchwatch (the sequence route, started at install before the sink is
+#                    swapped, still opens backward ranges where it runs: the worker says so)
+#   modules_untimed_noop_node_hooks  both: the hooks run under run, and no range at all reaches
+#                    launchwatch (its launches are unscoped)
 #   modules          launchwatch run --torch modules
 # Usage: OUT=dir [BUILD=build/gpu] [MODEL=resnet18-dataloader-train] [STEPS=100] [ROUNDS=3]
 #        [CONFIGS=...] [PYTHON=python3] [DEVICE=cuda] [TIMEOUT=120] bench/torch/step_rounds.sh
@@ -60,6 +63,10 @@ for ((round = 1; round <= ${ROUNDS:-3}; round++)); do
       modules_untimed_noop)
         worker+=(--sink noop)
         tool=("$launchwatch" run --torch modules --timing none --out "$runs/$config.$round" --) ;;
+      modules_untimed_noop_node_hooks)
+        worker+=(--sink noop)
+        tool=(env LAUNCHWATCH_TORCH_BACKWARD=node-hooks "$launchwatch" run --torch modules
+              --timing none --out "$runs/$config.$round" --) ;;
       modules) tool=("$launchwatch" run --torch modules --out "$runs/$config.$round" --) ;;
       *) echo "unknown configuration $config" >&2; continue ;;
     esac

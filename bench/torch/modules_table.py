@@ -203,7 +203,8 @@ def build(name, device):
         # The worker's JSON splits the step: the stepping thread's wait for the next batch, and the
         # worker processes' CPU time (worker_processes).
         step.parts = {"data_wait_ms": 0.0}
-        step.worker_processes = lambda: [worker.pid for worker in batches._workers]
+        # The iterator's own list (torch's private name: none where a torch renames it).
+        step.worker_processes = lambda: [w.pid for w in getattr(batches, "_workers", [])]
         return step, 3, 20, ["ResNet", "CrossEntropyLoss"], "4 DataLoader worker processes"
     if name == "resnet18-train":
         import torchvision

@@ -7,15 +7,9 @@
 # library and symbol (with sample counts), in $OUT/perf-steps. The GPU machine has no perf: carry
 # the kit scripts/perf_kit.sh makes (the device tool's `carry: ["build/perfkit"]`).
 #
-# CONFIGS (default "plain hooks modules_untimed modules"):
-#   plain            the worker alone
-#   hooks            the module hooks with a no-op Python sink, no tool
-#   modules_untimed  launchwatch run --torch modules --timing none
-#   modules          launchwatch run --torch modules
-#   modules_node_hooks  the same with LAUNCHWATCH_TORCH_BACKWARD=node-hooks (graph-node hooks for
-#                    backward, not the sequence route)
-#   off_untimed      launchwatch run --torch off --timing none (CUPTI's launch callbacks and the
-#                    attribution, no hooks, no timing)
+# CONFIGS (default "plain hooks modules_untimed modules"): names of bench/torch/configurations.sh
+# (plain, hooks, cupti_records, off_untimed, off, modules_untimed, modules, and modules' variants
+# _node_hooks, _noop, _noop_node_hooks), and
 #   NAME_g           any of these with call graphs and Python's perf trampolines
 #                    (PYTHONPERFSUPPORT=1): perf names each Python function (modules_g, hooks_g)
 # Usage: OUT=dir [PERF_OUT=$OUT/perf-steps] [BUILD=build/gpu] [MODEL=resnet18-train] [STEPS=200] [CONFIGS=...]
@@ -24,11 +18,14 @@
 # (COMMS: also reports of each of these threads alone.)
 set -u
 cd "$(dirname "$0")/.." || exit 1
+source bench/torch/configurations.sh
 OUT=${OUT:-build/device-out}
 BUILD=${BUILD:-build/gpu}
 perf=${PERF_KIT:-build/perfkit}/run_perf.sh
 launchwatch=$BUILD/apps/launchwatch/launchwatch
-worker="${PYTHON:-python3} bench/torch/modules_table.py --worker ${MODEL:-resnet18-train} --python-package $BUILD/python --device ${DEVICE:-cuda} --steps ${STEPS:-200}"
+counter=$BUILD/bench/runtimes/liblaunchwatch_kernel_counter.so
+worker=("${PYTHON:-python3}" bench/torch/modules_table.py --worker "${MODEL:-resnet18-train}"
+        --python-package "$BUILD/python" --device "${DEVICE:-cuda}" --steps "${STEPS:-200}")
 export NCCL_NVLS_ENABLE=0
 out=${PERF_OUT:-$OUT/perf-steps}
 mkdir -p "$out"
@@ -42,22 +39,18 @@ for config in ${CONFIGS:-plain hooks modules_untimed modules}; do
   done
   rm -f "$fifos/ctl" "$fifos/ack"
   mkfifo "$fifos/ctl" "$fifos/ack"
-  graph="" prefix=""
+  graph=""
+  if ! configuration_command "${config%_g}" "$fifos/run-$name" "$launchwatch" "$counter" \
+      "${worker[@]}" --json "$out/$name.json"; then
+    echo "unknown configuration $config"
+    continue
+  fi
   case $config in
-    *_g) graph="-g" prefix="env PYTHONPERFSUPPORT=1" ;;
+    *_g) graph="-g" command=(env PYTHONPERFSUPPORT=1 "${command[@]}") ;;
   esac
-  case ${config%_g} in
-    plain) command="$prefix $worker --json $out/$name.json" ;;
-    hooks) command="$prefix $worker --sink noop --json $out/$name.json" ;;
-    modules_untimed) command="$prefix $launchwatch run --torch modules --timing none --out $fifos/run-$name -- $worker --json $out/$name.json" ;;
-    modules) command="$prefix $launchwatch run --torch modules --out $fifos/run-$name -- $worker --json $out/$name.json" ;;
-    modules_node_hooks) command="env LAUNCHWATCH_TORCH_BACKWARD=node-hooks $prefix $launchwatch run --torch modules --out $fifos/run-$name -- $worker --json $out/$name.json" ;;
-    off_untimed) command="$prefix $launchwatch run --torch off --timing none --out $fifos/run-$name -- $worker --json $out/$name.json" ;;
-    *) echo "unknown configuration $config"; continue ;;
-  esac
-  # shellcheck disable=SC2086  # the commands are word lists
+  # shellcheck disable=SC2086  # $graph is empty or one word
   LAUNCHWATCH_BENCH_PERF_CTL=$fifos/ctl,$fifos/ack timeout 150 "$perf" record $graph -e cpu-clock \
-    -F 2999 -D -1 --control "fifo:$fifos/ctl,$fifos/ack" -o "$fifos/$name.data" -- $command \
+    -F 2999 -D -1 --control "fifo:$fifos/ctl,$fifos/ack" -o "$fifos/$name.data" -- "${command[@]}" \
     >/dev/null 2>"$out/$name.err"
   echo "$name $(python3 -c "import json; d = json.load(open('$out/$name.json')); print('step %.2f ms, stepping thread CPU %.2f ms, process CPU %.2f ms' % (d['step_ms'], d['step_thread_cpu_ms'], d['step_process_cpu_ms']))" 2>/dev/null || echo failed: see "$out/$name.err")"
   report() { "$perf" report -i "$fifos/$name.data" --stdio "$@" 2>/dev/null | grep -v '^#' | grep -v '^$'; }

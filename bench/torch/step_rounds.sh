@@ -9,26 +9,14 @@
 # last (step_rounds_table.py): per configuration the median of each field and the median of the
 # rounds' step ratios to their plain process, with their range.
 #
-# CONFIGS (default "plain cupti_records off_untimed off modules"):
-#   plain            the worker alone
-#   hooks            the module hooks with a no-op Python sink, no tool
-#   cupti_records    CUPTI's kernel records alone, nothing of launchwatch (the kernel counter as
-#                    CUDA's injection): the floor any CUPTI-timed tool pays
-#   off_untimed      launchwatch run --torch off --timing none (CUPTI's launch callbacks and the
-#                    attribution, no hooks, no timing)
-#   off              launchwatch run --torch off
-#   modules_untimed  launchwatch run --torch modules --timing none
-#   modules_untimed_node_hooks  the same with graph-node hooks for backward, not the sequence route
-#   modules_untimed_noop  the same with the hooks' sink a no-op: no forward range reaches
-#                    launchwatch (the sequence route, started at install before the sink is
-#                    swapped, still opens backward ranges where it runs: the worker says so)
-#   modules_untimed_noop_node_hooks  both: the hooks run under run, and no range at all reaches
-#                    launchwatch (its launches are unscoped)
-#   modules          launchwatch run --torch modules
+# CONFIGS (default "plain cupti_records off_untimed off modules"): names of
+# bench/torch/configurations.sh (plain, hooks, cupti_records, off_untimed, off, modules_untimed,
+# modules, and modules' variants _node_hooks, _noop, _noop_node_hooks).
 # Usage: OUT=dir [BUILD=build/gpu] [MODEL=resnet18-dataloader-train] [STEPS=100] [ROUNDS=3]
 #        [CONFIGS=...] [PYTHON=python3] [DEVICE=cuda] [TIMEOUT=120] bench/torch/step_rounds.sh
 set -u
 cd "$(dirname "$0")/../.." || exit 1
+source bench/torch/configurations.sh
 OUT=${OUT:-build/step-rounds}
 BUILD=${BUILD:-build/gpu}
 python=${PYTHON:-python3}
@@ -45,33 +33,12 @@ for ((round = 1; round <= ${ROUNDS:-3}; round++)); do
     worker=("$python" bench/torch/modules_table.py --worker "${MODEL:-resnet18-dataloader-train}"
             --python-package "$BUILD/python" --device "${DEVICE:-cuda}" --steps "${STEPS:-100}"
             --json "$json")
-    tool=()
-    case $config in
-      plain) ;;
-      hooks) worker+=(--sink noop) ;;
-      cupti_records)
-        tool=(env CUDA_INJECTION64_PATH="$counter" KERNEL_COUNTER_WHOLE=1
-              KERNEL_COUNTER_OUT="$runs/counter-$config.$round.json") ;;
-      off_untimed)
-        tool=("$launchwatch" run --torch off --timing none --out "$runs/$config.$round" --) ;;
-      off) tool=("$launchwatch" run --torch off --out "$runs/$config.$round" --) ;;
-      modules_untimed)
-        tool=("$launchwatch" run --torch modules --timing none --out "$runs/$config.$round" --) ;;
-      modules_untimed_node_hooks)
-        tool=(env LAUNCHWATCH_TORCH_BACKWARD=node-hooks "$launchwatch" run --torch modules
-              --timing none --out "$runs/$config.$round" --) ;;
-      modules_untimed_noop)
-        worker+=(--sink noop)
-        tool=("$launchwatch" run --torch modules --timing none --out "$runs/$config.$round" --) ;;
-      modules_untimed_noop_node_hooks)
-        worker+=(--sink noop)
-        tool=(env LAUNCHWATCH_TORCH_BACKWARD=node-hooks "$launchwatch" run --torch modules
-              --timing none --out "$runs/$config.$round" --) ;;
-      modules) tool=("$launchwatch" run --torch modules --out "$runs/$config.$round" --) ;;
-      *) echo "unknown configuration $config" >&2; continue ;;
-    esac
-    if ! timeout -k 10 "${TIMEOUT:-120}" "${tool[@]}" "${worker[@]}" \
-        >"$OUT/$config.$round.log" 2>&1; then
+    if ! configuration_command "$config" "$runs/$config.$round" "$launchwatch" "$counter" \
+        "${worker[@]}"; then
+      echo "unknown configuration $config" >&2
+      continue
+    fi
+    if ! timeout -k 10 "${TIMEOUT:-120}" "${command[@]}" >"$OUT/$config.$round.log" 2>&1; then
       echo "round $round: $config failed (see $OUT/$config.$round.log)" >&2
     fi
   done

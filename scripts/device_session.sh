@@ -239,7 +239,7 @@ perf_check() {  # where the host-bound costs go: a batch's copy, then perf over 
   done
   PERF_OUT="$OUT/perf/resnet18-train" MODEL=resnet18-train \
     CONFIGS="plain modules modules_node_hooks modules_g" scripts/perf_steps.sh
-  # 30 steps: its DataLoader holds 40 batches, 3 of them for warming up.
+  # 30 steps, as in the seventeenth session's profile this one is compared with.
   PERF_OUT="$OUT/perf/resnet18-dataloader-train" MODEL=resnet18-dataloader-train STEPS=30 \
     CONFIGS="plain off_untimed modules" scripts/perf_steps.sh
 }

@@ -68,7 +68,8 @@
 #            3 rotated rounds (each step split into the wait for the batch and the rest, with the
 #            workers' CPU); then ResNet-50's training step plain and under run in 3 rounds (issue
 #            22: the two models over 1.10x, each ratio paired with its round's plain process);
-#            ROUND_CONFIGS picks the DataLoader model's configurations (step_rounds.sh's CONFIGS)
+#            ROUND_CONFIGS picks the DataLoader model's configurations (step_rounds.sh's CONFIGS),
+#            ROUND_ROUNDS their rounds (3); ROUND_RESNET50=0 leaves ResNet-50 out
 #   corebench bench/cuda_bridge/bridge_core_bench on this host's CPU, three runs each with run's
 #            fold as run decides (a thread where 4 cores are allowed) and inline, in turn: the
 #            attribution's part of a launch, names-only and deferred (issue 24)
@@ -246,11 +247,11 @@ perf_check() {  # where the host-bound costs go: a batch's copy, then perf over 
 export -f perf_check
 want perf && mkdir -p "$OUT/perf" && step perf 480 env BUILD="$BUILD" OUT="$OUT" bash -c perf_check
 want rounds && step rounds 460 bash -c "OUT='$OUT/rounds' BUILD='$BUILD' \
-  MODEL=resnet18-dataloader-train STEPS=100 ROUNDS=3 \
+  MODEL=resnet18-dataloader-train STEPS=100 ROUNDS=${ROUND_ROUNDS:-3} \
   CONFIGS='${ROUND_CONFIGS:-plain cupti_records off_untimed off modules}' \
-  bench/torch/step_rounds.sh && \
+  bench/torch/step_rounds.sh && { [ '${ROUND_RESNET50:-1}' != 1 ] || \
   OUT='$OUT/rounds-resnet50' BUILD='$BUILD' MODEL=resnet50-train STEPS=60 ROUNDS=3 \
-  CONFIGS='plain modules' bench/torch/step_rounds.sh"
+  CONFIGS='plain modules' bench/torch/step_rounds.sh; }"
 want corebench && step corebench 200 bash -c "for round in 1 2 3; do for fold in auto inline; do \
   echo \"== round \$round, fold \$fold\"; \
   '$BUILD/bench/cuda_bridge/launchwatch_cuda_bridge_core_bench' 60000 15 0 -1 \$fold; done; done"

@@ -9,6 +9,10 @@
 #   off              launchwatch run --torch off
 #   modules_untimed  launchwatch run --torch modules --timing none
 #   modules          launchwatch run --torch modules
+#   probe_dynamo_import, probe_call_wrapper, probe_call_wrapper_dynamo
+#                    one part of what the hooks' install does, alone, no hook, no tool (the
+#                    worker's --probe: Dynamo's eval_frame imported; Module.__call__ wrapped in a
+#                    Python pass-through; the same with the Dynamo check on every call)
 # and, after modules or modules_untimed:
 #   _node_hooks      graph-node hooks for backward, not the sequence route
 #                    (LAUNCHWATCH_TORCH_BACKWARD=node-hooks)
@@ -27,6 +31,9 @@ configuration_command() {
   case $name in
     plain) ;;
     hooks) worker+=(--sink noop) ;;
+    probe_dynamo_import) worker+=(--probe dynamo-import) ;;
+    probe_call_wrapper) worker+=(--probe call-wrapper) ;;
+    probe_call_wrapper_dynamo) worker+=(--probe call-wrapper-dynamo) ;;
     cupti_records)
       variables=(CUDA_INJECTION64_PATH="$counter" KERNEL_COUNTER_WHOLE=1
                  KERNEL_COUNTER_OUT="$run_out.json") ;;

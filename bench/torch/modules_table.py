@@ -60,6 +60,8 @@ Its JSON has the measured steps' wall per step and, beside it, the stepping thre
 process's CPU time per step (a step that grew in wall but not in CPU time waited for something),
 the stepping thread's page faults and context switches per step and, for the DataLoader's model,
 its wait for each batch and the worker processes' CPU time per step.
+With LAUNCHWATCH_BENCH_PIN=N the worker runs on the first N physical cores (all their hardware
+threads) and the DataLoader's workers on every other CPU (no core shared between the two).
 With LAUNCHWATCH_BENCH_PERF_CTL=CTL,ACK (the FIFOs of `perf record -D -1 --control fifo:CTL,ACK`)
 the worker turns perf's sampling on for its measured steps only.
 """
@@ -187,8 +189,11 @@ def build(name, device):
         model = torchvision.models.resnet18(num_classes=10).to(device)
         loss_fn = nn.CrossEntropyLoss()
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-        loader = torch.utils.data.DataLoader(SyntheticImages(), batch_size=64, num_workers=4,
-                                             persistent_workers=True)
+        worker_cpus = os.environ.get("LAUNCHWATCH_BENCH_WORKER_CPUS")
+        loader = torch.utils.data.DataLoader(
+            SyntheticImages(), batch_size=64, num_workers=4, persistent_workers=True,
+            worker_init_fn=pin_workers({int(c) for c in worker_cpus.split(",")})
+            if worker_cpus else None)
         batches = iter(loader)
 
         def step():
@@ -502,10 +507,74 @@ def processes_cpu_seconds(pids):
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def use_probe(probe):
+    """Parts of what install() does to a process, alone, with no hook and no tool (issue 22: which
+    part makes a host-bound step slower): `dynamo-import` imports Dynamo's eval_frame as install()
+    does (to know a compiled module), `call-wrapper` puts a Python pass-through around
+    Module.__call__ as install()'s wrapper does, `call-wrapper-dynamo` that wrapper with the
+    Dynamo check install()'s makes on every call."""
+    import torch
+
+    if probe == "dynamo-import":
+        try:
+            from torch._dynamo.eval_frame import OptimizedModule  # noqa: F401
+        except ImportError as missing:
+            sys.exit(f"modules_table: --probe dynamo-import: {missing}")
+        return
+    original = torch.nn.Module.__call__
+    if probe == "call-wrapper":
+        def __call__(self, *args, **kwargs):
+            return original(self, *args, **kwargs)
+    else:
+        check = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+        if check is None:
+            sys.exit("modules_table: --probe call-wrapper-dynamo needs torch.compiler (torch 2)")
+
+        def __call__(self, *args, **kwargs):
+            if check():
+                return original(self, *args, **kwargs)
+            return original(self, *args, **kwargs)
+    torch.nn.Module.__call__ = __call__
+
+
+def cpu_sets(main_cores):
+    """(the main process's CPUs, the DataLoader workers' CPUs): the first `main_cores` physical
+    cores with all their hardware threads, and every other CPU this process may use, so that no
+    worker shares a physical core with the stepping thread (where the two sets would share one,
+    a step's speed depends on where the scheduler put the processes)."""
+    allowed = sorted(os.sched_getaffinity(0))
+    cores = {}
+    for cpu in allowed:
+        try:
+            with open(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list") as f:
+                siblings = f.read().strip()
+        except OSError:
+            siblings = str(cpu)
+        cores.setdefault(siblings, []).append(cpu)
+    main = [cpu for siblings in list(cores.values())[:main_cores] for cpu in siblings]
+    return set(main), set(allowed) - set(main)
+
+
+def pin_workers(cpus):
+    """The DataLoader's worker_init_fn under LAUNCHWATCH_BENCH_PIN: the workers' CPUs."""
+    def init(_):
+        os.sched_setaffinity(0, cpus)
+    return init
+
+
 def worker(args):
+    pin = int(os.environ.get("LAUNCHWATCH_BENCH_PIN", "0") or 0)
+    if pin > 0:  # before torch starts its threads, which inherit it
+        main, workers = cpu_sets(pin)
+        if workers:
+            os.sched_setaffinity(0, main)
+            os.environ["LAUNCHWATCH_BENCH_WORKER_CPUS"] = ",".join(map(str, sorted(workers)))
     import torch
 
     result = {"model": args.worker, "sink": use_sink(args.sink, args.python_package)}
+    if args.probe:
+        use_probe(args.probe)
+        result["probe"] = args.probe
     if args.profile:
         sys.path.insert(0, args.python_package)
         from launchwatch import _sink
@@ -989,6 +1058,8 @@ def main():
                         "without the module hooks and, in a second process each round, with "
                         "them; in the worker, that timing (--blocks-hooks-stay: the hooks kept)")
     parser.add_argument("--blocks-hooks-stay", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--probe", choices=["dynamo-import", "call-wrapper", "call-wrapper-dynamo"],
+                        help=argparse.SUPPRESS)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--json", help=argparse.SUPPRESS)
     parser.add_argument("--profile", action="store_true", help=argparse.SUPPRESS)

@@ -1058,8 +1058,8 @@ def main():
                         "without the module hooks and, in a second process each round, with "
                         "them; in the worker, that timing (--blocks-hooks-stay: the hooks kept)")
     parser.add_argument("--blocks-hooks-stay", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--probe", choices=["dynamo-import", "call-wrapper", "call-wrapper-dynamo"],
-                        help=argparse.SUPPRESS)
+    parser.add_argument("--probe", help=argparse.SUPPRESS,
+                        choices=["dynamo-import", "call-wrapper", "call-wrapper-dynamo"])
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--json", help=argparse.SUPPRESS)
     parser.add_argument("--profile", action="store_true", help=argparse.SUPPRESS)

@@ -3,7 +3,10 @@
 bench/torch/modules_table.py per configuration and round. Prints, per configuration, the median
 over its rounds of each measured field, and its step wall as the median of the rounds' ratios to
 that round's `plain` process [lowest-highest], so each ratio pairs processes that ran minutes apart
-at most.
+at most; then its median step over plain's median, and its fastest process's step over plain's
+fastest (where one process in a round runs slow, on a busy core of a shared host, the paired ratio
+of that round moves with it, the medians less, and the fastest not at all unless every process of
+a configuration ran slow).
 
     bench/torch/step_rounds_table.py FOLDER CONFIG...
 """
@@ -54,24 +57,35 @@ def ratio_cell(rounds, plain):
             f"({len(ratios)} round{'s' if len(ratios) > 1 else ''})")
 
 
+def pooled_cell(rounds, plain):
+    """This configuration's median step over plain's, and its fastest over plain's fastest."""
+    steps = [r["step_ms"] for r in rounds.values() if r.get("step_ms")]
+    plains = [r["step_ms"] for r in plain.values() if r.get("step_ms")]
+    if not steps or not plains:
+        return " | "
+    return (f"{statistics.median(steps) / statistics.median(plains):.3f}× | "
+            f"{min(steps) / min(plains):.3f}×")
+
+
 def table(runs, configs):
     """The rows, as Markdown: one per configuration, in the order asked."""
     plain = runs.get("plain", {})
     present = [f for f in FIELDS if any(f[0] in r for c in runs.values() for r in c.values())]
-    lines = ["| configuration | step × its round's plain, median [range] | "
-             + " | ".join(heading for _, heading, _ in present) + " |",
-             "| --- | --- | " + " | ".join("---:" for _ in present) + " |"]
+    lines = ["| configuration | step × its round's plain, median [range] | medians' ratio | "
+             "fastest's ratio | " + " | ".join(heading for _, heading, _ in present) + " |",
+             "| --- | --- | ---: | ---: | " + " | ".join("---:" for _ in present) + " |"]
     for config in configs:
         rounds = runs.get(config)
         if not rounds:
-            lines.append(f"| {config} | no process finished | "
+            lines.append(f"| {config} | no process finished | | | "
                          + " | ".join("" for _ in present) + " |")
             continue
         cells = []
         for field, _, form in present:
             values = [r[field] for r in rounds.values() if field in r]
             cells.append(form.format(statistics.median(values)) if values else "")
-        lines.append(f"| {config} | {ratio_cell(rounds, plain)} | " + " | ".join(cells) + " |")
+        lines.append(f"| {config} | {ratio_cell(rounds, plain)} | {pooled_cell(rounds, plain)} | "
+                     + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

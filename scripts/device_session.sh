@@ -30,7 +30,8 @@
 #            CUPTI's floor, watched and unwatched blocks paired inside each process, the unwatched
 #            ones without the module hooks in one process of a round and with them in the other
 #            (the launches' attribution and timing alone) (issue 22); BLOCK_MODELS names other
-#            models (resnet18-dataloader-train: its dataset holds the 600 steps)
+#            models (resnet18-dataloader-train: its dataset holds the 600 steps), BLOCK_TIMING
+#            the processes' `run --timing` (none: the timing's share, beside a run without it)
 #   counts   bench/torch/modules_table.sh on the two models whose kernel counts differed from the
 #            profiler's (ViT under torch.compile, ResNet-50 as a CUDA graph), with a fourth process
 #            counted by CUPTI alone: kernel_diff.csv names the kernels that differ (issue 22)

@@ -869,8 +869,9 @@ def run_blocks(model, args, me, folder):
                 out.setdefault("error", "not run: --budget spent")
                 continue
             result_json = os.path.join(folder, f"blocks-{kind}-{round_index}.json")
-            command = ([args.launchwatch, "run", "--torch", "modules", "--capture-range",
-                        "cuda-profiler-api", "--out",
+            timing = ["--timing", args.blocks_timing] if args.blocks_timing else []
+            command = ([args.launchwatch, "run", "--torch", "modules"] + timing +
+                       ["--capture-range", "cuda-profiler-api", "--out",
                         os.path.join(folder, f"run-blocks-{kind}-{round_index}"), "--"] + me +
                        ["--blocks", str(args.blocks), "--json", result_json] +
                        (["--blocks-hooks-stay"] if kind == "stay" else []))
@@ -887,7 +888,7 @@ def run_blocks(model, args, me, folder):
     return kinds
 
 
-def print_blocks(results):
+def print_blocks(results, args):
     """The --blocks rows: two per model (unwatched blocks without the module hooks, and with
     them), each process's ratio of watched to unwatched blocks."""
     rows = [(m, r["blocks"]) for m, r in results.items() if "blocks" in r]
@@ -899,6 +900,8 @@ def print_blocks(results):
     print("| --- | --- | --- | --- |")
     labels = {"out": "hooks out (launchwatch's whole share)",
               "stay": "hooks kept (the launches' attribution and timing alone)"}
+    if args.blocks_timing:
+        labels = {kind: f"{label}, --timing {args.blocks_timing}" for kind, label in labels.items()}
     for model, kinds in rows:
         for kind, label in labels.items():
             b = kinds[kind]
@@ -1058,6 +1061,9 @@ def main():
                         "without the module hooks and, in a second process each round, with "
                         "them; in the worker, that timing (--blocks-hooks-stay: the hooks kept)")
     parser.add_argument("--blocks-hooks-stay", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--blocks-timing", help="--blocks' processes run with `launchwatch run "
+                        "--timing` this (default: run's own): with `none` beside a run with the "
+                        "default, the launches' timing's share is the ratio of the two")
     parser.add_argument("--probe", help=argparse.SUPPRESS,
                         choices=["dynamo-import", "call-wrapper", "call-wrapper-dynamo"])
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -1132,7 +1138,7 @@ def main():
           "reference); its step time includes them. Kernels: those that ran (launchwatch's "
           "launches less those captured into graphs).")
     print_variants(results)
-    print_blocks(results)
+    print_blocks(results, args)
     return 0
 
 

@@ -13,7 +13,8 @@
 # counter library (--counter: a fourth process per model, counted by CUPTI alone, and with VARIANTS
 # the variant timed by CUPTI's kernel records alone); MEASURED_STEPS: the measured steps of every
 # model (--steps; default each model's own); BLOCKS: --blocks (launchwatch's own share inside one
-# process, VARIANT_ROUNDS rounds of two processes of it per model); TIMEOUT: seconds
+# process, VARIANT_ROUNDS rounds of two processes of it per model), BLOCK_TIMING their `run
+# --timing` (--blocks-timing; default run's own); TIMEOUT: seconds
 # per process (240); TABLE_TIMEOUT: seconds for the whole table (540), BUDGET: seconds after which
 # it starts no more processes (modules_table.py --budget). SKIP_BUILD=1 runs the table
 # on an earlier build, so the build and the table can be two commands of a machine that limits
@@ -42,6 +43,7 @@ timeout "${TABLE_TIMEOUT:-540}" python3 bench/torch/modules_table.py \
   --variants "${VARIANTS:-}" --variant-rounds "${VARIANT_ROUNDS:-1}" --timeout "${TIMEOUT:-240}" \
   ${BUDGET:+--budget "$BUDGET"} ${COUNTER:+--counter "$COUNTER"} \
   ${MEASURED_STEPS:+--steps "$MEASURED_STEPS"} ${BLOCKS:+--blocks "$BLOCKS"} \
+  ${BLOCK_TIMING:+--blocks-timing "$BLOCK_TIMING"} \
   --out "$BUILD/modules-table" 2>&1 | tee "$OUT/table.md"
 status=${PIPESTATUS[0]}
 mkdir -p "$OUT/modules-table"

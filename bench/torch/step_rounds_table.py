@@ -4,9 +4,9 @@ bench/torch/modules_table.py per configuration and round. Prints, per configurat
 over its rounds of each measured field, and its step wall as the median of the rounds' ratios to
 that round's `plain` process [lowest-highest], so each ratio pairs processes that ran minutes apart
 at most; then its median step over plain's median, and its fastest process's step over plain's
-fastest (where one process in a round runs slow, on a busy core of a shared host, the paired ratio
-of that round moves with it, the medians less, and the fastest not at all unless every process of
-a configuration ran slow).
+fastest (where one process runs slow or fast, as the host's other load decides, every paired
+ratio of its round moves with it, the medians less; the fastest moves only with a process that ran
+fast, and says what each configuration costs when the host lets it run at its best).
 
     bench/torch/step_rounds_table.py FOLDER CONFIG...
 """

@@ -59,7 +59,8 @@ Internally the same file is the worker:
 Its JSON has the measured steps' wall per step and, beside it, the stepping thread's and the whole
 process's CPU time per step (a step that grew in wall but not in CPU time waited for something),
 the stepping thread's page faults and context switches per step and, for the DataLoader's model,
-its wait for each batch and the worker processes' CPU time per step.
+its wait for each batch and the worker processes' CPU time per step, and the host's speed around
+them (host_speed_ms: a fixed host-side workload's time on the stepping thread, before and after).
 With LAUNCHWATCH_BENCH_PIN=N the worker runs on the first N physical cores (all their hardware
 threads) and the DataLoader's workers on every other CPU (no core shared between the two).
 With LAUNCHWATCH_BENCH_PERF_CTL=CTL,ACK (the FIFOs of `perf record -D -1 --control fifo:CTL,ACK`)
@@ -562,6 +563,24 @@ def pin_workers(cpus):
     return init
 
 
+def host_speed_ms(torch):
+    """The stepping thread's speed where it runs now: the median of 5 timings of a fixed host-side
+    workload shaped like a host-bound step's (small CPU tensor ops through torch's dispatcher, a
+    Python loop around them), in ms. Taken before and after the measured steps: where processes'
+    steps differ because the host ran them at different speeds (its other load), this differs as
+    much, and the step over it does not. No launchwatch hook runs in it (no module, no kernel),
+    except `--torch ops`' range per op."""
+    tensor = torch.ones(16)
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        value = tensor
+        for _ in range(1000):
+            value = value.add(1.0).mul_(0.5)
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
 def worker(args):
     pin = int(os.environ.get("LAUNCHWATCH_BENCH_PIN", "0") or 0)
     if pin > 0:  # before torch starts its threads, which inherit it
@@ -604,6 +623,7 @@ def worker(args):
     collections = GarbageCollections()
     perf.command("enable")
     helpers_cpu = processes_cpu_seconds(helpers)
+    speed_before = host_speed_ms(torch)
     thread_usage = resource.getrusage(resource.RUSAGE_THREAD)
     start = time.perf_counter()
     thread_cpu, process_cpu = time.thread_time(), time.process_time()
@@ -616,11 +636,14 @@ def worker(args):
     thread_cpu_ms = (time.thread_time() - thread_cpu) * 1e3 / steps
     process_cpu_ms = (time.process_time() - process_cpu) * 1e3 / steps
     thread_usage_after = resource.getrusage(resource.RUSAGE_THREAD)
+    speed_after = host_speed_ms(torch)
     helpers_cpu_ms = (processes_cpu_seconds(helpers) - helpers_cpu) * 1e3 / steps
     perf.command("disable")
     collections.stop()
     result.update(step_ms=step_ms, steps=steps, roots=roots, note=note,
-                  step_thread_cpu_ms=thread_cpu_ms, step_process_cpu_ms=process_cpu_ms)
+                  step_thread_cpu_ms=thread_cpu_ms, step_process_cpu_ms=process_cpu_ms,
+                  host_speed_ms=(speed_before + speed_after) / 2,
+                  host_speed_ms_before_after=[speed_before, speed_after])
     # Per step: the stepping thread's page faults and context switches (an involuntary switch is
     # the host taking its core away), and the model's own parts (resnet18-dataloader-train: the
     # wait for each batch, and its worker processes' CPU time).

@@ -6,7 +6,10 @@ that round's `plain` process [lowest-highest], so each ratio pairs processes tha
 at most; then its median step over plain's median, and its fastest process's step over plain's
 fastest (where one process runs slow or fast, as the host's other load decides, every paired
 ratio of its round moves with it, the medians less; the fastest moves only with a process that ran
-fast, and says what each configuration costs when the host lets it run at its best).
+fast, and says what each configuration costs when the host lets it run at its best); and the
+paired ratio in units of each process's host speed (the worker's host_speed_ms, a fixed host-side
+workload timed around its steps), which the host's speed of the moment leaves out where that is
+what moved the processes.
 
     bench/torch/step_rounds_table.py FOLDER CONFIG...
 """
@@ -25,6 +28,7 @@ FIELDS = [
     ("data_wait_ms", "wait for the batch ms", "{:.2f}"),
     ("step_worker_processes_cpu_ms", "workers' CPU ms", "{:.2f}"),
     ("step_gc_ms", "in Python's GC ms", "{:.2f}"),
+    ("host_speed_ms", "host speed ms", "{:.3f}"),
     ("step_thread_minor_faults", "stepping thread faults", "{:.0f}"),
     ("step_thread_voluntary_switches", "voluntary switches", "{:.1f}"),
     ("step_thread_involuntary_switches", "involuntary switches", "{:.1f}"),
@@ -57,6 +61,19 @@ def ratio_cell(rounds, plain):
             f"({len(ratios)} round{'s' if len(ratios) > 1 else ''})")
 
 
+def speed_cell(rounds, plain):
+    """The median over rounds of (step / host speed) over its round's plain process's: the paired
+    ratio with each process's step taken in units of its own host speed (host_speed_ms)."""
+    def per_speed(r):
+        return r["step_ms"] / r["host_speed_ms"] if r.get("host_speed_ms") else None
+
+    ratios = [per_speed(r) / per_speed(plain[n]) for n, r in rounds.items()
+              if n in plain and per_speed(r) and per_speed(plain[n])]
+    if not ratios:
+        return ""
+    return f"{statistics.median(ratios):.3f}× [{min(ratios):.3f}-{max(ratios):.3f}]"
+
+
 def pooled_cell(rounds, plain):
     """This configuration's median step over plain's, and its fastest over plain's fastest."""
     steps = [r["step_ms"] for r in rounds.values() if r.get("step_ms")]
@@ -72,12 +89,13 @@ def table(runs, configs):
     plain = runs.get("plain", {})
     present = [f for f in FIELDS if any(f[0] in r for c in runs.values() for r in c.values())]
     lines = ["| configuration | step × its round's plain, median [range] | medians' ratio | "
-             "fastest's ratio | " + " | ".join(heading for _, heading, _ in present) + " |",
-             "| --- | --- | ---: | ---: | " + " | ".join("---:" for _ in present) + " |"]
+             "fastest's ratio | in host-speed units, paired | "
+             + " | ".join(heading for _, heading, _ in present) + " |",
+             "| --- | --- | ---: | ---: | --- | " + " | ".join("---:" for _ in present) + " |"]
     for config in configs:
         rounds = runs.get(config)
         if not rounds:
-            lines.append(f"| {config} | no process finished | | | "
+            lines.append(f"| {config} | no process finished | | | | "
                          + " | ".join("" for _ in present) + " |")
             continue
         cells = []
@@ -85,7 +103,7 @@ def table(runs, configs):
             values = [r[field] for r in rounds.values() if field in r]
             cells.append(form.format(statistics.median(values)) if values else "")
         lines.append(f"| {config} | {ratio_cell(rounds, plain)} | {pooled_cell(rounds, plain)} | "
-                     + " | ".join(cells) + " |")
+                     f"{speed_cell(rounds, plain)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

@@ -7,9 +7,8 @@
 # library and symbol (with sample counts), in $OUT/perf-steps. The GPU machine has no perf: carry
 # the kit scripts/perf_kit.sh makes (the device tool's `carry: ["build/perfkit"]`).
 #
-# CONFIGS (default "plain hooks modules_untimed modules"): names of bench/torch/configurations.sh
-# (plain, hooks, cupti_records, off_untimed, off, modules_untimed, modules, and modules' variants
-# _node_hooks, _noop, _noop_node_hooks), and
+# CONFIGS (default "plain hooks modules_untimed modules"): names of bench/torch/configurations.sh,
+# which lists them, and
 #   NAME_g           any of these with call graphs and Python's perf trampolines
 #                    (PYTHONPERFSUPPORT=1): perf names each Python function (modules_g, hooks_g)
 # Usage: OUT=dir [PERF_OUT=$OUT/perf-steps] [BUILD=build/gpu] [MODEL=resnet18-train] [STEPS=200] [CONFIGS=...]

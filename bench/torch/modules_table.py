@@ -532,8 +532,7 @@ def use_probe(probe):
             sys.exit("modules_table: --probe call-wrapper-dynamo needs torch.compiler (torch 2)")
 
         def __call__(self, *args, **kwargs):
-            if check():
-                return original(self, *args, **kwargs)
+            check()  # the check alone: no hook follows it in either case
             return original(self, *args, **kwargs)
     torch.nn.Module.__call__ = __call__
 
@@ -620,10 +619,11 @@ def worker(args):
     for part in parts:
         parts[part] = 0.0
     helpers = getattr(step, "worker_processes", lambda: [])()
+    # The host's speed around the measured steps, outside perf's samples and the GC count.
+    speed_before = host_speed_ms(torch)
     collections = GarbageCollections()
     perf.command("enable")
     helpers_cpu = processes_cpu_seconds(helpers)
-    speed_before = host_speed_ms(torch)
     thread_usage = resource.getrusage(resource.RUSAGE_THREAD)
     start = time.perf_counter()
     thread_cpu, process_cpu = time.thread_time(), time.process_time()
@@ -636,10 +636,10 @@ def worker(args):
     thread_cpu_ms = (time.thread_time() - thread_cpu) * 1e3 / steps
     process_cpu_ms = (time.process_time() - process_cpu) * 1e3 / steps
     thread_usage_after = resource.getrusage(resource.RUSAGE_THREAD)
-    speed_after = host_speed_ms(torch)
     helpers_cpu_ms = (processes_cpu_seconds(helpers) - helpers_cpu) * 1e3 / steps
     perf.command("disable")
     collections.stop()
+    speed_after = host_speed_ms(torch)
     result.update(step_ms=step_ms, steps=steps, roots=roots, note=note,
                   step_thread_cpu_ms=thread_cpu_ms, step_process_cpu_ms=process_cpu_ms,
                   host_speed_ms=(speed_before + speed_after) / 2,

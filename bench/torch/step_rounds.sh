@@ -10,8 +10,7 @@
 # rounds' step ratios to their plain process, with their range.
 #
 # CONFIGS (default "plain cupti_records off_untimed off modules"): names of
-# bench/torch/configurations.sh (plain, hooks, cupti_records, off_untimed, off, modules_untimed,
-# modules, and modules' variants _node_hooks, _noop, _noop_node_hooks).
+# bench/torch/configurations.sh, which lists them.
 # Usage: OUT=dir [BUILD=build/gpu] [MODEL=resnet18-dataloader-train] [STEPS=100] [ROUNDS=3]
 #        [CONFIGS=...] [PYTHON=python3] [DEVICE=cuda] [TIMEOUT=120] bench/torch/step_rounds.sh
 set -u

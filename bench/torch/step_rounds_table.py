@@ -51,10 +51,20 @@ def load(folder):
     return runs
 
 
+def paired_ratios(rounds, plain, value):
+    """Each round's `value` (of one process's JSON; None where it has none) over its plain
+    process's, for the rounds where both have one."""
+    ratios = []
+    for n, r in rounds.items():
+        mine, plains = value(r), value(plain[n]) if n in plain else None
+        if mine and plains:
+            ratios.append(mine / plains)
+    return ratios
+
+
 def ratio_cell(rounds, plain):
     """The median of this configuration's step ratios to its round's plain process, with range."""
-    ratios = [r["step_ms"] / plain[n]["step_ms"] for n, r in rounds.items()
-              if n in plain and plain[n].get("step_ms")]
+    ratios = paired_ratios(rounds, plain, lambda r: r.get("step_ms"))
     if not ratios:
         return "no paired plain process"
     return (f"{statistics.median(ratios):.3f}× [{min(ratios):.3f}-{max(ratios):.3f}] "
@@ -64,11 +74,9 @@ def ratio_cell(rounds, plain):
 def speed_cell(rounds, plain):
     """The median over rounds of (step / host speed) over its round's plain process's: the paired
     ratio with each process's step taken in units of its own host speed (host_speed_ms)."""
-    def per_speed(r):
-        return r["step_ms"] / r["host_speed_ms"] if r.get("host_speed_ms") else None
-
-    ratios = [per_speed(r) / per_speed(plain[n]) for n, r in rounds.items()
-              if n in plain and per_speed(r) and per_speed(plain[n])]
+    ratios = paired_ratios(
+        rounds, plain,
+        lambda r: r["step_ms"] / r["host_speed_ms"] if r.get("host_speed_ms") else None)
     if not ratios:
         return ""
     return f"{statistics.median(ratios):.3f}× [{min(ratios):.3f}-{max(ratios):.3f}]"

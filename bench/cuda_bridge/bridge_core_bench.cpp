@@ -36,6 +36,9 @@
 //        [fold: auto, thread or inline; default auto: run's rule, a fold thread where the process
 //         may run on 4 cores (attribute/fold_thread.hpp); thread or inline force it, so either way
 //         can be measured on any machine]
+//        [launches per scope, default 0: none; K puts every K launches in a scope of their own,
+//         three names in turn, under two scopes open through the loop, as a module's hooks do
+//         (ResNet-18's step: a scope entered and left for every 1-3 kernels, issue 22)]
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -48,6 +51,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -55,6 +59,7 @@
 #include <time.h>
 
 #include <launchwatch/attribute/attribution.hpp>
+#include <launchwatch/attribute/scope.hpp>
 #include <launchwatch/cuda_bridge.hpp>
 #include <launchwatch/observe.hpp>
 
@@ -234,12 +239,31 @@ double thread_cpu_ns() {
   return static_cast<double>(now.tv_sec) * 1e9 + static_cast<double>(now.tv_nsec);
 }
 
+/// Every K launches in a scope of their own (0: none), from main's arguments.
+int launches_per_scope = 0;
+
+/// `count` launches in a scope entered and left around them, as a module's forward hooks do.
+[[gnu::noinline]] void scoped_launches(bench_cupti& cupti, int count, int group,
+                                       std::chrono::nanoseconds submission) {
+  static constexpr std::array<std::string_view, 3> names{"conv1", "bn1", "relu"};
+  const launchwatch::scope module{names[static_cast<std::size_t>(group) % names.size()]};
+  for (int i = 0; i < count; ++i) cupti.launch(submission);
+}
+
 // Not inlined, so a profiler can tell the loop from the rest of a round.
 [[gnu::noinline]] void loop(bench_cupti& cupti, int launches, std::chrono::nanoseconds submission,
                             row& into) {
   const double cpu_start = thread_cpu_ns();
   const auto start = clock_type::now();
-  for (int i = 0; i < launches; ++i) cupti.launch(submission);
+  if (launches_per_scope <= 0) {
+    for (int i = 0; i < launches; ++i) cupti.launch(submission);
+  } else {
+    const launchwatch::scope model{"ResNet"};
+    const launchwatch::scope layer{"layer1"};
+    for (int i = 0, group = 0; i < launches; i += launches_per_scope, ++group) {
+      scoped_launches(cupti, std::min(launches_per_scope, launches - i), group, submission);
+    }
+  }
   const auto end = clock_type::now();
   into.cpu_ns.push_back((thread_cpu_ns() - cpu_start) / launches);
   into.ns.push_back(std::chrono::duration<double, std::nano>(end - start).count() / launches);
@@ -317,10 +341,12 @@ int main(int argc, char** argv) {
   const std::chrono::nanoseconds submission{argc > 3 ? std::atoll(argv[3]) : 0};
   const int only = argc > 4 ? std::atoi(argv[4]) : -1;
   const std::string fold = argc > 5 ? argv[5] : "auto";
-  if (launches <= 0 || rounds <= 0 || (fold != "auto" && fold != "thread" && fold != "inline")) {
+  launches_per_scope = argc > 6 ? std::atoi(argv[6]) : 0;
+  if (launches <= 0 || rounds <= 0 || launches_per_scope < 0 ||
+      (fold != "auto" && fold != "thread" && fold != "inline")) {
     std::fprintf(stderr,
                  "usage: %s [launches per row] [rounds] [submission ns] [only row, -1 all] "
-                 "[fold: auto|thread|inline]\n",
+                 "[fold: auto|thread|inline] [launches per scope, 0 none]\n",
                  argv[0]);
     return 2;
   }
@@ -362,11 +388,14 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "CUDA bridge core on the CPU (fake CUPTI), host ns per launch, %d launches x %d "
-      "rounds, %lld ns of submission, run's fold %s (medians)\n\n",
+      "rounds, %lld ns of submission, run's fold %s, %s (medians)\n\n",
       launches, rounds, static_cast<long long>(submission.count()),
       fold == "auto"     ? "as run decides"
       : fold == "thread" ? "on a thread"
-                         : "inline");
+                         : "inline",
+      launches_per_scope == 0
+          ? "no scope"
+          : ("a scope every " + std::to_string(launches_per_scope) + " launches").c_str());
   std::printf("%-22s %10s %12s %10s %12s %12s %10s  %s\n", "row", "ns/launch", "minus names",
               "cpu ns", "cpu - names", "delivered", "missing", "per round");
   for (int which = 0; which < row_count; ++which) {

@@ -345,7 +345,8 @@ pass_record attribution::collect() {
   // The next pass starts now, or with the launch left to it if that was issued earlier, so that
   // every launch of a pass is on its timeline.
   const instant next_origin = r.clock();
-  pass.origin = std::exchange(r.origin, std::min(next_origin, earliest_left.value_or(next_origin)));
+  pass.origin = r.origin;
+  r.begin_pass(std::min(next_origin, earliest_left.value_or(next_origin)));
   collecting.unlock();
   pass.timing = r.timing;
   pass_builder tables{pass};
@@ -456,13 +457,15 @@ aggregate_read read_aggregate(detail::recorder& r, bool measurements_may_come, r
       unfolded = log.take_handed();
       log.awaiting = nullptr;
       log.unfolded = 0;
-      left_a_scope = log.left_out_intervals > 0 || log.intervals.last() != nullptr;
+      left_a_scope = log.left_out_intervals.load(std::memory_order_relaxed) > 0 ||
+                     log.intervals.last() != nullptr;
       if (kind == read_kind::snapshot) {
         read.lost.unpaired += log.unpaired;
       } else {
         read.lost.unpaired += std::exchange(log.unpaired, 0);
         read.left_out.launches += std::exchange(log.left_out_launches, 0);
-        read.left_out.scope_intervals += std::exchange(log.left_out_intervals, 0);
+        read.left_out.scope_intervals +=
+            log.left_out_intervals.exchange(0, std::memory_order_relaxed);
         prefix_intervals = log.intervals.release();
       }
       if (in_flight) {
@@ -548,7 +551,7 @@ pass_summary attribution::collect_summary() {
   std::lock_guard collecting{r.collect_mutex};
   auto read = read_aggregate(r, may_come, read_kind::take);
   free_taken_prefixes on_exit{read.prefixes};
-  r.origin = r.clock();
+  r.begin_pass(r.clock());
   r.pools->prefix.reset(r.pools->prefix_events);
   return summary_of(r, read);
 }
@@ -573,7 +576,8 @@ bounded_pass attribution::collect_bounded() {
   // The next pass starts now, or with the launch left to it if that was issued earlier (collect).
   const instant next_origin = r.clock();
   auto& pass = result.trace_prefix;
-  pass.origin = std::exchange(r.origin, std::min(next_origin, read.earliest_left.value_or(next_origin)));
+  pass.origin = r.origin;
+  r.begin_pass(std::min(next_origin, read.earliest_left.value_or(next_origin)));
   pass.timing = r.timing;
   result.left_out = read.left_out;
   if (ended && read.left_out.any()) {

@@ -168,6 +168,7 @@ recorder::recorder(const attribution_options& options)
   pools->aggregate_only = options.aggregate_only;
   pools->prefix_events = options.aggregate_only ? options.trace_prefix_events : 0;
   pools->prefix.reset(pools->prefix_events);
+  begin_pass(origin);
   if (unscoped == unscoped_launches::sole_scoped_thread) sole_scoped_wanted.fetch_add(1, std::memory_order_relaxed);
   pools->launches.reserve(options.reserve_launches);
   pools->intervals.reserve(options.reserve_scopes);

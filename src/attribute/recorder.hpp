@@ -263,6 +263,10 @@ class prefix_room {
     return false;
   }
 
+  /// Whether the prefix is full: a scope entered now will not go into it (keeps_interval), so its
+  /// start need not be read. Cost: an acquire load.
+  bool full() const noexcept { return full_.load(std::memory_order_acquire); }
+
   /// Whether a scope that started at `start` and ended at `end` goes into the prefix: when it has
   /// room, or when the scope was open as the prefix filled (started no later than it ended).
   bool keeps_interval(instant start, instant end) noexcept {
@@ -304,6 +308,9 @@ struct recorder_pools {
   /// has a log.
   std::size_t prefix_events = 0;
   prefix_room prefix;
+  /// When the pass now recorded began (recorder::origin), for a scope whose start was never read
+  /// (scope.cpp, frame::unkept) and whose interval is kept after all: that scope began before it.
+  std::atomic<instant::rep> pass_origin{0};
 };
 
 /// An aggregate-only attribution's launches fold into totals this often, per thread.
@@ -406,9 +413,11 @@ struct thread_log {
   chunk_list<launch_entry> handed;
   std::size_t handed_launches = 0;
   bool fold_queued = false;
-  /// Aggregate-only, under `mutex`: what this thread left out of the trace prefix this pass.
+  /// Aggregate-only: what this thread left out of the trace prefix this pass; its launches under
+  /// `mutex`, its scope intervals without it (a scope that began once the prefix was full takes
+  /// no lock to be counted, scope.cpp).
   std::size_t left_out_launches = 0;
-  std::size_t left_out_intervals = 0;
+  std::atomic<std::size_t> left_out_intervals{0};
 
   alignas(64) std::mutex fold_mutex;
   /// Aggregate-only, under `fold_mutex`: the totals of the launches folded so far this pass, what
@@ -497,7 +506,15 @@ struct recorder {
   std::deque<std::uint64_t> capture_order;
 
   std::mutex collect_mutex;
+  /// When the pass being recorded began. Set through begin_pass, under collect_mutex once the
+  /// recorder is made.
   instant origin;
+
+  /// Starts the next pass at `at`.
+  void begin_pass(instant at) noexcept {
+    origin = at;
+    pools->pass_origin.store(at.time_since_epoch().count(), std::memory_order_relaxed);
+  }
 
   /// Aggregate-only: the places of folded kernels on the timeline, from every thread.
   std::mutex timeline_mutex;

@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -65,7 +66,29 @@ struct frame {
   path_id path;
   std::uint32_t serial;
   instant start;
+  /// Entered while nothing could keep its interval: its log's attribution is aggregate-only and
+  /// its trace prefix was full, and a prefix full before a scope began never takes that scope
+  /// (prefix_room::keeps_interval). Such a scope reads no clock, at either end: in a long job's
+  /// steady state (a module's hooks enter two scopes a call) the two reads are most of a scope's
+  /// cost on a virtual machine's clock. Were its interval kept after all (a collect emptied the
+  /// prefix, or another attribution took over, before it ended), it began before that pass did,
+  /// and starts at the pass's origin.
+  bool unkept = false;
 };
+
+/// A scope entered now, with its start as `log` (null: no attribution records this thread) keeps
+/// it.
+frame scope_start(thread_log* log) noexcept {
+  frame entered{};
+  if (log == nullptr) {
+    entered.start = steady_now();
+  } else if (log->pools->aggregate_only && log->pools->prefix.full()) {
+    entered.unkept = true;
+  } else {
+    entered.start = log->clock();
+  }
+  return entered;
+}
 
 /// The threads that have a scope open, each by its innermost path as it publishes it, for
 /// sole_scoped_thread_path. Never destroyed: a thread may leave its last scope while statics go.
@@ -222,13 +245,14 @@ scope_token enter(std::string_view name, const path_id* parent) noexcept {
     auto& stack = open_scopes;
     const path_id innermost = stack.frames.empty() ? no_path : stack.frames.back().path;
     const path_id path = intern_path(parent != nullptr ? *parent : innermost, name);
-    thread_log* log = scope_log();
-    const instant start = log != nullptr ? log->clock() : steady_now();
+    frame entered = scope_start(scope_log());
     const std::uint32_t serial = stack.next_serial;
     const bool list = stack.frames.empty() && sole_scoped_wanted.load(std::memory_order_relaxed) > 0;
     if (list) scoped_threads::get().add(&stack.innermost);
     try {
-      stack.frames.push_back(frame{path, serial, start});
+      entered.path = path;
+      entered.serial = serial;
+      stack.frames.push_back(entered);
     } catch (...) {
       if (list) scoped_threads::get().remove(&stack.innermost);
       throw;
@@ -258,23 +282,35 @@ void leave_scope(scope_token token) noexcept {
   // A frame already popped (an enclosing scope left first) or reused by a later scope is not ours.
   if (token.depth >= frames.size() || frames[token.depth].serial != token.serial) return;
   thread_log* log = scope_log();
-  const instant end = log != nullptr ? log->clock() : steady_now();
+  // The end is read once, and only if a scope ending here may keep its interval (frame::unkept).
+  std::optional<instant> end;
   // Scopes entered inside this one and still open end with it, so intervals always nest.
   while (frames.size() > token.depth) {
     const frame ended = frames.back();
     frames.pop_back();
     if (log == nullptr) continue;
+    const bool aggregate_only = log->pools->aggregate_only;
+    // Counted with no lock: were the log closed meanwhile, nothing reads the count any more.
+    if (ended.unkept && aggregate_only && log->pools->prefix.full()) {
+      log->left_out_intervals.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
     try {
       std::lock_guard lock{log->mutex};
       // Its attribution ended since scope_log() found it: nothing reads this log any more. An
       // aggregate-only attribution keeps intervals only in its trace prefix, while that has room
       // (its memory does not grow with the pass).
       if (log->closed) continue;
-      if (log->pools->aggregate_only && !log->pools->prefix.keeps_interval(ended.start, end)) {
-        ++log->left_out_intervals;
+      if (!end) end = log->clock();
+      const instant start =
+          ended.unkept
+              ? instant{instant::duration{log->pools->pass_origin.load(std::memory_order_relaxed)}}
+              : ended.start;
+      if (aggregate_only && !log->pools->prefix.keeps_interval(start, *end)) {
+        log->left_out_intervals.fetch_add(1, std::memory_order_relaxed);
         continue;
       }
-      log->intervals.emplace(log->pools->intervals, interval_entry{ended.path, ended.start, end});
+      log->intervals.emplace(log->pools->intervals, interval_entry{ended.path, start, *end});
     } catch (...) {
       // Out of memory: the interval is lost, the caller's work is not.
     }

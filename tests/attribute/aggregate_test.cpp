@@ -161,21 +161,14 @@ TEST(AggregateOnly, TotalsOneKernelNamedAtTwoAddressesInOneRow) {
   EXPECT_EQ(summary.scopes[0].children[0].launches, 3u * 4096u + 5u);
 }
 
-/// A clock that counts its reads (the fake clock's instant).
-std::atomic<long> clock_reads{0};
-instant counting_now() noexcept {
-  clock_reads.fetch_add(1, std::memory_order_relaxed);
-  return fake_clock::now();
-}
-
 TEST(AggregateOnly, ReadsTheClockOnceForATimedLaunchOutsideTheTracePrefix) {
   // When a launch returned is read only by a trace, so its measurement's arrival stamps nothing.
   attribution_options options;
-  options.clock = &counting_now;
+  options.clock = &fake_clock::counted_now;
   options.aggregate_only = true;
   const auto aggregate = std::make_shared<attribution>(options);
   launch_observation watching{aggregate};
-  const long before = clock_reads.load();
+  const long before = fake_clock::reads.load();
   for (int i = 0; i < 100; ++i) {
     launch_info info;
     info.kernel = "k";
@@ -187,7 +180,7 @@ TEST(AggregateOnly, ReadsTheClockOnceForATimedLaunchOutsideTheTracePrefix) {
                                                   },
                                                   timing_method::device});
   }
-  EXPECT_EQ(clock_reads.load() - before, 100);
+  EXPECT_EQ(fake_clock::reads.load() - before, 100);
   EXPECT_EQ(aggregate->collect_summary().timed_launches, 100u);
 }
 

@@ -258,5 +258,45 @@ TEST(AttributionStress, SnapshotsWhileEightThreadsLaunchLoseNothingForTheCollect
   }
 }
 
+TEST(AttributionStress,
+     EveryScopeIntervalIsKeptOrCountedLeftOutExactlyOnceWhilePassesAreCollected) {
+  // A small trace prefix, emptied by each collect: most scopes begin with it full and read no
+  // clock (their count taken without the log's lock), some begin in one pass and end in the next.
+  constexpr int threads = 8;
+  constexpr int pairs_each = 4000;
+  attribution_options options;
+  options.aggregate_only = true;
+  options.trace_prefix_events = 64;
+  auto observer = std::make_shared<attribution>(options);
+  std::atomic<bool> done{false};
+  std::size_t kept = 0;
+  std::size_t left_out = 0;
+  auto add = [&](const bounded_pass& pass) {
+    for (const auto& thread : pass.trace_prefix.threads) kept += thread.scopes.size();
+    left_out += pass.left_out.scope_intervals;
+  };
+  {
+    launch_observation watching{observer};
+    std::thread collector{[&] {
+      while (!done.load()) add(observer->collect_bounded());
+    }};
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([t] {
+        for (int i = 0; i < pairs_each; ++i) {
+          scope outer{"worker"};
+          scope inner{scope_names[static_cast<std::size_t>(t % worker_count)]};
+        }
+      });
+    }
+    for (auto& w : workers) w.join();
+    done.store(true);
+    collector.join();
+  }
+  add(observer->collect_bounded());
+  EXPECT_EQ(kept + left_out, static_cast<std::size_t>(threads * pairs_each * 2));
+  EXPECT_GT(left_out, 0u);
+}
+
 }  // namespace
 }  // namespace launchwatch

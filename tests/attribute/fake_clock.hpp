@@ -18,6 +18,13 @@ struct fake_clock {
   }
   static void set(std::chrono::nanoseconds at) { now_ns.store(at.count(), std::memory_order_relaxed); }
   static instant at(std::chrono::nanoseconds t) { return instant{t}; }
+
+  /// The fake clock's instant, counting its reads in `reads`: for tests of what reads a clock.
+  static inline std::atomic<long> reads{0};
+  static instant counted_now() noexcept {
+    reads.fetch_add(1, std::memory_order_relaxed);
+    return now();
+  }
 };
 
 }  // namespace launchwatch::testing

@@ -9,6 +9,7 @@
 #include <array>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -169,6 +170,50 @@ TEST(TracePrefix, StartsAgainWithEachCollect) {
   EXPECT_EQ(got.trace_prefix.launches.front().issued, fake_clock::at(1ms));
   EXPECT_EQ(got.left_out.launches, 20u);
   EXPECT_EQ(got.summary.launches, 30u);
+}
+
+TEST(TracePrefix, OnceFullLetsAScopeEnterAndLeaveWithoutReadingTheClock) {
+  attribution_options options;
+  options.clock = &fake_clock::counted_now;
+  options.aggregate_only = true;
+  options.trace_prefix_events = 5;  // the first launch fills it
+  fake_clock::set(0ns);
+  const auto observer = std::make_shared<attribution>(options);
+  launch_observation watching{observer};
+  launch_info info;
+  info.kernel = "k";
+  launch_path::notify_launch(info);
+  launch_path::notify_launch(info);  // finds it full
+  fake_clock::set(1us);
+  const long before = fake_clock::reads.load();
+  for (int i = 0; i < 100; ++i) {
+    scope outer{"outer"};
+    scope inner{"inner"};
+  }
+  EXPECT_EQ(fake_clock::reads.load() - before, 0);
+  const auto got = observer->collect_bounded();
+  EXPECT_EQ(got.left_out.scope_intervals, 200u);
+  EXPECT_TRUE(got.trace_prefix.threads.empty() || got.trace_prefix.threads[0].scopes.empty());
+}
+
+TEST(TracePrefix, KeepsAScopeEnteredWhileItWasFullFromTheNextPassesOriginWhenItEndsThere) {
+  const auto observer = make_attribution(true, ten_steps);
+  launch_observation watching{observer};
+  run_steps(observer, 30);  // fills it
+  fake_clock::set(20us);
+  std::optional<scope> open{std::in_place, "epoch"};  // entered with no room: its start unread
+  fake_clock::set(30us);
+  (void)observer->collect_summary();  // the next pass begins at 30 us, with room again
+  fake_clock::set(40us);
+  open.reset();
+  const auto got = observer->collect_bounded();
+  ASSERT_EQ(got.trace_prefix.threads.size(), 1u);
+  const auto& scopes = got.trace_prefix.threads[0].scopes;
+  ASSERT_EQ(scopes.size(), 1u);
+  EXPECT_EQ(got.trace_prefix.scope_path_text(scopes[0].scope), "epoch");
+  EXPECT_EQ(scopes[0].start, fake_clock::at(30us));
+  EXPECT_EQ(scopes[0].end, fake_clock::at(40us));
+  EXPECT_EQ(got.left_out.scope_intervals, 0u);
 }
 
 TEST(TracePrefix, OfAFullAttributionIsItsWholeRecord) {

@@ -101,9 +101,12 @@ struct attribution_options {
   /// Cost per launch: while the prefix has room, an atomic update of the shared room (contended
   /// only while it has room) and, at the fold, one record appended (amortised allocation); once it
   /// is full, a relaxed load and a counter under the lock the launch already holds: nothing more
-  /// than aggregate-only costs. Each `collect_bounded` or `collect_summary` starts the next pass
-  /// with an empty prefix of the same size. Ignored without `aggregate_only`, where the whole pass
-  /// is kept anyway.
+  /// than aggregate-only costs. A scope entered once it is full reads no clock at either end and
+  /// takes no lock (an acquire load and a relaxed counter): its interval cannot be kept. Each
+  /// `collect_bounded` or `collect_summary` starts the next pass with an empty prefix of the same
+  /// size; a scope entered while the last pass's prefix was full that ends in that pass with room
+  /// is kept from the pass's origin, where the pass's own part of it begins. Ignored without
+  /// `aggregate_only`, where the whole pass is kept anyway.
   std::size_t trace_prefix_events = 0;
 
   /// Where a launch from a thread with no scope open goes (see unscoped_launches). Cost with

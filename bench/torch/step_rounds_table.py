@@ -9,7 +9,12 @@ ratio of its round moves with it, the medians less; the fastest moves only with 
 fast, and says what each configuration costs when the host lets it run at its best); and the
 paired ratio in units of each process's host speed (the worker's host_speed_ms, a fixed host-side
 workload timed around its steps), which the host's speed of the moment leaves out where that is
-what moved the processes.
+what moved the processes; and the step over plain's within one host state. The device machines'
+hosts ran that workload at one of two speeds about 1.6x apart (docs/benchmarks.md, "The host runs
+at two speeds"), so a process whose two host-speed readings are both below the threshold (the
+geometric mean of the folder's fastest and slowest reading) ran fast, both above it slow, and one
+of each is left out; the cell gives, per state, this configuration's median step over plain's in
+that state and how many processes of each went into it.
 
     bench/torch/step_rounds_table.py FOLDER CONFIG...
 """
@@ -82,6 +87,46 @@ def speed_cell(rounds, plain):
     return f"{statistics.median(ratios):.3f}× [{min(ratios):.3f}-{max(ratios):.3f}]"
 
 
+def host_state_threshold(runs):
+    """The host-speed reading between the fast and the slow state: the geometric mean of the
+    fastest and slowest of every process's readings; None without readings."""
+    readings = [ms for rounds in runs.values() for r in rounds.values()
+                for ms in r.get("host_speed_ms_before_after") or []]
+    if not readings:
+        return None
+    return (min(readings) * max(readings)) ** 0.5
+
+
+def host_state(measured, threshold):
+    """'fast' or 'slow' where both of a process's host-speed readings fall on one side of
+    `threshold`; None where they straddle it or are missing."""
+    readings = measured.get("host_speed_ms_before_after") or []
+    if threshold is None or len(readings) != 2:
+        return None
+    if all(ms < threshold for ms in readings):
+        return "fast"
+    if all(ms >= threshold for ms in readings):
+        return "slow"
+    return None
+
+
+def state_cell(rounds, plain, threshold):
+    """Per host state, this configuration's median step over plain's median in that state, with
+    how many processes of each it took (this one's / plain's)."""
+    parts = []
+    for state in ("fast", "slow"):
+        steps = [r["step_ms"] for r in rounds.values()
+                 if r.get("step_ms") and host_state(r, threshold) == state]
+        plains = [r["step_ms"] for r in plain.values()
+                  if r.get("step_ms") and host_state(r, threshold) == state]
+        if steps and plains:
+            parts.append(f"{state} {statistics.median(steps) / statistics.median(plains):.3f}× "
+                         f"({len(steps)}/{len(plains)})")
+        else:
+            parts.append(f"{state} - ({len(steps)}/{len(plains)})")
+    return "; ".join(parts)
+
+
 def pooled_cell(rounds, plain):
     """This configuration's median step over plain's, and its fastest over plain's fastest."""
     steps = [r["step_ms"] for r in rounds.values() if r.get("step_ms")]
@@ -95,15 +140,17 @@ def pooled_cell(rounds, plain):
 def table(runs, configs):
     """The rows, as Markdown: one per configuration, in the order asked."""
     plain = runs.get("plain", {})
+    threshold = host_state_threshold(runs)
     present = [f for f in FIELDS if any(f[0] in r for c in runs.values() for r in c.values())]
     lines = ["| configuration | step × its round's plain, median [range] | medians' ratio | "
-             "fastest's ratio | in host-speed units, paired | "
+             "fastest's ratio | in host-speed units, paired | within one host state | "
              + " | ".join(heading for _, heading, _ in present) + " |",
-             "| --- | --- | ---: | ---: | --- | " + " | ".join("---:" for _ in present) + " |"]
+             "| --- | --- | ---: | ---: | --- | --- | " + " | ".join("---:" for _ in present)
+             + " |"]
     for config in configs:
         rounds = runs.get(config)
         if not rounds:
-            lines.append(f"| {config} | no process finished | | | | "
+            lines.append(f"| {config} | no process finished | | | | | "
                          + " | ".join("" for _ in present) + " |")
             continue
         cells = []
@@ -111,7 +158,8 @@ def table(runs, configs):
             values = [r[field] for r in rounds.values() if field in r]
             cells.append(form.format(statistics.median(values)) if values else "")
         lines.append(f"| {config} | {ratio_cell(rounds, plain)} | {pooled_cell(rounds, plain)} | "
-                     f"{speed_cell(rounds, plain)} | " + " | ".join(cells) + " |")
+                     f"{speed_cell(rounds, plain)} | {state_cell(rounds, plain, threshold)} | "
+                     + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -124,10 +172,16 @@ def main(argv):
     configs = configs or sorted(runs)
     print(table(runs, configs))
     rounds = sorted({n for c in runs.values() for n in c})
+    threshold = host_state_threshold(runs)
+    marks = {"fast": " (fast)", "slow": " (slow)", None: ""}
     print("\nstep ms by round: " + "; ".join(
-        f"{config} " + " ".join(f"{runs.get(config, {})[n]['step_ms']:.2f}"
-                                if n in runs.get(config, {}) else "-" for n in rounds)
+        f"{config} " + " ".join(
+            f"{runs[config][n]['step_ms']:.2f}{marks[host_state(runs[config][n], threshold)]}"
+            if n in runs.get(config, {}) else "-" for n in rounds)
         for config in configs))
+    if threshold is not None:
+        print(f"host states: fast where both host-speed readings are under {threshold:.2f} ms, "
+              "slow where both are over it")
     return 0
 
 

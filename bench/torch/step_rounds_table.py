@@ -113,12 +113,13 @@ def host_state(measured, threshold):
 def state_cell(rounds, plain, threshold):
     """Per host state, this configuration's median step over plain's median in that state, with
     how many processes of each it took (this one's / plain's)."""
+    def steps_in(processes, state):
+        return [r["step_ms"] for r in processes.values()
+                if r.get("step_ms") and host_state(r, threshold) == state]
+
     parts = []
     for state in ("fast", "slow"):
-        steps = [r["step_ms"] for r in rounds.values()
-                 if r.get("step_ms") and host_state(r, threshold) == state]
-        plains = [r["step_ms"] for r in plain.values()
-                  if r.get("step_ms") and host_state(r, threshold) == state]
+        steps, plains = steps_in(rounds, state), steps_in(plain, state)
         if steps and plains:
             parts.append(f"{state} {statistics.median(steps) / statistics.median(plains):.3f}× "
                          f"({len(steps)}/{len(plains)})")

@@ -345,8 +345,8 @@ pass_record attribution::collect() {
   // The next pass starts now, or with the launch left to it if that was issued earlier, so that
   // every launch of a pass is on its timeline.
   const instant next_origin = r.clock();
-  pass.origin = r.origin;
-  r.begin_pass(std::min(next_origin, earliest_left.value_or(next_origin)));
+  pass.origin = r.pools->origin();
+  r.pools->begin_pass(std::min(next_origin, earliest_left.value_or(next_origin)));
   collecting.unlock();
   pass.timing = r.timing;
   pass_builder tables{pass};
@@ -551,7 +551,7 @@ pass_summary attribution::collect_summary() {
   std::lock_guard collecting{r.collect_mutex};
   auto read = read_aggregate(r, may_come, read_kind::take);
   free_taken_prefixes on_exit{read.prefixes};
-  r.begin_pass(r.clock());
+  r.pools->begin_pass(r.clock());
   r.pools->prefix.reset(r.pools->prefix_events);
   return summary_of(r, read);
 }
@@ -576,8 +576,8 @@ bounded_pass attribution::collect_bounded() {
   // The next pass starts now, or with the launch left to it if that was issued earlier (collect).
   const instant next_origin = r.clock();
   auto& pass = result.trace_prefix;
-  pass.origin = r.origin;
-  r.begin_pass(std::min(next_origin, read.earliest_left.value_or(next_origin)));
+  pass.origin = r.pools->origin();
+  r.pools->begin_pass(std::min(next_origin, read.earliest_left.value_or(next_origin)));
   pass.timing = r.timing;
   result.left_out = read.left_out;
   if (ended && read.left_out.any()) {

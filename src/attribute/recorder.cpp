@@ -163,12 +163,11 @@ recorder::recorder(const attribution_options& options)
       unscoped{options.unscoped},
       clock{options.clock != nullptr ? options.clock : &steady_now},
       pools{std::make_shared<recorder_pools>()},
-      origin{clock()},
       folds{[this](thread_log& log) { fold_handed(*this, log); }} {
   pools->aggregate_only = options.aggregate_only;
   pools->prefix_events = options.aggregate_only ? options.trace_prefix_events : 0;
   pools->prefix.reset(pools->prefix_events);
-  begin_pass(origin);
+  pools->begin_pass(clock());
   if (unscoped == unscoped_launches::sole_scoped_thread) sole_scoped_wanted.fetch_add(1, std::memory_order_relaxed);
   pools->launches.reserve(options.reserve_launches);
   pools->intervals.reserve(options.reserve_scopes);

@@ -308,9 +308,20 @@ struct recorder_pools {
   /// has a log.
   std::size_t prefix_events = 0;
   prefix_room prefix;
-  /// When the pass now recorded began (recorder::origin), for a scope whose start was never read
-  /// (scope.cpp, frame::unkept) and whose interval is kept after all: that scope began before it.
-  std::atomic<instant::rep> pass_origin{0};
+
+  /// When the pass being recorded began: its record's origin, and the start of a scope whose
+  /// start was never read (scope.cpp, frame::unkept) and whose interval is kept after all, since
+  /// that scope began before the pass.
+  instant origin() const noexcept {
+    return instant{instant::duration{origin_.load(std::memory_order_relaxed)}};
+  }
+  /// Starts the next pass at `at`. Called by the recorder, under its collect_mutex once made.
+  void begin_pass(instant at) noexcept {
+    origin_.store(at.time_since_epoch().count(), std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<instant::rep> origin_{0};
 };
 
 /// An aggregate-only attribution's launches fold into totals this often, per thread.
@@ -505,16 +516,8 @@ struct recorder {
   std::unordered_map<std::uint64_t, path_id> capture_paths;
   std::deque<std::uint64_t> capture_order;
 
+  /// Held while a pass is taken (the next one begins then: recorder_pools::begin_pass).
   std::mutex collect_mutex;
-  /// When the pass being recorded began. Set through begin_pass, under collect_mutex once the
-  /// recorder is made.
-  instant origin;
-
-  /// Starts the next pass at `at`.
-  void begin_pass(instant at) noexcept {
-    origin = at;
-    pools->pass_origin.store(at.time_since_epoch().count(), std::memory_order_relaxed);
-  }
 
   /// Aggregate-only: the places of folded kernels on the timeline, from every thread.
   std::mutex timeline_mutex;

@@ -302,10 +302,7 @@ void leave_scope(scope_token token) noexcept {
       // (its memory does not grow with the pass).
       if (log->closed) continue;
       if (!end) end = log->clock();
-      const instant start =
-          ended.unkept
-              ? instant{instant::duration{log->pools->pass_origin.load(std::memory_order_relaxed)}}
-              : ended.start;
+      const instant start = ended.unkept ? log->pools->origin() : ended.start;
       if (aggregate_only && !log->pools->prefix.keeps_interval(start, *end)) {
         log->left_out_intervals.fetch_add(1, std::memory_order_relaxed);
         continue;

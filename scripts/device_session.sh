@@ -19,6 +19,9 @@
 #            and the exit tests, then bench/cuda_bridge/cuda_bridge_bench in 25 rounds (its
 #            `windows 20/80` row beside names-only and deferred, and the bridge's share of a
 #            deferred launch over CUPTI's floors, whose noise was +-0.3 us in 9 rounds)
+#   range    the bridge's GPU tests of CUPTI's kernel records turned off and on while threads launch:
+#            by the profiler API range's Stop (inside CUPTI's callback of the stop call) and Start,
+#            by timing windows, and a graph's replays in the range
 #   split    bench/torch/modules_table.sh on ResNet-18 with and without its DataLoader, with
 #            --variants in 3 rounds (issue 22: the workers' share against the launches' and the
 #            hooks', each paired with its round's plain process)
@@ -71,6 +74,9 @@
 #            22: the two models over 1.10x, each ratio paired with its round's plain process);
 #            ROUND_CONFIGS picks the DataLoader model's configurations (step_rounds.sh's CONFIGS),
 #            ROUND_ROUNDS their rounds (3); ROUND_RESNET50=0 leaves ResNet-50 out
+#   cpupairs bench/host/cpu_pairs.py on CPUs 0, 1, 7 and 8: which of the host's virtual CPUs slow
+#            each other down (hidden hyperthreads), and the guest's steal time (issue 22: the
+#            host's two speeds)
 #   corebench bench/cuda_bridge/bridge_core_bench on this host's CPU, three runs each with run's
 #            fold as run decides (a thread where 4 cores are allowed) and inline, in turn: the
 #            attribution's part of a launch, names-only and deferred (issue 24)
@@ -126,6 +132,8 @@ step() {  # step NAME SECONDS COMMAND...: runs it bounded, logs to OUT/NAME.log,
   fi
 }
 
+want cpupairs && step cpupairs 120 python3 bench/host/cpu_pairs.py --cpus 0,1,7,8 \
+  --json "$OUT/cpu_pairs.json"
 want probe && step probe 60 "$BUILD/bench/runtimes/launchwatch_child_graph_probe"
 want toggle && step toggle 240 "$BUILD/bench/cuda_bridge/launchwatch_activity_toggle_stress" 10000 8
 want checks && step checks 300 env BUILD="$BUILD" OUT="$OUT/checks" JOBS="$JOBS" SANITIZE=0 \
@@ -142,6 +150,8 @@ want torch && step torch 330 env OUT="$OUT/torch" BUILD="$BUILD" SKIP_BUILD=1 \
 want windows && step windows 240 bash -c "LAUNCHWATCH_EXIT_RUNS=20 ctest --test-dir '$BUILD' \
   -R 'CudaBridge|RunEndsWhileCudaWorks' --no-tests=error --output-on-failure && \
   '$BUILD/bench/cuda_bridge/launchwatch_cuda_bridge_bench' 20000 25"
+want range && step range 120 "$BUILD/tests/cuda_bridge/launchwatch_cuda_bridge_test" \
+  --gtest_filter='CudaBridgeProfilerRange*:CudaBridgeReplaysInProfilerRange*:CudaBridgeTimingWindows*'
 want split && step split 420 env OUT="$OUT/split" BUILD="$BUILD" SKIP_BUILD=1 \
   MODELS=resnet18-train,resnet18-dataloader-train VARIANTS=resnet18-train,resnet18-dataloader-train \
   VARIANT_ROUNDS=3 TIMEOUT=60 TABLE_TIMEOUT=410 BUDGET=380 bench/torch/modules_table.sh
@@ -261,7 +271,7 @@ want long && step long 560 env OUT="$OUT/long" BUILD="$BUILD" \
 
 echo "==== device_session ===="
 printf '%s\n' "${rows[@]}"
-for name in probe toggle hostcost native windows split vulkan hooks sequence checkpoint \
+for name in cpupairs probe toggle hostcost native windows range split vulkan hooks sequence checkpoint \
     compiled perf rounds corebench; do
   [ -f "$OUT/$name.log" ] && { echo "== $name"; tail -40 "$OUT/$name.log"; }
 done

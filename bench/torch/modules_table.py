@@ -412,11 +412,12 @@ def watched_blocks(step, steps, size, device, synchronize, hooks_stay=False):
     """launchwatch's own share of the step, measured inside one process: `steps` steps in blocks of
     `size`, watched and unwatched in turn (each pair in the other order than the one before, so a
     drift falls on both alike). Unwatched: cudaProfilerStop, which under `launchwatch run
-    --capture-range cuda-profiler-api` leaves each launch at CUPTI's callback and kernel record
-    and a counter, and the module hooks out of torch's registries; watched: cudaProfilerStart and
-    the hooks back. Each block's time per step, and their ratio pair by pair (its median and
-    range): what launchwatch adds over CUPTI's floor, free of the spread between processes, which
-    on the H200's hosts is larger than the ratio itself. With `hooks_stay` the unwatched blocks keep
+    --capture-range cuda-profiler-api` leaves each launch at CUPTI's callback and a counter (CUPTI's
+    kernel records go off outside the range since 2026-12-06; before, they stayed on), and the
+    module hooks out of torch's registries; watched: cudaProfilerStart and the hooks back. Each
+    block's time per step, and their ratio pair by pair (its median and range): what launchwatch
+    and CUPTI's kernel records add over CUPTI's launch callbacks, free of the spread between
+    processes, which on the H200's hosts is larger than the ratio itself. With `hooks_stay` the unwatched blocks keep
     the module hooks (their Python and their ranges, which launchwatch still keeps): the ratio is
     then the launches' attribution and timing alone, and the hooks' share is the ratio without it
     over this one."""

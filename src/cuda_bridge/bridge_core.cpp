@@ -90,6 +90,10 @@ constexpr std::string_view outside_windows_refusal =
     "the launch was issued between two timing windows (--timing windows): it is counted and "
     "attributed without device time";
 
+constexpr std::string_view range_closed_refusal =
+    "the profiler API range closed (cudaProfilerStop) while the launch was being issued: it is "
+    "counted and attributed without device time";
+
 constexpr std::string_view records_elsewhere_refusal =
     "another CUPTI client of the program holds CUPTI's kernel records; the launch is counted "
     "untimed until they reach launchwatch again";
@@ -101,6 +105,10 @@ std::atomic<std::uint64_t> generations{1};
 bridge_core::bridge_core(const cuda_bridge_options& options, bridge_device& device,
                          kernel_records::flusher flush)
     : options_{options},
+      records_follow_range_{options.capture_range == cuda_capture_range::cuda_profiler_api &&
+                            !options.timing_windows},
+      records_from_start_{options.trace_kernels_from_start ||
+                          options.graph_replays == cuda_graph_replays::per_node},
       generation_{generations.fetch_add(1)},
       device_{device},
       graphs_{options_.record_timeout},
@@ -185,6 +193,13 @@ void bridge_core::launch_entered(const launch_call& call) {
   state.capture_only = false;
   if (!in_range_.load(std::memory_order_relaxed)) {
     launch_counts_.add(outside_range_count);
+    if (range_records_off_pending_.load(std::memory_order_relaxed)) {
+      // Never waits for the lock: a launch outside the range only offers to finish the close.
+      if (std::unique_lock lock{range_mutex_, std::try_to_lock};
+          lock && !in_range_.load(std::memory_order_relaxed)) {
+        close_range_records();
+      }
+    }
     // Nsight's usual pattern: capture, then cudaProfilerStart, replay, Stop. The capture is not
     // reported, but its node is mapped so the replays inside the range are told (finding 10).
     if (options_.graph_replays == cuda_graph_replays::per_node && stream_capturing(call.stream)) {
@@ -224,15 +239,21 @@ void bridge_core::launch_entered(const launch_call& call) {
     // Names only until they come back: a record awaited now would never come.
     state.refusal = records_elsewhere_refusal;
     untimed_records_elsewhere_.fetch_add(1, std::memory_order_relaxed);
-  } else if (options_.timing_windows) {
-    if (const auto ticket = windows_.enter()) {
+  } else if (options_.timing_windows || records_follow_range_) {
+    std::optional<std::uint32_t> ticket = records_gate_.enter();
+    if (!ticket && records_follow_range_ && open_range_records()) ticket = records_gate_.enter();
+    if (ticket) {
       state.in_window = true;
       state.window_ticket = *ticket;
       records_->await(correlation);
       state.awaiting = true;
-    } else {
+    } else if (options_.timing_windows) {
       state.refusal = outside_windows_refusal;
       untimed_outside_windows_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      state.refusal = in_range_.load(std::memory_order_relaxed)
+                          ? "CUPTI's kernel records could not be turned on"
+                          : range_closed_refusal;
     }
   } else if (device_.kernel_records_on()) {
     records_->await(correlation);
@@ -262,7 +283,7 @@ void bridge_core::launch_exited(const launch_call& call) {
     return;
   }
   state.open = false;
-  if (std::exchange(state.in_window, false)) windows_.leave(state.window_ticket);  // submitted
+  if (std::exchange(state.in_window, false)) records_gate_.leave(state.window_ticket);  // submitted
   if (std::exchange(state.capture_only, false)) return;  // never reported
   const bool awaiting = std::exchange(state.awaiting, false);
   try {
@@ -298,8 +319,9 @@ void bridge_core::graph_launch_entered(const graph_launch_call& call) {
   if (launch_path::reported_here_now() || !launch_path::is_observing()) return;
   if (!in_range_.load(std::memory_order_relaxed)) return;
   if (records_->holder().held_elsewhere()) return;  // its nodes' records would never come
-  // Between timing windows the nodes leave no records; one that races a window's end ages out.
-  if (options_.timing_windows && !windows_.is_open()) return;
+  // Between timing windows, or with records off in the range, the nodes leave no records; one that
+  // races a window's end ages out.
+  if ((options_.timing_windows || records_follow_range_) && !records_gate_.is_open()) return;
   const launch_path::observation_ref observation = launch_path::current_observation();
   if (observation.empty()) return;
   (void)graphs_.replay_launched(records_->widen_at_enter(call.correlation), call.exec, observation,
@@ -377,7 +399,7 @@ void bridge_core::exec_destroyed(std::uint64_t exec) { graphs_.exec_destroyed(ex
 
 void bridge_core::launch_callbacks_off() noexcept {
   records_->forget_unadopted();
-  windows_.forget_inside();  // their EXITs will not come either
+  records_gate_.forget_inside();  // their EXITs will not come either
 }
 
 std::uint64_t bridge_core::launch_id_of(std::uint64_t generation,
@@ -441,9 +463,37 @@ void bridge_core::records_taken_elsewhere() {
 
 void bridge_core::records_returned() noexcept { records_->holder().returned(); }
 
-void bridge_core::profiler_started() noexcept { in_range_.store(true, std::memory_order_relaxed); }
+void bridge_core::profiler_started() noexcept {
+  in_range_.store(true, std::memory_order_relaxed);
+  if (records_follow_range_ && records_from_start_) (void)open_range_records();
+}
 
-void bridge_core::profiler_stopped() noexcept { in_range_.store(false, std::memory_order_relaxed); }
+void bridge_core::profiler_stopped() noexcept {
+  in_range_.store(false, std::memory_order_relaxed);
+  if (!records_follow_range_) return;
+  // After the store: a launch that opens the records under the lock either did so before this
+  // close, or finds the range closed.
+  std::lock_guard lock{range_mutex_};
+  close_range_records();
+}
+
+void bridge_core::close_range_records() noexcept {
+  // No wait: a launch still inside the gate is another thread's, in its driver call, which the
+  // driver may hold up while this thread is in CUPTI's callback of the stop call.
+  if (records_gate_.close(std::chrono::nanoseconds{0})) {
+    (void)device_.kernel_records_off();
+    range_records_off_pending_.store(false, std::memory_order_relaxed);
+  } else {
+    range_records_off_pending_.store(true, std::memory_order_relaxed);
+  }
+}
+
+bool bridge_core::open_range_records() noexcept {
+  std::lock_guard lock{range_mutex_};
+  if (!in_range_.load(std::memory_order_relaxed)) return false;
+  range_records_off_pending_.store(false, std::memory_order_relaxed);
+  return records_gate_.is_open() || open_timing_window();
+}
 
 void bridge_core::start_collecting() { records_->start(); }
 
@@ -505,18 +555,18 @@ cuda_bridge_stats bridge_core::stats() const noexcept {
   s.records_taken_windows = holder.windows;
   s.records_taken_for = holder.held_elsewhere;
   s.untimed_outside_windows = untimed_outside_windows_.load(std::memory_order_relaxed);
-  s.timing_windows_opened = windows_.opened();
+  s.timing_windows_opened = options_.timing_windows ? records_gate_.opened() : 0;
   return s;
 }
 
 bool bridge_core::open_timing_window() noexcept {
   if (!device_.kernel_records_on()) return false;
-  windows_.open();
+  records_gate_.open();
   return true;
 }
 
 void bridge_core::close_timing_window(std::chrono::nanoseconds patience) noexcept {
-  (void)windows_.close(patience);
+  (void)records_gate_.close(patience);
   (void)device_.kernel_records_off();
 }
 

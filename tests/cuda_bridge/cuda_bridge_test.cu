@@ -80,6 +80,21 @@ struct bump {
 
 void check(cudaError_t status) { ASSERT_EQ(status, cudaSuccess) << cudaGetErrorString(status); }
 
+/// Launches 20 µs spins on a stream of its own until `more` says stop, a sync every 64 so about
+/// 1.3 ms stays queued, counting them in `launched`: a thread that keeps kernels in flight while
+/// another turns CUPTI's kernel records off and on.
+void keep_launching_spins(std::atomic<std::uint64_t>& launched, const std::function<bool()>& more) {
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  for (int i = 1; more(); ++i) {
+    spin_for<<<1, 1, 0, stream>>>(20'000);
+    launched.fetch_add(1);
+    if (i % 64 == 0) check(cudaStreamSynchronize(stream));
+  }
+  check(cudaStreamSynchronize(stream));
+  check(cudaStreamDestroy(stream));
+}
+
 /// A device int, zeroed.
 struct device_int {
   device_int() {
@@ -158,6 +173,23 @@ class info_recorder : public testing::recording_observer {
   /// Runs inside launched_with, before the launch is recorded.
   std::function<void(const launch_info&)> on_launch;
 };
+
+/// Of keep_launching_spins' 20 µs kernels, the measurements kept and how many carried a window,
+/// each window's length checked.
+struct spins_measured {
+  std::size_t kept = 0;
+  std::uint64_t measured = 0;
+};
+spins_measured read_spins(info_recorder& observer) {
+  spins_measured read;
+  for (const auto& [kernel, ticks] : observer.resolve_profiles()) {
+    ++read.kept;
+    if (!ticks) continue;
+    ++read.measured;
+    EXPECT_GE(ticks->length(), std::chrono::microseconds{15}) << kernel;
+  }
+  return read;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures: a bridge for each test, or a skip saying why there cannot be one here.
@@ -598,6 +630,51 @@ TEST_F(CudaBridgeProfilerRange, OnlyLaunchesBetweenStartAndStopAreReported) {
   EXPECT_EQ(seen[1].info.cube_count[0], 3u);
   EXPECT_EQ(bridge_->stats().outside_capture_range, 2u);
   EXPECT_EQ(counter.read(), 10);
+}
+
+// Kernel records are on only inside the range: each cudaProfilerStop turns them off from inside
+// CUPTI's callback of the stop call, while four threads keep launching. A kernel timed in the range
+// must still leave its record (the CPU tests check the bridge's gate, this checks CUPTI and the
+// driver), and nothing may wait on a launch held up by the stop call.
+TEST_F(CudaBridgeProfilerRange,
+       EveryKernelTimedInTheRangeIsMeasuredThoughStopTurnedRecordsOffMeanwhile) {
+  auto observer = std::make_shared<info_recorder>(timing_request::deferred);
+  std::atomic<std::uint64_t> launched{0};
+  std::atomic<bool> done{false};
+  int ranges = 0;
+  {
+    launch_observation watching{observer};
+    std::vector<std::thread> launchers;
+    for (int t = 0; t < 4; ++t) {
+      launchers.emplace_back(
+          [&launched, &done] { keep_launching_spins(launched, [&done] { return !done.load(); }); });
+    }
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds{300};
+    for (; std::chrono::steady_clock::now() < until; ++ranges) {
+      check(cudaProfilerStart());
+      std::this_thread::sleep_for(std::chrono::milliseconds{2});
+      check(cudaProfilerStop());
+      std::this_thread::sleep_for(std::chrono::milliseconds{2});
+    }
+    done.store(true);
+    for (auto& launcher : launchers) launcher.join();
+  }
+  bridge_->flush();
+  const auto [kept, measured] = read_spins(*observer);
+  const cuda_bridge_stats stats = bridge_->stats();
+  std::printf(
+      "profiler range: %llu launches, %d ranges, %llu reported, %llu measured, %llu outside "
+      "the range, %llu missing\n",
+      static_cast<unsigned long long>(launched.load()), ranges,
+      static_cast<unsigned long long>(observer->seen().size()),
+      static_cast<unsigned long long>(measured),
+      static_cast<unsigned long long>(stats.outside_capture_range),
+      static_cast<unsigned long long>(stats.measurements_missing));
+  EXPECT_EQ(measured, kept) << "a kernel timed in the range left no record";
+  EXPECT_EQ(stats.measurements_missing, 0u);
+  EXPECT_EQ(observer->seen().size() + stats.outside_capture_range, launched.load());
+  EXPECT_GT(measured, 0u);
+  EXPECT_GT(stats.outside_capture_range, 0u);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1270,7 +1347,7 @@ bool have_device() {
 
 // Timing windows (issue 24): CUPTI's kernel records turned on and off every 2 ms while four
 // threads keep kernels queued across the windows' ends. A kernel submitted inside a window must
-// still leave its record when records were turned off before it ran (the timing_window_gate
+// still leave its record when records were turned off before it ran (the kernel_records_gate
 // relies on CUPTI deciding at submission); the CPU tests check the gate, this checks CUPTI.
 class CudaBridgeTimingWindows : public CudaBridge {
  protected:
@@ -1290,29 +1367,15 @@ TEST_F(CudaBridgeTimingWindows, EveryKernelLaunchedInAWindowIsMeasuredThoughReco
     std::vector<std::thread> launchers;
     for (int t = 0; t < 4; ++t) {
       launchers.emplace_back([&launched] {
-        cudaStream_t stream = nullptr;
-        check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
         const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds{300};
-        for (int i = 1; std::chrono::steady_clock::now() < until; ++i) {
-          spin_for<<<1, 1, 0, stream>>>(20'000);  // about 1.3 ms queued between syncs
-          launched.fetch_add(1);
-          if (i % 64 == 0) check(cudaStreamSynchronize(stream));
-        }
-        check(cudaStreamSynchronize(stream));
-        check(cudaStreamDestroy(stream));
+        keep_launching_spins(launched,
+                             [until] { return std::chrono::steady_clock::now() < until; });
       });
     }
     for (auto& launcher : launchers) launcher.join();
   }
   bridge_->flush();
-  auto kept = observer->take_profiles();
-  std::uint64_t measured = 0;
-  for (auto& [kernel, profile] : kept) {
-    const auto ticks = std::move(profile).resolve();
-    if (!ticks) continue;
-    ++measured;
-    EXPECT_GE(ticks->length(), std::chrono::microseconds{15});
-  }
+  const auto [kept, measured] = read_spins(*observer);
   const cuda_bridge_stats stats = bridge_->stats();
   std::printf("timing windows: %llu launches, %llu measured, %llu untimed between windows, %llu "
               "windows, %llu missing\n",
@@ -1321,9 +1384,9 @@ TEST_F(CudaBridgeTimingWindows, EveryKernelLaunchedInAWindowIsMeasuredThoughReco
               static_cast<unsigned long long>(stats.untimed_outside_windows),
               static_cast<unsigned long long>(stats.timing_windows_opened),
               static_cast<unsigned long long>(stats.measurements_missing));
-  EXPECT_EQ(measured, kept.size()) << "a kernel launched inside a window left no record";
+  EXPECT_EQ(measured, kept) << "a kernel launched inside a window left no record";
   EXPECT_EQ(stats.measurements_missing, 0u);
-  EXPECT_EQ(kept.size() + stats.untimed_outside_windows, launched.load());
+  EXPECT_EQ(kept + stats.untimed_outside_windows, launched.load());
   EXPECT_GT(measured, 0u);
   EXPECT_GT(stats.untimed_outside_windows, 0u);
   EXPECT_GE(stats.timing_windows_opened, 20u);

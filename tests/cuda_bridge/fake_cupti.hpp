@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -59,6 +60,7 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
     call.stream = on;
     call.stream_number = reinterpret_cast<std::uintptr_t>(on);
     if (core_type::wants_launch_enter()) core_.launch_entered(call);
+    if (during_submission) during_submission();
     const std::optional<std::uint64_t> captured_into = capture_of(on);
     if (captured_into) {
       // GRAPHNODE_CREATED, inside the launch's ENTER..EXIT.
@@ -216,7 +218,8 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
     core_.graph_destroyed(graph);
   }
   /// cuGraphLaunch of `exec` on `on`: only the graph launch's callback fires; each node's kernel
-  /// runs for `length` and leaves a record with the replay's correlation id and the clone's id.
+  /// runs for `length` and, while records are on, leaves a record with the replay's correlation id
+  /// and the clone's id.
   std::uint32_t replay(const void* exec, void* on = stream(7),
                        std::chrono::nanoseconds length = std::chrono::microseconds{3}) {
     const std::uint32_t correlation = next_correlation_.fetch_add(1) + 1;
@@ -234,7 +237,7 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
         std::lock_guard lock{mutex_};
         if (const auto found = names_.find(node); found != names_.end()) name = found->second;
       }
-      complete(kernel_record{correlation, node, 0, 0, 0, 0, name}, length);
+      if (records_on_.load()) complete(kernel_record{correlation, node, 0, 0, 0, 0, name}, length);
     }
     return correlation;
   }
@@ -273,6 +276,10 @@ class fake_cupti final : public detail::cuda_bridge::bridge_device {
   std::uint32_t next_correlation() const noexcept { return next_correlation_.load() + 1; }
   /// The next launch or replay gets `id` (as if the calls between had been made unwatched).
   void jump_correlation(std::uint32_t id) noexcept { next_correlation_.store(id - 1); }
+
+  /// Runs inside each launch between its ENTER and its submission, on the launching thread: what
+  /// another thread does while a launch is in its driver call (empty: nothing).
+  std::function<void()> during_submission;
 
   /// Launches submitted so far (counted between ENTER and EXIT).
   std::uint64_t submitted() const noexcept { return submitted_.load(); }

@@ -18,6 +18,7 @@
 #include <launchwatch/observe.hpp>
 
 #include "cuda_bridge/timing_windows.hpp"
+#include "deferred_observer.hpp"
 #include "fake_cupti.hpp"
 #include "support/thread_names.hpp"
 
@@ -27,26 +28,7 @@ namespace {
 using namespace std::chrono_literals;
 using testing::fake_cupti;
 
-/// Counts reported launches and keeps their deferred measurements unread.
-class deferred_observer final : public launch_observer {
- public:
-  void launched(std::string_view) override { launches_.fetch_add(1); }
-  timing_request timing() const override { return timing_request::deferred; }
-  void profiled(std::string_view, profile_duration profile) override {
-    std::lock_guard lock{mutex_};
-    profiles_.push_back(std::move(profile));
-  }
-  std::uint64_t launches() const { return launches_.load(); }
-  std::vector<profile_duration> take_profiles() {
-    std::lock_guard lock{mutex_};
-    return std::exchange(profiles_, {});
-  }
-
- private:
-  std::atomic<std::uint64_t> launches_{0};
-  std::mutex mutex_;
-  std::vector<profile_duration> profiles_;
-};
+using testing::deferred_observer;
 
 cuda_bridge_options windows_of(std::chrono::milliseconds on, std::chrono::milliseconds off) {
   cuda_bridge_options options;
@@ -223,14 +205,14 @@ TEST(TimingWindows, UnderLaunchesFromFourThreadsEveryMeasuredLaunchGetsItsRecord
   }
   cupti.core().deliver_pending(2s);
   auto profiles = observer->take_profiles();
-  std::uint64_t measured = 0;
-  for (auto& profile : profiles) measured += std::move(profile).resolve().has_value() ? 1 : 0;
+  const std::size_t kept = profiles.size();
+  const std::uint64_t measured = testing::count_measured(std::move(profiles));
   const auto stats = cupti.core().stats();
   EXPECT_EQ(observer->launches(), launched.load());
-  EXPECT_GT(profiles.size(), 0u);
+  EXPECT_GT(kept, 0u);
   EXPECT_GT(stats.untimed_outside_windows, 0u);
-  EXPECT_EQ(measured, profiles.size()) << "a measured launch's record never came";
-  EXPECT_EQ(profiles.size() + stats.untimed_outside_windows, launched.load());
+  EXPECT_EQ(measured, kept) << "a measured launch's record never came";
+  EXPECT_EQ(kept + stats.untimed_outside_windows, launched.load());
   EXPECT_EQ(stats.measurements_missing, 0u);
 }
 

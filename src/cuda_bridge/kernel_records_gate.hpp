@@ -1,5 +1,6 @@
-// Whether a foreign launch is timed under cuda_bridge_options::timing_windows, and the handshake that
-// lets a window close without losing the record of a launch that saw it open.
+// Whether a foreign launch may await its kernel record while records are turned on and off (timing
+// windows, the profiler API range), and the handshake that lets records go off without losing the
+// record of a launch that saw them on.
 #pragma once
 
 #include <atomic>
@@ -11,18 +12,20 @@
 namespace launchwatch::detail::cuda_bridge {
 
 /// A launch may await its kernel record only if CUPTI's kernel records were on when it was
-/// submitted. A launch enters the gate at its ENTER (before submission) and leaves it at its EXIT
-/// (after); closing the gate stops new entries and then waits for those inside to leave, so the
-/// caller turns records off only once every launch that saw the window open was submitted with
-/// records on (Dekker's handshake: both sides store, then load, sequentially consistent).
+/// submitted. Where the bridge turns records off while launches go on (between timing windows,
+/// outside the profiler API range), the span in which they are on is this gate's "window". A launch
+/// enters the gate at its ENTER (before submission) and leaves it at its EXIT (after); closing the
+/// gate stops new entries and then waits for those inside to leave, so the caller turns records off
+/// only once every launch that saw the window open was submitted with records on (Dekker's
+/// handshake: both sides store, then load, sequentially consistent).
 ///
 /// A launch whose EXIT never comes (its callbacks were turned off between ENTER and EXIT) would
 /// hold every later close: forget_inside() drops those, and the tickets they hold no longer count.
 ///
 /// Thread safety: any thread. Cost: between windows, enter() is one relaxed load; inside one,
 /// enter() and leave() are one atomic read-modify-write each on a shared word. Paid only while
-/// timing windows are configured.
-class timing_window_gate {
+/// timing windows or the profiler API range are configured.
+class kernel_records_gate {
  public:
   /// A launch's ENTER: when the window is open, the ticket its EXIT gives to leave(); nothing
   /// otherwise (the launch goes untimed).
@@ -45,7 +48,8 @@ class timing_window_gate {
                                          std::memory_order_relaxed)) {
     }
   }
-  /// The launches inside will never leave (their callbacks were turned off): stops waiting for them.
+  /// The launches inside will never leave (their callbacks were turned off): stops waiting for
+  /// them.
   void forget_inside() noexcept {
     std::uint64_t state = state_.load(std::memory_order_relaxed);
     while (!state_.compare_exchange_weak(state, ((state >> 32) + 1) << 32,

@@ -37,6 +37,7 @@
 #include "core/interface/thread_name.hpp"
 #include "cuda_bridge/inside_cuda_init.hpp"
 #include "cuda_bridge/live_bridge.hpp"
+#include "run_notes.hpp"
 
 namespace launchwatch::detail {
 namespace {
@@ -250,32 +251,6 @@ std::size_t whole_number(std::string_view text, const char* variable, const char
 
 constexpr std::string_view windows_prefix = "windows:";
 
-/// Under timing windows, says which share of the launches carries device time: nothing is scaled.
-void say_timing_windows(const run_settings& settings, const cuda_bridge_stats& stats) {
-  if (!settings.timing_windows) return;
-  const std::uint64_t untimed = stats.untimed_outside_windows + stats.untimed_records_elsewhere;
-  const std::uint64_t timed = stats.launches_reported > untimed ? stats.launches_reported - untimed : 0;
-  const double share = stats.launches_reported == 0 ? 0.0 : 100.0 * static_cast<double>(timed) /
-                                                                static_cast<double>(stats.launches_reported);
-  say(fmt::format("timing windows of {} ms every {} ms ({} opened): device time for {} of {} CUDA "
-                  "launches ({:.1f}%); the other {} are counted and attributed without it, and no "
-                  "time is scaled up for them",
-                  settings.timing_windows->on.count(),
-                  (settings.timing_windows->on + settings.timing_windows->off).count(),
-                  stats.timing_windows_opened, timed, stats.launches_reported, share, untimed));
-}
-
-/// Says that the report's times are partial when another CUPTI client held CUPTI's kernel records
-/// for a while (a CUPTI tool of the program's own): its launches are counted, untimed.
-void say_records_taken(const cuda_bridge_stats& stats) {
-  if (stats.untimed_records_elsewhere == 0 && stats.records_taken_windows == 0) return;
-  const auto seconds = std::chrono::duration<double>(stats.records_taken_for).count();
-  say(fmt::format("timing is partial: another CUPTI client in the program held CUPTI's kernel "
-                  "records {} time(s), {:.1f} s in all; the {} CUDA launch(es) of those windows "
-                  "are counted and attributed, untimed",
-                  stats.records_taken_windows, seconds, stats.untimed_records_elsewhere));
-}
-
 }  // namespace
 
 run_settings read_run_settings() {
@@ -402,8 +377,12 @@ void finish_run_session() noexcept {
           } catch (const std::exception& error) {
             say(fmt::format("flushing CUDA's pending measurements failed: {}", error.what()));
           }
-          say_records_taken(s.bridge->stats());
-          say_timing_windows(s.settings, s.bridge->stats());
+          const cuda_bridge_stats stats = s.bridge->stats();
+          for (const auto& note :
+               {capture_range_note(s.settings.profiler_api_range, stats), records_taken_note(stats),
+                timing_windows_note(s.settings.timing_windows, stats)}) {
+            if (note) say(*note);
+          }
         } else if (!s.cuda_tried) {
           say(launchwatch::cuda_bridge::built()
                   ? "no CUDA kernel was watched: the program never initialised CUDA (no GPU or CUDA "

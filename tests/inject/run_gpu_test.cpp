@@ -114,6 +114,17 @@ TEST_F(RunOnGpu, TheProfilerApiCaptureRangeCountsOnlyTheLaunchesInside) {
   ASSERT_EQ(run("--capture-range cuda-profiler-api", std::string{CUDA_EXAMPLE} + " --profile-window"), 0) << output_;
   ASSERT_NE(output_.find("launches inside the profiler window: 5"), std::string::npos) << output_;
   EXPECT_EQ(summary().launches, 5u) << output_;
+  EXPECT_NE(output_.find("the report holds the 5 CUDA launches between cudaProfilerStart"),
+            std::string::npos)
+      << output_;
+}
+
+TEST_F(RunOnGpu, ACaptureRangeTheProgramNeverOpensIsNamedAsWhyTheReportIsEmpty) {
+  ASSERT_EQ(run("--capture-range cuda-profiler-api", CUDA_EXAMPLE), 0) << output_;
+  EXPECT_EQ(summary().launches, 0u) << output_;
+  EXPECT_NE(output_.find("no CUDA launch fell between cudaProfilerStart and cudaProfilerStop"),
+            std::string::npos)
+      << output_;
 }
 
 TEST_F(RunOnGpu, EveryKernelOfThePytorchStepIsInItsNvtxScope) {

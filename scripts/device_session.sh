@@ -21,7 +21,8 @@
 #            deferred launch over CUPTI's floors, whose noise was +-0.3 us in 9 rounds)
 #   range    the bridge's GPU tests of CUPTI's kernel records turned off and on while threads launch:
 #            by the profiler API range's Stop (inside CUPTI's callback of the stop call) and Start,
-#            by timing windows, and a graph's replays in the range
+#            by timing windows, and a graph's replays in the range; then run's capture-range tests
+#            (the launches inside and outside, and the note when the range never opened)
 #   split    bench/torch/modules_table.sh on ResNet-18 with and without its DataLoader, with
 #            --variants in 3 rounds (issue 22: the workers' share against the launches' and the
 #            hooks', each paired with its round's plain process)
@@ -150,8 +151,10 @@ want torch && step torch 330 env OUT="$OUT/torch" BUILD="$BUILD" SKIP_BUILD=1 \
 want windows && step windows 240 bash -c "LAUNCHWATCH_EXIT_RUNS=20 ctest --test-dir '$BUILD' \
   -R 'CudaBridge|RunEndsWhileCudaWorks' --no-tests=error --output-on-failure && \
   '$BUILD/bench/cuda_bridge/launchwatch_cuda_bridge_bench' 20000 25"
-want range && step range 120 "$BUILD/tests/cuda_bridge/launchwatch_cuda_bridge_test" \
-  --gtest_filter='CudaBridgeProfilerRange*:CudaBridgeReplaysInProfilerRange*:CudaBridgeTimingWindows*'
+want range && step range 180 bash -c "'$BUILD/tests/cuda_bridge/launchwatch_cuda_bridge_test' \
+  --gtest_filter='CudaBridgeProfilerRange*:CudaBridgeReplaysInProfilerRange*:CudaBridgeTimingWindows*' \
+  && ninja -C '$BUILD' launchwatch_run_gpu_test launchwatch_cuda_bridge_scopes >/dev/null && \
+  ctest --test-dir '$BUILD' -R 'RunOnGpu.*(CaptureRange|ProfilerApi)' --no-tests=error --output-on-failure"
 want split && step split 420 env OUT="$OUT/split" BUILD="$BUILD" SKIP_BUILD=1 \
   MODELS=resnet18-train,resnet18-dataloader-train VARIANTS=resnet18-train,resnet18-dataloader-train \
   VARIANT_ROUNDS=3 TIMEOUT=60 TABLE_TIMEOUT=410 BUDGET=380 bench/torch/modules_table.sh

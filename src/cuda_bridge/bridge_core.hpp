@@ -295,7 +295,8 @@ class bridge_core {
   void report_kernel_node(const created_node& node);
   void note_device(int device) noexcept;
   /// Where records follow the profiler API range: turns them on for the rest of the range, unless
-  /// it closed meanwhile. Returns whether the gate is open. Cost: a lock, once a range.
+  /// it closed meanwhile. Returns whether the gate is open. Cost: a lock, once a range (at each
+  /// timed launch of a range where CUPTI refuses to turn records on).
   bool open_range_records() noexcept;
   /// Closes the range's gate and turns records off if no launch timed in it is still being
   /// submitted; otherwise leaves that to a later launch outside the range. Holds range_mutex_.

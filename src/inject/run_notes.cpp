@@ -10,14 +10,16 @@ namespace launchwatch::detail {
 
 std::optional<std::string> capture_range_note(bool profiler_api_range,
                                               const cuda_bridge_stats& stats) {
-  if (!profiler_api_range) return std::nullopt;
+  // A program that launched nothing has nothing to explain.
+  if (!profiler_api_range || stats.launches_reported + stats.outside_capture_range == 0) {
+    return std::nullopt;
+  }
   if (stats.launches_reported == 0) {
     return fmt::format(
         "--capture-range cuda-profiler-api: no CUDA launch fell between cudaProfilerStart and "
         "cudaProfilerStop ({} outside them were counted only), so the report holds none; call "
         "cudaProfilerStart and cudaProfilerStop (torch.cuda.profiler.start() and stop()) around "
-        "the "
-        "part to watch, or run without --capture-range to watch every launch",
+        "the part to watch, or run without --capture-range to watch every launch",
         stats.outside_capture_range);
   }
   return fmt::format(

@@ -12,7 +12,8 @@ namespace launchwatch::detail {
 
 /// Under `--capture-range cuda-profiler-api`: how many launches fell between cudaProfilerStart and
 /// cudaProfilerStop (the report's) and how many outside (counted only). When none fell inside, says
-/// that the report is empty for that reason, and what to do. Nothing without the range.
+/// that the report is empty for that reason, and what to do. Nothing without the range, or when
+/// the program launched nothing.
 /// Thread safety: a pure function.
 std::optional<std::string> capture_range_note(bool profiler_api_range,
                                               const cuda_bridge_stats& stats);

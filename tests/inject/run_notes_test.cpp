@@ -23,6 +23,10 @@ TEST(RunNotes, WithoutTheCaptureRangeNothingIsSaidAboutIt) {
   EXPECT_FALSE(capture_range_note(false, stats).has_value());
 }
 
+TEST(RunNotes, AProgramThatLaunchedNothingHasNothingSaidAboutTheCaptureRange) {
+  EXPECT_FALSE(capture_range_note(true, cuda_bridge_stats{}).has_value());
+}
+
 TEST(RunNotes, TheCaptureRangeSaysHowManyLaunchesWereInsideItAndHowManyOutside) {
   cuda_bridge_stats stats;
   stats.launches_reported = 1200;

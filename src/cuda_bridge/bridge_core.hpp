@@ -186,6 +186,13 @@ class bridge_core {
   void capture_beginning(std::uint64_t stream);
   /// The capture on `stream` ended: the end-capture call returned, or the begin call failed.
   void capture_ended(std::uint64_t stream) noexcept;
+  /// Whether kernel records go on as the bridge is made and stay on (records_from_start, with
+  /// neither timing windows nor the profiler API range turning them on and off). The bridge's
+  /// subscription asks, once.
+  [[nodiscard]] bool records_on_from_construction() const noexcept {
+    return records_from_start_ && !options_.timing_windows &&
+           options_.capture_range != cuda_capture_range::cuda_profiler_api;
+  }
   /// Says that the bridge sees every stream capture begin: it subscribed inside cuInit, before any
   /// stream existed, with the begin and end calls' callbacks on. From then on a launch made while
   /// no capture is in progress is known not to be captured, without asking the driver.

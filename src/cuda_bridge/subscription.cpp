@@ -152,11 +152,9 @@ cuda_bridge_engine::cuda_bridge_engine(const cuda_bridge_options& options)
   }
   // For after_cuda_runtime_initialised: a context is created once the runtime is up.
   enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
-  // Under timing windows records are on only inside them (timing_windows.hpp, started below), in
-  // the profiler API range only inside it (bridge_core::profiler_started).
-  if (!options_.timing_windows && options_.capture_range != cuda_capture_range::cuda_profiler_api &&
-      (options_.trace_kernels_from_start ||
-       options_.graph_replays == cuda_graph_replays::per_node)) {
+  // Otherwise on only inside timing windows (timing_windows.hpp, started below) or the profiler
+  // API range (bridge_core::profiler_started), or from the first launch timed.
+  if (core_.records_on_from_construction()) {
     if (!device_.kernel_records_on()) {
       close_records();
       fail("cuptiActivityEnable(CONCURRENT_KERNEL)", CUPTI_ERROR_UNKNOWN);

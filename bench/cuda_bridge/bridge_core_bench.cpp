@@ -39,6 +39,10 @@
 //        [launches per scope, default 0: none; K puts every K launches in a scope of their own,
 //         three names in turn, under two scopes open through the loop, as a module's hooks do
 //         (ResNet-18's step: a scope entered and left for every 1-3 kernels, issue 22)]
+//        [distinct kernels and scope names, default 1 (3 scope names): K cycles the launches over
+//         K kernel symbols, each its own string as a library's kernels are, and the scopes over K
+//         names, as a real model's step does (ResNet-18's: about 100 of each); 1 is one kernel
+//         launched again and again, which every thread-local cache holds]
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -100,12 +104,12 @@ class bench_cupti final : public launchwatch::detail::cuda_bridge::bridge_device
 
   bridge_core& core() noexcept { return core_; }
 
-  /// cuLaunchKernel of an empty kernel: ENTER, `submission` of busy time and the kernel handed to
-  /// the device, EXIT.
-  void launch(std::chrono::nanoseconds submission) {
+  /// cuLaunchKernel of an empty kernel named `symbol`: ENTER, `submission` of busy time and the
+  /// kernel handed to the device, EXIT.
+  void launch(std::chrono::nanoseconds submission, const char* symbol) {
     launchwatch::detail::cuda_bridge::launch_call call;
     call.correlation = ++next_correlation_;
-    call.symbol = "_Z12empty_kernelv";
+    call.symbol = symbol;
     call.context = &context_;
     call.stream = &stream_;
     call.stream_number = 13;
@@ -242,12 +246,39 @@ double thread_cpu_ns() {
 /// Every K launches in a scope of their own (0: none), from main's arguments.
 int launches_per_scope = 0;
 
+/// The kernel symbols launches cycle over and the scope names scopes do (main's arguments say how
+/// many): each its own allocation, so no two share an address or a cache line's neighbourhood by
+/// construction.
+std::vector<std::unique_ptr<std::string>> kernel_symbols;
+std::vector<std::unique_ptr<std::string>> scope_names;
+
+void make_names(int distinct) {
+  for (int i = 0; i < distinct; ++i) {
+    kernel_symbols.push_back(std::make_unique<std::string>(
+        distinct == 1 ? std::string{"_Z12empty_kernelv"}
+                      : "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_" +
+                            std::to_string(i) + "EEvi"));
+  }
+  const std::array<std::string_view, 3> modules{"conv1", "bn1", "relu"};
+  for (int i = 0; i < std::max(distinct, 3); ++i) {
+    scope_names.push_back(std::make_unique<std::string>(
+        distinct == 1 ? std::string{modules[static_cast<std::size_t>(i)]}
+                      : "module" + std::to_string(i)));
+  }
+}
+
+const char* symbol_of(std::size_t launch) {
+  return kernel_symbols[launch % kernel_symbols.size()]->c_str();
+}
+
 /// `count` launches in a scope entered and left around them, as a module's forward hooks do.
-[[gnu::noinline]] void scoped_launches(bench_cupti& cupti, int count, int group,
+[[gnu::noinline]] void scoped_launches(bench_cupti& cupti, int first, int count, int group,
                                        std::chrono::nanoseconds submission) {
-  static constexpr std::array<std::string_view, 3> names{"conv1", "bn1", "relu"};
-  const launchwatch::scope module{names[static_cast<std::size_t>(group) % names.size()]};
-  for (int i = 0; i < count; ++i) cupti.launch(submission);
+  const launchwatch::scope module{
+      *scope_names[static_cast<std::size_t>(group) % scope_names.size()]};
+  for (int i = first; i < first + count; ++i) {
+    cupti.launch(submission, symbol_of(static_cast<std::size_t>(i)));
+  }
 }
 
 // Not inlined, so a profiler can tell the loop from the rest of a round.
@@ -256,12 +287,14 @@ int launches_per_scope = 0;
   const double cpu_start = thread_cpu_ns();
   const auto start = clock_type::now();
   if (launches_per_scope <= 0) {
-    for (int i = 0; i < launches; ++i) cupti.launch(submission);
+    for (int i = 0; i < launches; ++i) {
+      cupti.launch(submission, symbol_of(static_cast<std::size_t>(i)));
+    }
   } else {
     const launchwatch::scope model{"ResNet"};
     const launchwatch::scope layer{"layer1"};
     for (int i = 0, group = 0; i < launches; i += launches_per_scope, ++group) {
-      scoped_launches(cupti, std::min(launches_per_scope, launches - i), group, submission);
+      scoped_launches(cupti, i, std::min(launches_per_scope, launches - i), group, submission);
     }
   }
   const auto end = clock_type::now();
@@ -342,15 +375,18 @@ int main(int argc, char** argv) {
   const int only = argc > 4 ? std::atoi(argv[4]) : -1;
   const std::string fold = argc > 5 ? argv[5] : "auto";
   launches_per_scope = argc > 6 ? std::atoi(argv[6]) : 0;
-  if (launches <= 0 || rounds <= 0 || launches_per_scope < 0 ||
+  const int distinct = argc > 7 ? std::atoi(argv[7]) : 1;
+  if (launches <= 0 || rounds <= 0 || launches_per_scope < 0 || distinct <= 0 ||
       (fold != "auto" && fold != "thread" && fold != "inline")) {
     std::fprintf(stderr,
                  "usage: %s [launches per row] [rounds] [submission ns] [only row, -1 all] "
-                 "[fold: auto|thread|inline] [launches per scope, 0 none]\n",
+                 "[fold: auto|thread|inline] [launches per scope, 0 none] "
+                 "[distinct kernels and scope names, >= 1]\n",
                  argv[0]);
     return 2;
   }
   if (fold != "auto") launchwatch::detail::fold_thread::decide_for_testing(fold == "thread");
+  make_names(distinct);
   // Pairs: a deferred row and the names-only row it is compared with.
   constexpr int row_count = 6;
   // Freed memory stays with the process: a row's first touches of pages another row freed are the

@@ -2,8 +2,10 @@
 
 #include <launchwatch/attribute/scope.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -51,15 +53,41 @@ struct path_table {
   }
 };
 
-/// A thread's recent lookups, so entering a scope it has entered before takes no lock. Entries
-/// point at interned names, which this thread read under the table's lock when it cached them.
+/// A thread's recent lookups, so entering a scope it has entered before neither hashes the name's
+/// text nor takes a lock: keyed by the parent and where the caller's name lives, confirmed by
+/// comparing the text (an address may be reused for another name). Entries point at interned
+/// names, which this thread read under the table's lock when it cached them.
+///
+/// Why 8 ways of 128 sets (24 KiB a thread that enters scopes): a real model enters a few hundred
+/// paths a step, in turn (ResNet-18's forward and backward about 240, a transformer's more), and
+/// the 64 direct-mapped entries this replaced held too few of them: most lookups went to the
+/// table's lock and two hashes of the text (docs/benchmarks.md, "Thread caches that hold a model's
+/// kernels and scopes"). Eight ways keep a set from overflowing where a few hundred paths fall
+/// unevenly on the sets; the newest goes first, the oldest out.
 struct intern_cache_entry {
   path_id parent = no_path;
   path_id id = no_path;
-  const std::string* name = nullptr;
+  const std::string* name = nullptr;  // the interned name
 };
-constexpr std::size_t intern_cache_size = 64;
-thread_local std::array<intern_cache_entry, intern_cache_size> intern_cache;
+constexpr std::size_t intern_cache_ways = 8;
+constexpr std::size_t intern_cache_sets = 128;
+struct intern_cache_set {
+  /// The callers' names the entries were made from, together (one cache line) for the scan.
+  std::array<const char*, intern_cache_ways> texts{};
+  std::array<intern_cache_entry, intern_cache_ways> ways;
+};
+thread_local std::array<intern_cache_set, intern_cache_sets> intern_cache;
+thread_local std::size_t intern_cache_misses_here = 0;
+
+/// The set a (parent, name) is cached in, from the parent and the name's address and length: no
+/// read of the text.
+intern_cache_set& intern_cache_set_of(path_id parent, std::string_view name) noexcept {
+  const auto key = (reinterpret_cast<std::uintptr_t>(name.data()) ^
+                    (static_cast<std::uint64_t>(parent) << 32) ^ name.size()) *
+                   0x9e3779b97f4a7c15ULL;
+  return intern_cache[key >> 57];  // the top 7 bits: 128 sets
+}
+static_assert(intern_cache_sets == std::size_t{1} << 7);
 
 /// An open scope on this thread.
 struct frame {
@@ -170,9 +198,13 @@ std::atomic<bool> recording_scopes{false};
 std::atomic<int> sole_scoped_wanted{0};
 
 path_id intern_path(path_id parent, std::string_view name) {
-  const auto hash = hash_key(parent, name);
-  auto& cached = intern_cache[hash % intern_cache_size];
-  if (cached.id != no_path && cached.parent == parent && *cached.name == name) return cached.id;
+  auto& set = intern_cache_set_of(parent, name);
+  for (std::size_t way = 0; way < intern_cache_ways; ++way) {
+    if (set.texts[way] != name.data()) continue;
+    const auto& entry = set.ways[way];
+    if (entry.parent == parent && entry.id != no_path && *entry.name == name) return entry.id;
+  }
+  ++intern_cache_misses_here;
 
   auto& table = path_table::get();
   std::lock_guard lock{table.mutex};
@@ -189,8 +221,16 @@ path_id intern_path(path_id parent, std::string_view name) {
       throw;
     }
   }
-  cached = intern_cache_entry{parent, id, &table.nodes[id - 1].name};
+  // The newest in the first way, the oldest dropped.
+  std::copy_backward(set.texts.begin(), set.texts.end() - 1, set.texts.end());
+  std::copy_backward(set.ways.begin(), set.ways.end() - 1, set.ways.end());
+  set.texts.front() = name.data();
+  set.ways.front() = intern_cache_entry{parent, id, &table.nodes[id - 1].name};
   return id;
+}
+
+std::size_t intern_cache_misses() noexcept {
+  return intern_cache_misses_here;
 }
 
 path_node read_path(path_id id) {

@@ -5,6 +5,7 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -85,19 +86,29 @@ kernel_symbol symbol_cache::find(const char* symbol, symbol_table& table) {
 kernel_symbol symbol_cache::find(const char* symbol, symbol_table& table,
                                  std::uint64_t generation) {
   const auto address = reinterpret_cast<std::uintptr_t>(symbol);
-  entry& slot = entries_[(address >> 3) % ways];
-  if (slot.pointer == symbol) {
+  set& in = sets_[(static_cast<std::uint64_t>(address) * 0x9e3779b97f4a7c15ULL) >> (64 - set_bits)];
+  for (std::size_t way = 0; way < ways; ++way) {
+    if (in.pointers[way] != symbol) continue;
+    entry& slot = in.entries[way];
     if (slot.generation == generation && generation != unnumbered) return slot.symbol;
     const std::string_view cached = slot.symbol.mangled;
     if (std::strncmp(symbol, cached.data(), cached.size()) == 0 && symbol[cached.size()] == '\0') {
       slot.generation = generation;
       return slot.symbol;
     }
+    // The address now holds another name: its entry is replaced below, as the newest.
+    std::move(in.pointers + way + 1, in.pointers + ways, in.pointers + way);
+    std::move(in.entries + way + 1, in.entries + ways, in.entries + way);
+    in.pointers[ways - 1] = nullptr;
+    break;
   }
-  slot.symbol = table.intern(symbol);
-  slot.pointer = symbol;
-  slot.generation = generation;
-  return slot.symbol;
+  const kernel_symbol found = table.intern(symbol);
+  // The newest in the first way, the oldest dropped.
+  std::move_backward(in.pointers, in.pointers + ways - 1, in.pointers + ways);
+  std::move_backward(in.entries, in.entries + ways - 1, in.entries + ways);
+  in.pointers[0] = symbol;
+  in.entries[0] = entry{generation, found};
+  return found;
 }
 
 }  // namespace launchwatch::detail

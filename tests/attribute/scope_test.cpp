@@ -41,6 +41,24 @@ TEST(Scope, WithNoAttributionAliveAScopeIsNotEntered) {
   EXPECT_EQ(detail::current_path(), detail::no_path);
 }
 
+TEST(Scope, AThreadEnteringTheScopesOfAModelsStepAgainFindsThemWithoutTheSharedTable) {
+  // A model's step enters a few hundred (parent, name) pairs in turn, forward and backward.
+  std::vector<std::string> names;
+  for (int i = 0; i < 200; ++i) names.push_back("module " + std::to_string(i));
+  std::size_t first_step = 0, second_step = 0;
+  std::thread{[&] {  // a thread of its own, so its cache starts empty
+    const detail::path_id model = detail::intern_path(detail::no_path, "ResNet");
+    const std::size_t before = detail::intern_cache_misses();
+    for (const auto& name : names) (void)detail::intern_path(model, name);
+    first_step = detail::intern_cache_misses() - before;
+    for (const auto& name : names) (void)detail::intern_path(model, name);
+    second_step = detail::intern_cache_misses() - before - first_step;
+  }}
+      .join();
+  EXPECT_EQ(first_step, names.size());
+  EXPECT_LE(second_step, 16u);  // 64 entries held at most 64 of the 200
+}
+
 TEST(Scope, NestsIntoThePathALaunchIsPairedWith) {
   const auto pass = attribute_pass([] {
     scope model{"model"};

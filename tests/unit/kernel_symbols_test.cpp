@@ -87,6 +87,21 @@ TEST(KernelSymbols, TheCacheTakesAPointerItSawInTheSameGenerationWithoutReadingI
   EXPECT_EQ(cache.find(buffer, table, 6).name, "two()");
 }
 
+TEST(KernelSymbols, TheCacheHoldsTheHundredKernelsAModelsStepLaunchesInTurn) {
+  std::vector<std::string> symbols;
+  for (int i = 0; i < 100; ++i) {
+    symbols.push_back("_ZN2at6native18elementwise_kernelILi" + std::to_string(i) + "EEvv");
+  }
+  symbol_table first_step, second_step;
+  symbol_cache cache;
+  for (const auto& symbol : symbols) (void)cache.find(symbol.c_str(), first_step, 1);
+  // Each name the cache still holds is answered without the table: the second table learns only
+  // the names the cache dropped (64 entries held at most 64 of them).
+  for (const auto& symbol : symbols) (void)cache.find(symbol.c_str(), second_step, 1);
+  EXPECT_EQ(first_step.size(), symbols.size());
+  EXPECT_LE(second_step.size(), 10u);
+}
+
 TEST(KernelSymbols, ThreadsInterningAtOnceAgreeOnOneEntryPerName) {
   symbol_table table;
   std::vector<std::thread> threads;

@@ -67,14 +67,20 @@ class symbol_table {
 };
 
 /// A per-thread, pointer-keyed cache in front of symbol_table: a launch of a kernel this thread
-/// launched before costs a pointer compare, and a check of the text unless the caller can say no
-/// pointer was reused since.
+/// launched before costs a few pointer compares, and a check of the text unless the caller can say
+/// no pointer was reused since.
 ///
 /// Why the text is checked: a module unloaded and another loaded may reuse an address for another
 /// name, and the pointer alone cannot tell. Why it is worth skipping: the text is the driver's,
 /// cold at every launch after the driver's own work, so comparing it cost 26-37 ns a launch for a
 /// 70-character name on the H200's host (docs/benchmarks.md, "The bridge's own time on the
 /// launching thread"), more for a library's templated kernels.
+/// Why 8 ways of 64 sets (28 KiB a launching thread): a model's step launches a hundred or more
+/// distinct kernels in turn (cuDNN's, cuBLAS's, torch's elementwise ones), which the 64
+/// direct-mapped entries this replaced did not hold: a miss hashes the whole mangled name under
+/// the table's lock (docs/benchmarks.md, "Thread caches that hold a model's kernels and scopes").
+/// Eight ways keep a set from overflowing where a few hundred names fall unevenly on the sets; the
+/// newest goes first, the oldest out.
 /// Thread safety: one thread (each thread keeps its own).
 class symbol_cache {
  public:
@@ -88,15 +94,21 @@ class symbol_cache {
   kernel_symbol find(const char* symbol, symbol_table& table, std::uint64_t generation);
 
  private:
-  static constexpr std::size_t ways = 64;
+  static constexpr std::size_t ways = 8;
+  static constexpr std::size_t set_bits = 6;
+  static constexpr std::size_t sets = std::size_t{1} << set_bits;
   /// The generation of an entry that find() without one cached: never trusted without the text.
   static constexpr std::uint64_t unnumbered = ~std::uint64_t{0};
   struct entry {
-    const char* pointer = nullptr;
     std::uint64_t generation = unnumbered;
     kernel_symbol symbol;
   };
-  entry entries_[ways];
+  /// A set's pointers together (one cache line), so a hit reads one line before its entry's.
+  struct set {
+    const char* pointers[ways] = {};
+    entry entries[ways];
+  };
+  set sets_[sets];
 };
 
 }  // namespace launchwatch::detail

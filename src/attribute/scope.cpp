@@ -58,36 +58,66 @@ struct path_table {
 /// comparing the text (an address may be reused for another name). Entries point at interned
 /// names, which this thread read under the table's lock when it cached them.
 ///
-/// Why 8 ways of 128 sets (24 KiB a thread that enters scopes): a real model enters a few hundred
-/// paths a step, in turn (ResNet-18's forward and backward about 240, a transformer's more), and
-/// the 64 direct-mapped entries this replaced held too few of them: most lookups went to the
-/// table's lock and two hashes of the text (docs/benchmarks.md, "Thread caches that hold a model's
-/// kernels and scopes"). Eight ways keep a set from overflowing where a few hundred paths fall
-/// unevenly on the sets; the newest goes first, the oldest out.
+/// Why 8 ways of 128 sets (24 KiB, made on a thread's first scope, so threads that enter none
+/// carry none of it): a real model enters a few hundred paths a step, in turn (ResNet-18's forward
+/// and backward about 240, a transformer's more), and the 64 direct-mapped entries this replaced
+/// held too few of them: most lookups went to the table's lock and two hashes of the text
+/// (docs/benchmarks.md, "Thread caches that hold a model's kernels and scopes"). Eight ways keep a
+/// set from overflowing where a few hundred paths fall unevenly on the sets; the newest goes
+/// first, the oldest out.
 struct intern_cache_entry {
   path_id parent = no_path;
   path_id id = no_path;
   const std::string* name = nullptr;  // the interned name
 };
 constexpr std::size_t intern_cache_ways = 8;
-constexpr std::size_t intern_cache_sets = 128;
+constexpr std::size_t intern_cache_set_count = 128;
 struct intern_cache_set {
   /// The callers' names the entries were made from, together (one cache line) for the scan.
   std::array<const char*, intern_cache_ways> texts{};
   std::array<intern_cache_entry, intern_cache_ways> ways;
 };
-thread_local std::array<intern_cache_set, intern_cache_sets> intern_cache;
-thread_local std::size_t intern_cache_misses_here = 0;
+using intern_cache_sets = std::array<intern_cache_set, intern_cache_set_count>;
+/// This thread's cache, or null before its first scope (and after the thread's end began).
+constinit thread_local intern_cache_sets* intern_cache = nullptr;
+constinit thread_local bool intern_cache_ended = false;
+constinit thread_local std::size_t intern_cache_misses_here = 0;
+
+/// Frees its thread's cache as the thread ends; made with the cache.
+struct intern_cache_owner {
+  intern_cache_owner() = default;
+  intern_cache_owner(const intern_cache_owner&) = delete;
+  intern_cache_owner& operator=(const intern_cache_owner&) = delete;
+  ~intern_cache_owner() {
+    delete intern_cache;
+    intern_cache = nullptr;
+    intern_cache_ended = true;  // a scope entered later in the thread's end goes uncached
+  }
+};
+
+/// This thread's cache, made on first use; null when it cannot be (out of memory, or the thread is
+/// ending), and interning then goes to the table every time.
+intern_cache_sets* this_threads_intern_cache() noexcept {
+  if (intern_cache != nullptr || intern_cache_ended) return intern_cache;
+  try {
+    thread_local intern_cache_owner owner;
+    intern_cache = new intern_cache_sets{};
+  } catch (...) {
+    return nullptr;
+  }
+  return intern_cache;
+}
 
 /// The set a (parent, name) is cached in, from the parent and the name's address and length: no
 /// read of the text.
-intern_cache_set& intern_cache_set_of(path_id parent, std::string_view name) noexcept {
+intern_cache_set& intern_cache_set_of(intern_cache_sets& sets, path_id parent,
+                                      std::string_view name) noexcept {
   const auto key = (reinterpret_cast<std::uintptr_t>(name.data()) ^
                     (static_cast<std::uint64_t>(parent) << 32) ^ name.size()) *
                    0x9e3779b97f4a7c15ULL;
-  return intern_cache[key >> 57];  // the top 7 bits: 128 sets
+  return sets[key >> 57];  // the top 7 bits: 128 sets
 }
-static_assert(intern_cache_sets == std::size_t{1} << 7);
+static_assert(intern_cache_set_count == std::size_t{1} << 7);
 
 /// An open scope on this thread.
 struct frame {
@@ -198,11 +228,14 @@ std::atomic<bool> recording_scopes{false};
 std::atomic<int> sole_scoped_wanted{0};
 
 path_id intern_path(path_id parent, std::string_view name) {
-  auto& set = intern_cache_set_of(parent, name);
-  for (std::size_t way = 0; way < intern_cache_ways; ++way) {
-    if (set.texts[way] != name.data()) continue;
-    const auto& entry = set.ways[way];
-    if (entry.parent == parent && entry.id != no_path && *entry.name == name) return entry.id;
+  intern_cache_sets* const cache = this_threads_intern_cache();
+  intern_cache_set* set = cache != nullptr ? &intern_cache_set_of(*cache, parent, name) : nullptr;
+  if (set != nullptr) {
+    for (std::size_t way = 0; way < intern_cache_ways; ++way) {
+      if (set->texts[way] != name.data()) continue;
+      const auto& entry = set->ways[way];
+      if (entry.parent == parent && entry.id != no_path && *entry.name == name) return entry.id;
+    }
   }
   ++intern_cache_misses_here;
 
@@ -221,11 +254,13 @@ path_id intern_path(path_id parent, std::string_view name) {
       throw;
     }
   }
-  // The newest in the first way, the oldest dropped.
-  std::copy_backward(set.texts.begin(), set.texts.end() - 1, set.texts.end());
-  std::copy_backward(set.ways.begin(), set.ways.end() - 1, set.ways.end());
-  set.texts.front() = name.data();
-  set.ways.front() = intern_cache_entry{parent, id, &table.nodes[id - 1].name};
+  if (set != nullptr) {
+    // The newest in the first way, the oldest dropped.
+    std::copy_backward(set->texts.begin(), set->texts.end() - 1, set->texts.end());
+    std::copy_backward(set->ways.begin(), set->ways.end() - 1, set->ways.end());
+    set->texts.front() = name.data();
+    set->ways.front() = intern_cache_entry{parent, id, &table.nodes[id - 1].name};
+  }
   return id;
 }
 

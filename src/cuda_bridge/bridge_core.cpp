@@ -56,7 +56,10 @@ struct bridge_core::thread_state {
   // The device of the context last seen: launches of one thread mostly stay on one.
   void* device_context = nullptr;
   int device = 0;
-  symbol_cache symbols;
+  /// This thread's cache of kernel names (28 KiB), made at its first launch so that a thread that
+  /// launches nothing carries none of it; null before, and once the thread's end has freed it.
+  symbol_cache* symbols = nullptr;
+  bool symbols_ended = false;
 };
 
 namespace {
@@ -75,6 +78,33 @@ bridge_core::thread_state& this_thread_state() noexcept {
   bridge_core::thread_state* state = &this_thread;
   asm("" : "+r"(state));
   return *state;
+}
+
+/// Frees its thread's symbol cache as the thread ends; made with the cache (this_thread itself
+/// must stay trivially destructible, above).
+struct symbol_cache_owner {
+  symbol_cache_owner() = default;
+  symbol_cache_owner(const symbol_cache_owner&) = delete;
+  symbol_cache_owner& operator=(const symbol_cache_owner&) = delete;
+  ~symbol_cache_owner() {
+    bridge_core::thread_state& state = this_thread_state();
+    delete state.symbols;
+    state.symbols = nullptr;
+    state.symbols_ended = true;  // a launch later in the thread's end names its kernel uncached
+  }
+};
+
+/// `state`'s symbol cache, made on first use; null when it cannot be (out of memory, or the thread
+/// is ending), and names then come from the process's table every time.
+symbol_cache* symbols_of(bridge_core::thread_state& state) noexcept {
+  if (state.symbols != nullptr || state.symbols_ended) return state.symbols;
+  try {
+    thread_local symbol_cache_owner owner;
+    state.symbols = new symbol_cache{};
+  } catch (...) {
+    return nullptr;
+  }
+  return state.symbols;
 }
 
 /// The clones (original, clone) CUPTI announced during this thread's cudaGraphInstantiate call,
@@ -146,11 +176,13 @@ void bridge_core::describe(launch_info& info, const char* symbol, name_source so
                            std::array<std::uint32_t, 3> grid, std::array<std::uint32_t, 3> block,
                            thread_state& state) {
   const char* const spelt = symbol != nullptr ? symbol : "(unnamed CUDA kernel)";
+  symbol_cache* const cache = symbols_of(state);
   const kernel_symbol named =
-      source == name_source::launch_callback && every_unload_seen_.load(std::memory_order_acquire)
-          ? state.symbols.find(spelt, symbol_table::process(),
-                               symbol_generation.load(std::memory_order_acquire))
-          : state.symbols.find(spelt, symbol_table::process());
+      cache == nullptr ? symbol_table::process().intern(spelt)
+      : source == name_source::launch_callback && every_unload_seen_.load(std::memory_order_acquire)
+          ? cache->find(spelt, symbol_table::process(),
+                        symbol_generation.load(std::memory_order_acquire))
+          : cache->find(spelt, symbol_table::process());
   info = launch_info{};
   info.kernel = named.name;
   info.backend = "cuda";

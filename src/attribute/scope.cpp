@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -53,10 +54,12 @@ struct path_table {
   }
 };
 
-/// A thread's recent lookups, so entering a scope it has entered before neither hashes the name's
-/// text nor takes a lock: keyed by the parent and where the caller's name lives, confirmed by
-/// comparing the text (an address may be reused for another name). Entries point at interned
-/// names, which this thread read under the table's lock when it cached them.
+/// A thread's recent lookups, so entering a scope it has entered before neither hashes the whole
+/// name nor takes a lock: keyed by the parent, the name's length and its first and last eight
+/// bytes (a tag), confirmed by comparing the whole text. Not by where the caller's name lives: a
+/// name built at run time in a loop (`"layer " + std::to_string(i)`, short enough for a string's
+/// own buffer) has the same address every time. Entries point at interned names, which this
+/// thread read under the table's lock when it cached them.
 ///
 /// Why 8 ways of 128 sets (24 KiB, made on a thread's first scope, so threads that enter none
 /// carry none of it): a real model enters a few hundred paths a step, in turn (ResNet-18's forward
@@ -73,8 +76,8 @@ struct intern_cache_entry {
 constexpr std::size_t intern_cache_ways = 8;
 constexpr std::size_t intern_cache_set_count = 128;
 struct intern_cache_set {
-  /// The callers' names the entries were made from, together (one cache line) for the scan.
-  std::array<const char*, intern_cache_ways> texts{};
+  /// The entries' tags (intern_cache_tag), together (one cache line) for the scan; 0 is empty.
+  std::array<std::uint64_t, intern_cache_ways> tags{};
   std::array<intern_cache_entry, intern_cache_ways> ways;
 };
 using intern_cache_sets = std::array<intern_cache_set, intern_cache_set_count>;
@@ -108,14 +111,25 @@ intern_cache_sets* this_threads_intern_cache() noexcept {
   return intern_cache;
 }
 
-/// The set a (parent, name) is cached in, from the parent and the name's address and length: no
-/// read of the text.
-intern_cache_set& intern_cache_set_of(intern_cache_sets& sets, path_id parent,
-                                      std::string_view name) noexcept {
-  const auto key = (reinterpret_cast<std::uintptr_t>(name.data()) ^
-                    (static_cast<std::uint64_t>(parent) << 32) ^ name.size()) *
-                   0x9e3779b97f4a7c15ULL;
-  return sets[key >> 57];  // the top 7 bits: 128 sets
+/// A (parent, name)'s tag: its parent, length and first and last eight bytes mixed, never 0. Reads
+/// at most 16 bytes of the text, which its caller has just written or read.
+std::uint64_t intern_cache_tag(path_id parent, std::string_view name) noexcept {
+  std::uint64_t head = 0;
+  std::uint64_t tail = 0;
+  const std::size_t size = name.size();
+  if (size > 0) std::memcpy(&head, name.data(), std::min<std::size_t>(size, 8));
+  if (size > 8) std::memcpy(&tail, name.data() + size - 8, 8);  // overlaps the head below 16
+  std::uint64_t key = (head * 0x9e3779b97f4a7c15ULL) ^ (tail * 0xc2b2ae3d27d4eb4fULL) ^
+                      (static_cast<std::uint64_t>(parent) << 20) ^ size;
+  key ^= key >> 29;
+  key *= 0xbf58476d1ce4e5b9ULL;
+  key ^= key >> 32;
+  return key | 1;
+}
+
+/// The set a tag is cached in: its top 7 bits (128 sets).
+intern_cache_set& intern_cache_set_of(intern_cache_sets& sets, std::uint64_t tag) noexcept {
+  return sets[tag >> 57];
 }
 static_assert(intern_cache_set_count == std::size_t{1} << 7);
 
@@ -229,12 +243,13 @@ std::atomic<int> sole_scoped_wanted{0};
 
 path_id intern_path(path_id parent, std::string_view name) {
   intern_cache_sets* const cache = this_threads_intern_cache();
-  intern_cache_set* set = cache != nullptr ? &intern_cache_set_of(*cache, parent, name) : nullptr;
+  const std::uint64_t tag = cache != nullptr ? intern_cache_tag(parent, name) : 0;
+  intern_cache_set* set = cache != nullptr ? &intern_cache_set_of(*cache, tag) : nullptr;
   if (set != nullptr) {
     for (std::size_t way = 0; way < intern_cache_ways; ++way) {
-      if (set->texts[way] != name.data()) continue;
+      if (set->tags[way] != tag) continue;
       const auto& entry = set->ways[way];
-      if (entry.parent == parent && entry.id != no_path && *entry.name == name) return entry.id;
+      if (entry.parent == parent && *entry.name == name) return entry.id;
     }
   }
   ++intern_cache_misses_here;
@@ -256,9 +271,9 @@ path_id intern_path(path_id parent, std::string_view name) {
   }
   if (set != nullptr) {
     // The newest in the first way, the oldest dropped.
-    std::copy_backward(set->texts.begin(), set->texts.end() - 1, set->texts.end());
+    std::copy_backward(set->tags.begin(), set->tags.end() - 1, set->tags.end());
     std::copy_backward(set->ways.begin(), set->ways.end() - 1, set->ways.end());
-    set->texts.front() = name.data();
+    set->tags.front() = tag;
     set->ways.front() = intern_cache_entry{parent, id, &table.nodes[id - 1].name};
   }
   return id;

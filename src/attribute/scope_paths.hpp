@@ -23,9 +23,10 @@ inline constexpr path_id no_path = 0;
 
 /// The id of `name` entered under `parent`, interning it on first sight.
 ///
-/// Cost: a thread-local cache probe and a string compare when this thread has recently seen the
-/// pair with its name at the same address (a few hundred pairs fit); otherwise a hash of the name
-/// under a process-wide lock, and a copy of the name the first time anyone sees it.
+/// Cost: a thread-local cache probe (a mix of the name's length and first and last eight bytes) and
+/// a string compare when this thread has recently seen the pair (a few hundred pairs fit);
+/// otherwise a hash of the name under a process-wide lock, and a copy of the name the first time
+/// anyone sees it.
 /// May throw std::bad_alloc.
 path_id intern_path(path_id parent, std::string_view name);
 

@@ -4,9 +4,10 @@
 #include <launchwatch/attribute/scope.hpp>
 #include <launchwatch/launch_path.hpp>
 
+#include <cstdio>
+#include <future>
 #include <memory>
 #include <optional>
-#include <future>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -57,6 +58,29 @@ TEST(Scope, AThreadEnteringTheScopesOfAModelsStepAgainFindsThemWithoutTheSharedT
       .join();
   EXPECT_EQ(first_step, names.size());
   EXPECT_LE(second_step, 16u);  // 64 entries held at most 64 of the 200
+}
+
+TEST(Scope, AThreadEnteringScopesNamedInOneReusedBufferAgainFindsThemWithoutTheSharedTable) {
+  // Names built at run time in a loop, each in the same buffer, as a short std::string's own
+  // storage is at every turn of the loop.
+  std::size_t first_step = 0, second_step = 0;
+  std::thread{[&] {
+    const detail::path_id model = detail::intern_path(detail::no_path, "Transformer");
+    char buffer[32];
+    const auto enter_layers = [&] {
+      for (int layer = 0; layer < 48; ++layer) {
+        const int size = std::snprintf(buffer, sizeof buffer, "layer %d", layer);
+        (void)detail::intern_path(model, std::string_view{buffer, static_cast<std::size_t>(size)});
+      }
+    };
+    const std::size_t before = detail::intern_cache_misses();
+    enter_layers();
+    first_step = detail::intern_cache_misses() - before;
+    enter_layers();
+    second_step = detail::intern_cache_misses() - before - first_step;
+  }}.join();
+  EXPECT_EQ(first_step, 48u);
+  EXPECT_LE(second_step, 8u);  // keyed by the buffer's address, one set's 8 ways held 8 of the 48
 }
 
 TEST(Scope, NestsIntoThePathALaunchIsPairedWith) {

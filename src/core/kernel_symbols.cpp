@@ -96,11 +96,9 @@ kernel_symbol symbol_cache::find(const char* symbol, symbol_table& table,
       slot.generation = generation;
       return slot.symbol;
     }
-    // The address now holds another name: its entry is replaced below, as the newest.
-    std::move(in.pointers + way + 1, in.pointers + ways, in.pointers + way);
-    std::move(in.entries + way + 1, in.entries + ways, in.entries + way);
-    in.pointers[ways - 1] = nullptr;
-    break;
+    // The address now holds another name: its entry becomes that name's.
+    slot = entry{generation, table.intern(symbol)};
+    return slot.symbol;
   }
   const kernel_symbol found = table.intern(symbol);
   // The newest in the first way, the oldest dropped.

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/interface/fork_locks.hpp"
+#include "core/interface/made_on_first_use.hpp"
 #include "recorder.hpp"
 #include "scope_nvtx.hpp"
 #include "scope_paths.hpp"
@@ -81,35 +82,10 @@ struct intern_cache_set {
   std::array<intern_cache_entry, intern_cache_ways> ways;
 };
 using intern_cache_sets = std::array<intern_cache_set, intern_cache_set_count>;
-/// This thread's cache, or null before its first scope (and after the thread's end began).
-constinit thread_local intern_cache_sets* intern_cache = nullptr;
-constinit thread_local bool intern_cache_ended = false;
+/// This thread's cache, made on its first scope; without one (out of memory, or the thread's end
+/// freed it), interning goes to the table every time.
+constinit thread_local made_on_first_use<intern_cache_sets> intern_cache;
 constinit thread_local std::size_t intern_cache_misses_here = 0;
-
-/// Frees its thread's cache as the thread ends; made with the cache.
-struct intern_cache_owner {
-  intern_cache_owner() = default;
-  intern_cache_owner(const intern_cache_owner&) = delete;
-  intern_cache_owner& operator=(const intern_cache_owner&) = delete;
-  ~intern_cache_owner() {
-    delete intern_cache;
-    intern_cache = nullptr;
-    intern_cache_ended = true;  // a scope entered later in the thread's end goes uncached
-  }
-};
-
-/// This thread's cache, made on first use; null when it cannot be (out of memory, or the thread is
-/// ending), and interning then goes to the table every time.
-intern_cache_sets* this_threads_intern_cache() noexcept {
-  if (intern_cache != nullptr || intern_cache_ended) return intern_cache;
-  try {
-    thread_local intern_cache_owner owner;
-    intern_cache = new intern_cache_sets{};
-  } catch (...) {
-    return nullptr;
-  }
-  return intern_cache;
-}
 
 /// A (parent, name)'s tag: its parent, length and first and last eight bytes mixed, never 0. Reads
 /// at most 16 bytes of the text, which its caller has just written or read.
@@ -242,10 +218,11 @@ std::atomic<bool> recording_scopes{false};
 std::atomic<int> sole_scoped_wanted{0};
 
 path_id intern_path(path_id parent, std::string_view name) {
-  intern_cache_sets* const cache = this_threads_intern_cache();
-  const std::uint64_t tag = cache != nullptr ? intern_cache_tag(parent, name) : 0;
-  intern_cache_set* set = cache != nullptr ? &intern_cache_set_of(*cache, tag) : nullptr;
-  if (set != nullptr) {
+  std::uint64_t tag = 0;
+  intern_cache_set* set = nullptr;
+  if (intern_cache_sets* const cache = intern_cache.get(); cache != nullptr) {
+    tag = intern_cache_tag(parent, name);
+    set = &intern_cache_set_of(*cache, tag);
     for (std::size_t way = 0; way < intern_cache_ways; ++way) {
       if (set->tags[way] != tag) continue;
       const auto& entry = set->ways[way];

@@ -10,6 +10,7 @@
 #include <launchwatch/launch_path.hpp>
 
 #include "core/interface/kernel_symbols.hpp"
+#include "core/interface/made_on_first_use.hpp"
 
 namespace launchwatch::detail::cuda_bridge {
 
@@ -57,9 +58,8 @@ struct bridge_core::thread_state {
   void* device_context = nullptr;
   int device = 0;
   /// This thread's cache of kernel names (28 KiB), made at its first launch so that a thread that
-  /// launches nothing carries none of it; null before, and once the thread's end has freed it.
-  symbol_cache* symbols = nullptr;
-  bool symbols_ended = false;
+  /// launches nothing carries none of it.
+  made_on_first_use<symbol_cache> symbols;
 };
 
 namespace {
@@ -78,33 +78,6 @@ bridge_core::thread_state& this_thread_state() noexcept {
   bridge_core::thread_state* state = &this_thread;
   asm("" : "+r"(state));
   return *state;
-}
-
-/// Frees its thread's symbol cache as the thread ends; made with the cache (this_thread itself
-/// must stay trivially destructible, above).
-struct symbol_cache_owner {
-  symbol_cache_owner() = default;
-  symbol_cache_owner(const symbol_cache_owner&) = delete;
-  symbol_cache_owner& operator=(const symbol_cache_owner&) = delete;
-  ~symbol_cache_owner() {
-    bridge_core::thread_state& state = this_thread_state();
-    delete state.symbols;
-    state.symbols = nullptr;
-    state.symbols_ended = true;  // a launch later in the thread's end names its kernel uncached
-  }
-};
-
-/// `state`'s symbol cache, made on first use; null when it cannot be (out of memory, or the thread
-/// is ending), and names then come from the process's table every time.
-symbol_cache* symbols_of(bridge_core::thread_state& state) noexcept {
-  if (state.symbols != nullptr || state.symbols_ended) return state.symbols;
-  try {
-    thread_local symbol_cache_owner owner;
-    state.symbols = new symbol_cache{};
-  } catch (...) {
-    return nullptr;
-  }
-  return state.symbols;
 }
 
 /// The clones (original, clone) CUPTI announced during this thread's cudaGraphInstantiate call,
@@ -176,7 +149,8 @@ void bridge_core::describe(launch_info& info, const char* symbol, name_source so
                            std::array<std::uint32_t, 3> grid, std::array<std::uint32_t, 3> block,
                            thread_state& state) {
   const char* const spelt = symbol != nullptr ? symbol : "(unnamed CUDA kernel)";
-  symbol_cache* const cache = symbols_of(state);
+  // Without a cache (out of memory, or the thread's end freed it) names come from the table.
+  symbol_cache* const cache = state.symbols.get();
   const kernel_symbol named =
       cache == nullptr ? symbol_table::process().intern(spelt)
       : source == name_source::launch_callback && every_unload_seen_.load(std::memory_order_acquire)
